@@ -1,0 +1,81 @@
+//! The bundle: every generated file with its mode, as data. `assemble` is pure; `fsio` writes it.
+
+use crate::cluster::Cluster;
+use crate::kubeconfig;
+use crate::pki::{Kind, Pki};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+
+pub const SUMS: &str = "SHA256SUMS";
+pub const CLUSTER_JSON: &str = "cluster.json";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct File {
+    pub mode: u32,
+    pub contents: Vec<u8>,
+}
+
+/// Path inside the bundle → file. Ordered, so output is deterministic.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Bundle {
+    pub files: BTreeMap<String, File>,
+}
+
+pub const SECRET: u32 = 0o600;
+pub const PUBLIC: u32 = 0o644;
+
+impl Bundle {
+    pub fn add(&mut self, path: impl Into<String>, mode: u32, contents: impl Into<Vec<u8>>) {
+        self.files.insert(
+            path.into(),
+            File {
+                mode,
+                contents: contents.into(),
+            },
+        );
+    }
+
+    /// Top-level names (`pki`, `auth`, `SHA256SUMS`, ...), each linked into the bundle directory.
+    pub fn top_level(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.files.keys().map(|p| p.split('/').next().unwrap_or(p).to_string()).collect();
+        v.dedup();
+        v
+    }
+}
+
+/// Everything `create` writes for the foundation: PKI, kubeconfigs, the resolved cluster, sums.
+pub fn assemble(c: &Cluster, pki: &Pki) -> Bundle {
+    let mut b = Bundle::default();
+    for e in &pki.entries {
+        let stem = e.spec.id();
+        b.add(format!("{stem}.key"), SECRET, e.key_pem.as_bytes());
+        let (ext, text) = match e.spec.kind {
+            Kind::KeyOnly => ("pub", &e.cert_pem),
+            _ => ("crt", &e.cert_pem),
+        };
+        b.add(format!("{stem}.{ext}"), PUBLIC, text.as_bytes());
+    }
+    for k in kubeconfig::plan(c) {
+        let text = kubeconfig::render(&k, pki);
+        b.add(k.path, SECRET, text);
+    }
+    let mut json = serde_json::to_string_pretty(c).expect("cluster serializes");
+    json.push('\n');
+    b.add(CLUSTER_JSON, PUBLIC, json);
+    let sums = sums(&b);
+    b.add(SUMS, PUBLIC, sums);
+    b
+}
+
+pub fn sha256_hex(data: &[u8]) -> String {
+    Sha256::digest(data).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `sha256sum -c` format over every file but the sums file itself.
+pub fn sums(b: &Bundle) -> String {
+    b.files
+        .iter()
+        .filter(|(p, _)| p.as_str() != SUMS)
+        .map(|(p, f)| format!("{}  {p}\n", sha256_hex(&f.contents)))
+        .collect()
+}

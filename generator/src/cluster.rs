@@ -1,0 +1,171 @@
+//! The validated cluster: every later stage takes a `Cluster` and trusts it.
+
+use ipnet::IpNet;
+use serde::Serialize;
+use serde_json::Value;
+use std::net::IpAddr;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Bootstrap,
+    Master,
+    Worker,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Bootstrap => "bootstrap",
+            Role::Master => "master",
+            Role::Worker => "worker",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Node {
+    /// The hostname from agent-config; names the node's files and its agent certificate.
+    pub hostname: String,
+    pub role: Role,
+    /// Position among the nodes of its role, in agent-config order (master 0 → `etcd-0`).
+    pub index: usize,
+    pub interface: String,
+    pub mac: String,
+    pub ip: IpAddr,
+    pub prefix: u8,
+    pub gateway: Option<IpAddr>,
+    pub dns: Vec<IpAddr>,
+}
+
+impl Node {
+    /// The node's FQDN: the hostname itself if it is already qualified.
+    pub fn fqdn(&self, cluster_domain: &str) -> String {
+        if self.hostname.contains('.') {
+            self.hostname.clone()
+        } else {
+            format!("{}.{cluster_domain}", self.hostname)
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum KeyAlgorithm {
+    #[serde(rename = "rsa-2048")]
+    Rsa2048,
+    #[serde(rename = "rsa-4096")]
+    Rsa4096,
+    #[serde(rename = "ecdsa-p256")]
+    EcdsaP256,
+}
+
+impl KeyAlgorithm {
+    pub const NAMES: &'static str = "rsa-2048, rsa-4096 or ecdsa-p256";
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "rsa-2048" => Some(Self::Rsa2048),
+            "rsa-4096" => Some(Self::Rsa4096),
+            "ecdsa-p256" => Some(Self::EcdsaP256),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Rsa2048 => "rsa-2048",
+            Self::Rsa4096 => "rsa-4096",
+            Self::EcdsaP256 => "ecdsa-p256",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PkiSettings {
+    pub key_algorithm: KeyAlgorithm,
+    pub ca_validity_days: u32,
+    pub leaf_validity_days: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ClusterNetwork {
+    pub cidr: IpNet,
+    pub host_prefix: u8,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Mirror {
+    pub source: String,
+    pub mirrors: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LabSettings {
+    pub vcpus: u32,
+    pub memory_mib: u32,
+    pub disk_gib: u32,
+    pub http_base_url: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Cluster {
+    pub name: String,
+    pub base_domain: String,
+    pub network_type: String,
+    pub machine_networks: Vec<IpNet>,
+    pub cluster_networks: Vec<ClusterNetwork>,
+    pub service_networks: Vec<IpNet>,
+    /// Where `api` and `api-int` resolve: a VIP or the helper's HAProxy.
+    pub api_vip: IpAddr,
+    pub ingress_vip: IpAddr,
+    pub helper_ip: IpAddr,
+    /// Address (IP or DNS name) and port the node agents dial.
+    pub collector_address: String,
+    pub collector_port: u16,
+    pub collector_extra_sans: Vec<String>,
+    /// Bootstrap first, then masters, then workers, each in agent-config order.
+    pub nodes: Vec<Node>,
+    #[serde(skip)]
+    pub pull_secret: String,
+    pub ssh_keys: Vec<String>,
+    pub additional_trust_bundle: String,
+    pub mirrors: Vec<Mirror>,
+    pub proxy: Option<crate::config::install_config::Proxy>,
+    pub fips: bool,
+    pub pki: PkiSettings,
+    pub lab: LabSettings,
+    /// install-config as read (for `cluster-config-v1`), pull secret removed.
+    pub install_config: Value,
+}
+
+impl Cluster {
+    /// `<name>.<baseDomain>`, the suffix of every cluster DNS name.
+    pub fn domain(&self) -> String {
+        format!("{}.{}", self.name, self.base_domain)
+    }
+
+    pub fn api_url(&self) -> String {
+        format!("https://api.{}:6443", self.domain())
+    }
+
+    pub fn api_int_url(&self) -> String {
+        format!("https://api-int.{}:6443", self.domain())
+    }
+
+    pub fn nodes_with_role(&self, role: Role) -> impl Iterator<Item = &Node> {
+        self.nodes.iter().filter(move |n| n.role == role)
+    }
+
+    pub fn bootstrap(&self) -> &Node {
+        self.nodes_with_role(Role::Bootstrap).next().expect("validated: one bootstrap")
+    }
+
+    /// The first address of the first service network: the in-cluster `kubernetes` service.
+    pub fn kubernetes_service_ip(&self) -> IpAddr {
+        let net = self.service_networks[0];
+        match net.network() {
+            IpAddr::V4(a) => IpAddr::V4((u32::from(a) + 1).into()),
+            IpAddr::V6(a) => IpAddr::V6((u128::from(a) + 1).into()),
+        }
+    }
+}

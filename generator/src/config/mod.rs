@@ -1,0 +1,133 @@
+//! Inputs → `Cluster`. `read_sources` is the only I/O; `build` is pure and reports every
+//! problem it finds, each with file, line, column and field path.
+
+pub mod agent_config;
+pub mod diag;
+pub mod hardshift_config;
+pub mod install_config;
+mod rules;
+mod validate;
+pub mod yaml;
+
+pub use diag::{Diagnostic, InputError};
+
+use crate::cluster::{Cluster, KeyAlgorithm};
+use serde::de::DeserializeOwned;
+use std::path::Path;
+use yaml::Doc;
+
+pub const INSTALL_CONFIG: &str = "install-config.yaml";
+pub const AGENT_CONFIG: &str = "agent-config.yaml";
+pub const HARDSHIFT_CONFIG: &str = "hardshift.yaml";
+
+/// The text of the input files, as read from the bundle directory.
+#[derive(Debug, Clone, Default)]
+pub struct Sources {
+    pub install_config: String,
+    pub agent_config: String,
+    pub hardshift: Option<String>,
+}
+
+/// Command-line choices that win over `hardshift.yaml`.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    pub key_algorithm: Option<KeyAlgorithm>,
+}
+
+/// Read the inputs from `dir`. A missing required file is an input error, not an I/O failure.
+pub fn read_sources(dir: &Path) -> Result<Sources, InputError> {
+    let mut diagnostics = Vec::new();
+    let mut read = |name: &str, required: bool| -> Option<String> {
+        match std::fs::read_to_string(dir.join(name)) {
+            Ok(s) => Some(s),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => None,
+            Err(e) => {
+                let hint = if e.kind() == std::io::ErrorKind::NotFound {
+                    Some(format!("put the file in {} (see examples/ for one)", dir.display()))
+                } else {
+                    None
+                };
+                diagnostics.push(Diagnostic {
+                    file: dir.join(name).display().to_string(),
+                    path: String::new(),
+                    pos: None,
+                    message: format!("cannot read: {e}"),
+                    hint,
+                });
+                None
+            }
+        }
+    };
+    let install_config = read(INSTALL_CONFIG, true);
+    let agent_config = read(AGENT_CONFIG, true);
+    let hardshift = read(HARDSHIFT_CONFIG, false);
+    if !diagnostics.is_empty() {
+        return Err(InputError { diagnostics });
+    }
+    Ok(Sources {
+        install_config: install_config.unwrap_or_default(),
+        agent_config: agent_config.unwrap_or_default(),
+        hardshift,
+    })
+}
+
+/// Validate the inputs and build the `Cluster`; on failure, every problem found.
+pub fn build(sources: &Sources, overrides: &Overrides) -> Result<Cluster, InputError> {
+    let mut out = Vec::new();
+    let ic = parse_typed::<install_config::InstallConfig>(INSTALL_CONFIG, &sources.install_config, &mut out);
+    let ac = parse_typed::<agent_config::AgentConfig>(AGENT_CONFIG, &sources.agent_config, &mut out);
+    let hs = match &sources.hardshift {
+        Some(text) => parse_typed::<hardshift_config::HardshiftConfig>(HARDSHIFT_CONFIG, text, &mut out),
+        None => Some((Doc::default(), hardshift_config::HardshiftConfig::default())),
+    };
+    let (Some(ic), Some(ac), Some(hs)) = (ic, ac, hs) else {
+        return Err(InputError { diagnostics: out });
+    };
+    let cluster = validate::validate(&ic, &ac, &hs, overrides, &mut out);
+    match cluster {
+        Some(c) if out.is_empty() => Ok(c),
+        _ => Err(InputError { diagnostics: out }),
+    }
+}
+
+/// Parse YAML and deserialize it into `T`, turning failures into positioned diagnostics.
+fn parse_typed<T: DeserializeOwned>(file: &str, text: &str, out: &mut Vec<Diagnostic>) -> Option<(Doc, T)> {
+    let doc = match yaml::parse(text) {
+        Ok(d) => d,
+        Err(e) => {
+            out.push(Diagnostic {
+                file: file.into(),
+                path: String::new(),
+                pos: Some(e.pos),
+                message: format!("not valid YAML: {}", e.message),
+                hint: None,
+            });
+            return None;
+        }
+    };
+    if !doc.value.is_object() {
+        out.push(Diagnostic {
+            file: file.into(),
+            path: String::new(),
+            pos: doc.pos(""),
+            message: "expected a YAML mapping at the top level".into(),
+            hint: Some("the file should start with `apiVersion:`".into()),
+        });
+        return None;
+    }
+    match serde_path_to_error::deserialize::<_, T>(&doc.value) {
+        Ok(v) => Some((doc, v)),
+        Err(e) => {
+            let path = e.path().to_string();
+            let path = if path == "." { String::new() } else { path };
+            out.push(Diagnostic {
+                file: file.into(),
+                pos: doc.pos(&path),
+                path,
+                message: e.into_inner().to_string(),
+                hint: None,
+            });
+            None
+        }
+    }
+}

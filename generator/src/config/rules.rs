@@ -1,0 +1,177 @@
+//! Small checks shared by the validators. Each returns `Err(reason)` in words a user can act on.
+
+use base64::Engine;
+use ipnet::IpNet;
+
+/// RFC 1123 label: lowercase alphanumerics and '-', starting and ending alphanumeric, ≤63.
+pub fn dns1123_label(s: &str) -> Result<(), String> {
+    if s.is_empty() {
+        return Err("must not be empty".into());
+    }
+    if s.len() > 63 {
+        return Err(format!("must be at most 63 characters, is {}", s.len()));
+    }
+    let ok_char = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-';
+    if let Some(bad) = s.chars().find(|c| !ok_char(*c)) {
+        return Err(format!("contains {bad:?}: only lowercase letters, digits and '-' are allowed"));
+    }
+    if s.starts_with('-') || s.ends_with('-') {
+        return Err("must start and end with a letter or digit".into());
+    }
+    Ok(())
+}
+
+/// RFC 1123 subdomain: dot-separated labels, ≤253.
+pub fn dns1123_subdomain(s: &str) -> Result<(), String> {
+    if s.len() > 253 {
+        return Err(format!("must be at most 253 characters, is {}", s.len()));
+    }
+    for label in s.split('.') {
+        dns1123_label(label).map_err(|e| format!("label {label:?} {e}"))?;
+    }
+    Ok(())
+}
+
+pub fn cidr(s: &str) -> Result<IpNet, String> {
+    let net: IpNet = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a CIDR (expected e.g. 192.168.126.0/24)"))?;
+    if net.trunc() != net {
+        return Err(format!("{s:?} has host bits set; the network is {}", net.trunc()));
+    }
+    Ok(net)
+}
+
+pub fn overlaps(a: &IpNet, b: &IpNet) -> bool {
+    a.contains(&b.network()) || b.contains(&a.network())
+}
+
+/// `aa:bb:cc:dd:ee:ff`, unicast (the group bit of the first octet clear). Returns it lowercased.
+pub fn unicast_mac(s: &str) -> Result<String, String> {
+    let parts: Vec<&str> = s.split(':').collect();
+    let valid = parts.len() == 6 && parts.iter().all(|p| p.len() == 2 && u8::from_str_radix(p, 16).is_ok());
+    if !valid {
+        return Err(format!(
+            "{s:?} is not a MAC address (expected six hex pairs like 52:54:00:aa:bb:01)"
+        ));
+    }
+    let first = u8::from_str_radix(parts[0], 16).unwrap_or(0);
+    if first & 1 == 1 {
+        return Err(format!("{s:?} is a multicast address; a host needs a unicast MAC"));
+    }
+    Ok(s.to_ascii_lowercase())
+}
+
+const SSH_KEY_TYPES: &[&str] = &[
+    "ssh-rsa",
+    "ssh-ed25519",
+    "ecdsa-sha2-nistp256",
+    "ecdsa-sha2-nistp384",
+    "ecdsa-sha2-nistp521",
+    "sk-ssh-ed25519@openssh.com",
+    "sk-ecdsa-sha2-nistp256@openssh.com",
+];
+
+/// One authorized_keys line: `type base64 [comment]`, where the blob names the same type.
+pub fn ssh_public_key(line: &str) -> Result<(), String> {
+    let mut fields = line.split_whitespace();
+    let (Some(kind), Some(blob)) = (fields.next(), fields.next()) else {
+        return Err("expected `<type> <base64 key> [comment]`, e.g. the content of ~/.ssh/id_ed25519.pub".into());
+    };
+    if !SSH_KEY_TYPES.contains(&kind) {
+        return Err(format!("unknown key type {kind:?} (expected one of {})", SSH_KEY_TYPES.join(", ")));
+    }
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(blob)
+        .map_err(|_| "the key data is not valid base64".to_string())?;
+    let inner = bytes
+        .get(..4)
+        .map(|l| u32::from_be_bytes([l[0], l[1], l[2], l[3]]) as usize)
+        .and_then(|n| bytes.get(4..4 + n));
+    match inner {
+        Some(name) if name == kind.as_bytes() => Ok(()),
+        _ => Err(format!("the key data does not hold a {kind} key (truncated or pasted wrongly?)")),
+    }
+}
+
+/// The pull secret: JSON with an `auths` object.
+pub fn pull_secret(s: &str) -> Result<(), String> {
+    let v: serde_json::Value = serde_json::from_str(s).map_err(|e| format!("is not valid JSON: {e}"))?;
+    match v.get("auths") {
+        Some(serde_json::Value::Object(_)) => Ok(()),
+        Some(_) => Err("`auths` must be a JSON object of registry → credentials".into()),
+        None => Err("auths required".into()),
+    }
+}
+
+/// PEM certificates; returns how many parsed.
+pub fn pem_certificates(s: &str) -> Result<usize, String> {
+    let mut n = 0;
+    for pem in x509_parser::pem::Pem::iter_from_buffer(s.as_bytes()) {
+        let pem = pem.map_err(|e| format!("is not valid PEM: {e}"))?;
+        if pem.label != "CERTIFICATE" {
+            return Err(format!("holds a {:?} block; only CERTIFICATE blocks belong here", pem.label));
+        }
+        pem.parse_x509().map_err(|e| format!("certificate {} does not parse: {e}", n + 1))?;
+        n += 1;
+    }
+    if n == 0 {
+        return Err("holds no PEM certificate".into());
+    }
+    Ok(n)
+}
+
+/// `http://host[:port]` or `https://...`, optionally with user info.
+pub fn proxy_url(s: &str) -> Result<(), String> {
+    let rest = s
+        .strip_prefix("http://")
+        .or_else(|| s.strip_prefix("https://"))
+        .ok_or_else(|| format!("{s:?} must start with http:// or https://"))?;
+    let host = rest.split('/').next().unwrap_or("").rsplit('@').next().unwrap_or("");
+    if host.is_empty() {
+        return Err(format!("{s:?} has no host"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels() {
+        assert!(dns1123_label("ocp4").is_ok());
+        assert!(dns1123_label("Ocp4").is_err());
+        assert!(dns1123_label("-a").is_err());
+        assert!(dns1123_subdomain("example.com").is_ok());
+        assert!(dns1123_subdomain("example..com").is_err());
+    }
+
+    #[test]
+    fn macs() {
+        assert_eq!(unicast_mac("52:54:00:AA:bb:01").unwrap(), "52:54:00:aa:bb:01");
+        assert!(unicast_mac("01:00:5e:00:00:01").is_err());
+        assert!(unicast_mac("52:54:00:aa:bb").is_err());
+    }
+
+    #[test]
+    fn ssh_keys() {
+        // ssh-ed25519 blob: string "ssh-ed25519" + 32-byte key.
+        let mut blob = vec![0, 0, 0, 11];
+        blob.extend_from_slice(b"ssh-ed25519");
+        blob.extend_from_slice(&[0, 0, 0, 32]);
+        blob.extend_from_slice(&[7u8; 32]);
+        let b64 = base64::engine::general_purpose::STANDARD.encode(&blob);
+        assert!(ssh_public_key(&format!("ssh-ed25519 {b64} me@host")).is_ok());
+        assert!(ssh_public_key(&format!("ssh-rsa {b64}")).is_err());
+        assert!(ssh_public_key("ssh-ed25519").is_err());
+    }
+
+    #[test]
+    fn cidrs() {
+        assert!(cidr("10.0.0.0/8").is_ok());
+        assert!(cidr("10.0.0.1/8").is_err());
+        assert!(overlaps(&cidr("10.0.0.0/8").unwrap(), &cidr("10.128.0.0/14").unwrap()));
+        assert!(!overlaps(&cidr("10.0.0.0/16").unwrap(), &cidr("10.1.0.0/16").unwrap()));
+    }
+}

@@ -1,0 +1,269 @@
+//! YAML to `serde_json::Value`, keeping where every node starts.
+//!
+//! serde's YAML deserializers give a line for syntax errors only; a semantic error such as
+//! "this CIDR overlaps that one" needs the position of `networking.machineNetwork[0].cidr`.
+//! So one pass over the parser's events builds both the value and a path → position index,
+//! with paths in the same form `serde_path_to_error` prints (`a.b[0].c`).
+
+use saphyr_parser::{Event, Parser, ScalarStyle};
+use serde_json::{Map, Number, Value};
+use std::collections::HashMap;
+
+/// A 1-based line and column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Pos {
+    pub line: usize,
+    pub col: usize,
+}
+
+/// A parsed document and the position of every key and value in it.
+#[derive(Debug, Default)]
+pub struct Doc {
+    pub value: Value,
+    positions: HashMap<String, Pos>,
+}
+
+impl Doc {
+    /// Position of the node at `path`, or of its nearest ancestor that exists.
+    pub fn pos(&self, path: &str) -> Option<Pos> {
+        let mut p = path.to_string();
+        loop {
+            if let Some(pos) = self.positions.get(&p) {
+                return Some(*pos);
+            }
+            let cut = p.rfind(['.', '['])?;
+            p.truncate(cut);
+        }
+    }
+}
+
+/// A syntax error with its position.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyntaxError {
+    pub pos: Pos,
+    pub message: String,
+}
+
+enum Frame {
+    Map {
+        map: Map<String, Value>,
+        path: String,
+        key: Option<String>,
+    },
+    Seq {
+        items: Vec<Value>,
+        path: String,
+    },
+}
+
+/// Parse one YAML document (the first, if there are several).
+pub fn parse(src: &str) -> Result<Doc, SyntaxError> {
+    let mut parser = Parser::new_from_str(src);
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut anchors: HashMap<usize, Value> = HashMap::new();
+    let mut anchor_of: Vec<usize> = Vec::new();
+    let mut positions = HashMap::new();
+    let mut root: Option<Value> = None;
+
+    while let Some(next) = parser.next_event() {
+        let (event, span) = next.map_err(|e| SyntaxError {
+            pos: Pos {
+                line: e.marker().line(),
+                col: e.marker().col() + 1,
+            },
+            message: e.info().to_string(),
+        })?;
+        let pos = Pos {
+            line: span.start.line(),
+            col: span.start.col() + 1,
+        };
+        match event {
+            Event::DocumentEnd if root.is_some() => break,
+            Event::Scalar(text, style, anchor, tag) => {
+                // A scalar in key position names the next value; it is not a value itself.
+                if let Some(Frame::Map { key, path, .. }) = stack.last_mut() {
+                    if key.is_none() {
+                        let k = text.to_string();
+                        let child = join(path, &k);
+                        positions.insert(child, pos);
+                        *key = Some(k);
+                        continue;
+                    }
+                }
+                let forced_str = tag.as_ref().is_some_and(|t| t.suffix == "str");
+                let value = if style == ScalarStyle::Plain && !forced_str {
+                    plain_scalar(&text)
+                } else {
+                    Value::String(text.to_string())
+                };
+                if anchor > 0 {
+                    anchors.insert(anchor, value.clone());
+                }
+                let path = child_path(&stack);
+                positions.entry(path).or_insert(pos);
+                push_value(&mut stack, &mut root, value);
+            }
+            Event::Alias(id) => {
+                let value = anchors.get(&id).cloned().unwrap_or(Value::Null);
+                if let Some(Frame::Map { key, .. }) = stack.last_mut() {
+                    if key.is_none() {
+                        *key = Some(scalar_key(&value));
+                        continue;
+                    }
+                }
+                push_value(&mut stack, &mut root, value);
+            }
+            Event::MappingStart(anchor, _) | Event::SequenceStart(anchor, _) => {
+                let path = child_path(&stack);
+                positions.entry(path.clone()).or_insert(pos);
+                anchor_of.push(anchor);
+                stack.push(if matches!(event, Event::MappingStart(..)) {
+                    Frame::Map {
+                        map: Map::new(),
+                        path,
+                        key: None,
+                    }
+                } else {
+                    Frame::Seq { items: Vec::new(), path }
+                });
+            }
+            Event::MappingEnd | Event::SequenceEnd => {
+                let value = match stack.pop() {
+                    Some(Frame::Map { map, .. }) => Value::Object(map),
+                    Some(Frame::Seq { items, .. }) => Value::Array(items),
+                    None => continue,
+                };
+                let anchor = anchor_of.pop().unwrap_or(0);
+                if anchor > 0 {
+                    anchors.insert(anchor, value.clone());
+                }
+                push_value(&mut stack, &mut root, value);
+            }
+            _ => {}
+        }
+    }
+    Ok(Doc {
+        value: root.unwrap_or(Value::Null),
+        positions,
+    })
+}
+
+fn join(parent: &str, key: &str) -> String {
+    if parent.is_empty() {
+        key.to_string()
+    } else {
+        format!("{parent}.{key}")
+    }
+}
+
+/// The path the next value pushed onto `stack` will have.
+fn child_path(stack: &[Frame]) -> String {
+    match stack.last() {
+        None => String::new(),
+        Some(Frame::Map { path, key, .. }) => join(path, key.as_deref().unwrap_or("")),
+        Some(Frame::Seq { items, path }) => format!("{path}[{}]", items.len()),
+    }
+}
+
+fn push_value(stack: &mut [Frame], root: &mut Option<Value>, value: Value) {
+    match stack.last_mut() {
+        None => *root = Some(value),
+        Some(Frame::Seq { items, .. }) => items.push(value),
+        Some(Frame::Map { map, key, .. }) => match key.take() {
+            Some(k) => {
+                map.insert(k, value);
+            }
+            // A complex (mapping or sequence) key: keep its text form so nothing is lost.
+            None => *key = Some(scalar_key(&value)),
+        },
+    }
+}
+
+fn scalar_key(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// YAML 1.2 core schema resolution of an unquoted scalar.
+fn plain_scalar(text: &str) -> Value {
+    match text {
+        "" | "~" | "null" | "Null" | "NULL" => return Value::Null,
+        "true" | "True" | "TRUE" => return Value::Bool(true),
+        "false" | "False" | "FALSE" => return Value::Bool(false),
+        _ => {}
+    }
+    let unsigned = text.strip_prefix(['+', '-']).unwrap_or(text);
+    let negative = text.starts_with('-');
+    let radix = |digits: &str, r: u32| {
+        i64::from_str_radix(digits, r)
+            .ok()
+            .map(|n| Value::from(if negative { -n } else { n }))
+    };
+    if let Some(h) = unsigned.strip_prefix("0x") {
+        if let Some(v) = radix(h, 16) {
+            return v;
+        }
+    }
+    if let Some(o) = unsigned.strip_prefix("0o") {
+        if let Some(v) = radix(o, 8) {
+            return v;
+        }
+    }
+    if !unsigned.is_empty() && unsigned.bytes().all(|b| b.is_ascii_digit()) {
+        if let Ok(n) = text.parse::<i64>() {
+            return Value::from(n);
+        }
+        if let Ok(n) = text.parse::<u64>() {
+            return Value::from(n);
+        }
+    }
+    let looks_float = unsigned.bytes().any(|b| b.is_ascii_digit())
+        && unsigned
+            .bytes()
+            .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-'))
+        && unsigned.bytes().filter(|b| *b == b'.').count() <= 1;
+    if looks_float {
+        if let Some(n) = text.parse::<f64>().ok().and_then(Number::from_f64) {
+            return Value::Number(n);
+        }
+    }
+    Value::String(text.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_and_positions() {
+        let doc =
+            parse("a: 1\nb:\n  - cidr: 10.0.0.0/16\n    hostPrefix: 23\n  - cidr: '10.1.0.0/16'\nc: \"x\"\nd: ~\ne: 1.5\nf: 192.168.1.1\n")
+                .unwrap();
+        assert_eq!(doc.value["a"], 1);
+        assert_eq!(doc.value["b"][0]["cidr"], "10.0.0.0/16");
+        assert_eq!(doc.value["b"][0]["hostPrefix"], 23);
+        assert_eq!(doc.value["d"], Value::Null);
+        assert_eq!(doc.value["e"], 1.5);
+        assert_eq!(doc.value["f"], "192.168.1.1");
+        assert_eq!(doc.pos("b[0].hostPrefix"), Some(Pos { line: 4, col: 5 }));
+        assert_eq!(doc.pos("b[1].cidr"), Some(Pos { line: 5, col: 5 }));
+        assert_eq!(doc.pos("c"), Some(Pos { line: 6, col: 1 }));
+        // Missing leaf: nearest ancestor.
+        assert_eq!(doc.pos("b[1].hostPrefix"), Some(Pos { line: 5, col: 5 }));
+    }
+
+    #[test]
+    fn anchors_and_quoted_numbers() {
+        let doc = parse("x: &v {k: 1}\ny: *v\nz: '23'\n").unwrap();
+        assert_eq!(doc.value["y"]["k"], 1);
+        assert_eq!(doc.value["z"], "23");
+    }
+
+    #[test]
+    fn syntax_error_has_position() {
+        let err = parse("a: [1, 2\nb: 3\n").unwrap_err();
+        assert!(err.pos.line >= 1, "{err:?}");
+    }
+}

@@ -1,0 +1,214 @@
+//! The bundle on disk. The only writer, and the reader of a previous run's state.
+//!
+//! Layout: every generation lives whole in `DIR/.hardshift/gen-<hash>/`; `DIR/.hardshift/current`
+//! is a symlink to the live one, and `DIR/pki`, `DIR/auth`, ... are symlinks through `current`.
+//! A run writes a new generation in a temp dir, renames it into place, then swaps `current` with
+//! one rename: an interrupted run leaves the previous bundle untouched and complete.
+
+use crate::bundle::{self, Bundle};
+use crate::pki::{CertSpec, Existing, Kind, Material};
+use std::fs;
+use std::io::{self, Write};
+use std::os::unix::fs::{symlink, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+pub const STATE_DIR: &str = ".hardshift";
+const CURRENT: &str = "current";
+/// The generation that was live before the last change: kept as a backup.
+const PREVIOUS: &str = "previous";
+
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+    #[error("{0} exists and is not a hardshift link; move it away so the bundle can be linked there")]
+    Occupied(PathBuf),
+}
+
+fn io_err(path: &Path) -> impl FnOnce(io::Error) -> WriteError + '_ {
+    move |source| WriteError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// The live generation's directory, if a bundle was written before.
+pub fn current(dir: &Path) -> Option<PathBuf> {
+    let link = dir.join(STATE_DIR).join(CURRENT);
+    let target = fs::read_link(&link).ok()?;
+    let p = dir.join(STATE_DIR).join(target);
+    p.is_dir().then_some(p)
+}
+
+/// Read a file of the live bundle (`pki/root-ca.crt`).
+pub fn read_current(dir: &Path, rel: &str) -> Option<Vec<u8>> {
+    fs::read(current(dir)?.join(rel)).ok()
+}
+
+/// What the previous run left for each planned entry.
+pub fn read_existing(dir: &Path, specs: &[CertSpec]) -> Existing {
+    let Some(cur) = current(dir) else { return Existing::new() };
+    let read = |p: PathBuf| fs::read_to_string(p).ok();
+    specs
+        .iter()
+        .filter_map(|s| {
+            let stem = cur.join(s.id());
+            let m = Material {
+                key_pem: read(stem.with_extension("key")),
+                cert_pem: match s.kind {
+                    Kind::KeyOnly => None,
+                    _ => read(stem.with_extension("crt")),
+                },
+            };
+            (m.key_pem.is_some() || m.cert_pem.is_some()).then(|| (s.id(), m))
+        })
+        .collect()
+}
+
+/// What `write` did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Written {
+    /// The same bytes were already live; nothing was touched.
+    Unchanged(PathBuf),
+    New(PathBuf),
+}
+
+/// Write `b` as the new live bundle of `dir`, atomically.
+pub fn write(dir: &Path, b: &Bundle) -> Result<Written, WriteError> {
+    let state = dir.join(STATE_DIR);
+    let sums = b
+        .files
+        .get(bundle::SUMS)
+        .map(|f| f.contents.clone())
+        .unwrap_or_else(|| bundle::sums(b).into_bytes());
+    let gen_name = format!("gen-{}", &bundle::sha256_hex(&sums)[..16]);
+    let gen = state.join(&gen_name);
+
+    // Refuse before writing anything if a top-level name is taken by something of the user's.
+    let tops = b.top_level();
+    for t in &tops {
+        let p = dir.join(t);
+        if let Ok(meta) = fs::symlink_metadata(&p) {
+            let ours = meta.file_type().is_symlink() && fs::read_link(&p).map(|l| l == link_target(t)).unwrap_or(false);
+            if !ours {
+                return Err(WriteError::Occupied(p));
+            }
+        }
+    }
+
+    fs::create_dir_all(&state).map_err(io_err(&state))?;
+    fs::set_permissions(&state, fs::Permissions::from_mode(0o700)).map_err(io_err(&state))?;
+    let unchanged = current(dir).is_some_and(|c| c == gen);
+    if !unchanged {
+        if !gen.exists() {
+            let tmp = state.join(format!("tmp-{}-{}", std::process::id(), nanos()));
+            write_tree(&tmp, b)?;
+            fs::rename(&tmp, &gen).map_err(io_err(&gen))?;
+        }
+        if let Some(old) = fs::read_link(state.join(CURRENT)).ok() {
+            swap_link(&state, PREVIOUS, &old)?;
+        }
+        swap_link(&state, CURRENT, Path::new(&gen_name))?;
+        sync_dir(&state)?;
+    }
+    for t in &tops {
+        let p = dir.join(t);
+        if fs::symlink_metadata(&p).is_err() {
+            symlink(link_target(t), &p).map_err(io_err(&p))?;
+        }
+    }
+    let previous = fs::read_link(state.join(PREVIOUS)).ok().map(|p| p.to_string_lossy().to_string());
+    clean_old(&state, &[Some(gen_name.as_str()), previous.as_deref()]);
+    Ok(if unchanged { Written::Unchanged(gen) } else { Written::New(gen) })
+}
+
+fn swap_link(state: &Path, name: &str, target: &Path) -> Result<(), WriteError> {
+    let tmp = state.join(format!("{name}.tmp-{}", std::process::id()));
+    let _ = fs::remove_file(&tmp);
+    symlink(target, &tmp).map_err(io_err(&tmp))?;
+    fs::rename(&tmp, state.join(name)).map_err(io_err(state))
+}
+
+fn link_target(top: &str) -> PathBuf {
+    Path::new(STATE_DIR).join(CURRENT).join(top)
+}
+
+fn nanos() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0)
+}
+
+fn write_tree(root: &Path, b: &Bundle) -> Result<(), WriteError> {
+    fs::create_dir_all(root).map_err(io_err(root))?;
+    fs::set_permissions(root, fs::Permissions::from_mode(0o700)).map_err(io_err(root))?;
+    for (rel, f) in &b.files {
+        let path = root.join(rel);
+        if let Some(parent) = path.parent() {
+            if !parent.exists() {
+                fs::create_dir_all(parent).map_err(io_err(parent))?;
+                fs::set_permissions(parent, fs::Permissions::from_mode(0o755)).map_err(io_err(parent))?;
+            }
+        }
+        // The mode is set at creation, so a key is never readable by others, not even briefly.
+        let mut file = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(f.mode)
+            .open(&path)
+            .map_err(io_err(&path))?;
+        file.write_all(&f.contents).map_err(io_err(&path))?;
+        file.set_permissions(fs::Permissions::from_mode(f.mode)).map_err(io_err(&path))?;
+        file.sync_all().map_err(io_err(&path))?;
+    }
+    sync_dir(root)
+}
+
+fn sync_dir(p: &Path) -> Result<(), WriteError> {
+    fs::File::open(p).and_then(|d| d.sync_all()).map_err(io_err(p))
+}
+
+/// Remove superseded generations and leftovers of interrupted runs.
+fn clean_old(state: &Path, keep: &[Option<&str>]) {
+    let Ok(rd) = fs::read_dir(state) else { return };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        let stale_gen = name.starts_with("gen-") && !keep.contains(&Some(name.as_str()));
+        let stale_tmp = name.starts_with("tmp-") || name.contains(".tmp-");
+        if stale_gen || stale_tmp {
+            let p = e.path();
+            let _ = if p.is_dir() && !p.is_symlink() {
+                fs::remove_dir_all(&p)
+            } else {
+                fs::remove_file(&p)
+            };
+        }
+    }
+}
+
+/// Every file of the live bundle, for `verify`.
+pub fn read_bundle(dir: &Path) -> io::Result<Bundle> {
+    let cur = current(dir).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("no bundle in {} (run `hardshift create` first)", dir.display()),
+        )
+    })?;
+    let mut b = Bundle::default();
+    let mut stack = vec![cur.clone()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d)? {
+            let e = e?;
+            let p = e.path();
+            if e.file_type()?.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(&cur).map_err(io::Error::other)?.to_string_lossy().to_string();
+                let mode = e.metadata()?.permissions().mode() & 0o7777;
+                b.add(rel, mode, fs::read(&p)?);
+            }
+        }
+    }
+    Ok(b)
+}

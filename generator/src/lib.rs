@@ -1,0 +1,12 @@
+//! hardshift-generator: pure functions from validated inputs to an install bundle.
+//!
+//! `config::read_sources` and `fsio` are the only I/O; everything between is a pure function of
+//! the inputs, an injected `now` and an injected key source.
+
+pub mod bundle;
+pub mod cluster;
+pub mod config;
+pub mod fsio;
+pub mod kubeconfig;
+pub mod pki;
+pub mod verify;

@@ -1,0 +1,338 @@
+//! Issue the planned PKI, reusing what an existing bundle already holds.
+//!
+//! A running cluster must never be re-keyed by accident: an existing CA is reused as is (or the
+//! run fails with a reason), and a leaf is re-issued only when it no longer says what its spec
+//! asks (a new SAN, an expired certificate), keeping its key when it can.
+
+use super::inspect::{self, Facts};
+use super::keys::{self, KeySource};
+use super::plan::{CertSpec, Kind};
+use crate::cluster::KeyAlgorithm;
+use rayon::prelude::*;
+use rcgen::{
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyUsagePurpose, SanType,
+    SerialNumber,
+};
+use std::collections::BTreeMap;
+use time::{Duration, OffsetDateTime};
+
+/// Certificates issued for the past hour too, so a node whose clock lags a little still accepts them.
+const BACKDATE: Duration = Duration::hours(1);
+/// Leaves that expire within this are re-issued on the next run.
+const RENEW_BEFORE: Duration = Duration::days(30);
+
+/// What an existing bundle holds for one entry.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Material {
+    pub key_pem: Option<String>,
+    pub cert_pem: Option<String>,
+}
+
+/// Existing material by entry id (`pki/etcd-ca`).
+pub type Existing = BTreeMap<String, Material>;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Created,
+    Reused,
+    /// Re-issued, with the reason.
+    Reissued(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct Issued {
+    pub spec: CertSpec,
+    pub key_pem: String,
+    /// The certificate, or for `KeyOnly` the public key.
+    pub cert_pem: String,
+    pub outcome: Outcome,
+}
+
+#[derive(Debug, Clone)]
+pub struct Pki {
+    pub entries: Vec<Issued>,
+}
+
+impl Pki {
+    pub fn get(&self, id: &str) -> &Issued {
+        self.entries
+            .iter()
+            .find(|e| e.spec.id() == id)
+            .unwrap_or_else(|| panic!("no PKI entry {id}"))
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PkiError {
+    #[error("{id}: {reason}\n    hint: {hint}")]
+    Refused { id: String, reason: String, hint: String },
+    #[error("{id}: {0}", id = .1)]
+    Key(keys::KeyError, String),
+    #[error("{0}: cannot build the certificate: {1}")]
+    Build(String, String),
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// Replace every CA (and so re-issue everything). Only when asked.
+    pub rotate_ca: bool,
+}
+
+/// What to do with one entry, decided before any key is generated.
+enum Plan {
+    Reuse,
+    /// New certificate; `new_key` false keeps the existing key.
+    Issue {
+        new_key: bool,
+        outcome: Outcome,
+    },
+}
+
+pub fn issue(specs: &[CertSpec], existing: &Existing, now: OffsetDateTime, keys: &dyn KeySource, opts: Options) -> Result<Pki, PkiError> {
+    // 1. Decide, in order (issuers first), so a CA's fate is known before what it signs.
+    let mut decisions: Vec<Plan> = Vec::with_capacity(specs.len());
+    let mut reissued_ca: BTreeMap<String, bool> = BTreeMap::new();
+    for spec in specs {
+        let have = existing.get(&spec.id()).cloned().unwrap_or_default();
+        let parent_changed = spec
+            .issuer_id()
+            .map(|i| reissued_ca.get(&i).copied().unwrap_or(false))
+            .unwrap_or(false);
+        let d = decide(spec, &have, existing, now, opts, parent_changed)?;
+        if spec.is_ca() {
+            reissued_ca.insert(spec.id(), !matches!(d, Plan::Reuse));
+        }
+        decisions.push(d);
+    }
+
+    // 2. Generate every new key at once: independent, and the slow part with RSA.
+    let new_keys: Vec<Option<String>> = specs
+        .par_iter()
+        .zip(decisions.par_iter())
+        .map(|(spec, d)| match d {
+            Plan::Issue { new_key: true, .. } => keys.generate(spec.key).map(Some).map_err(|e| PkiError::Key(e, spec.id())),
+            _ => Ok(None),
+        })
+        .collect::<Result<_, _>>()?;
+
+    // 3. Sign in order.
+    let mut done: BTreeMap<String, Issued> = BTreeMap::new();
+    let mut entries = Vec::with_capacity(specs.len());
+    for ((spec, d), new_key) in specs.iter().zip(decisions).zip(new_keys) {
+        let have = existing.get(&spec.id()).cloned().unwrap_or_default();
+        let issued = match d {
+            Plan::Reuse => {
+                let key_pem = have.key_pem.unwrap_or_default();
+                let cert_pem = match spec.kind {
+                    // A bare key's public half is derived, never stored as state.
+                    Kind::KeyOnly => keys::public_pem(&key_pem).map_err(|e| PkiError::Key(e, spec.id()))?,
+                    _ => have.cert_pem.unwrap_or_default(),
+                };
+                Issued {
+                    spec: spec.clone(),
+                    key_pem,
+                    cert_pem,
+                    outcome: Outcome::Reused,
+                }
+            }
+            Plan::Issue { outcome, .. } => {
+                let key_pem = new_key.or(have.key_pem).unwrap_or_default();
+                let cert_pem = match spec.kind {
+                    Kind::KeyOnly => keys::public_pem(&key_pem).map_err(|e| PkiError::Key(e, spec.id()))?,
+                    _ => sign(spec, &key_pem, spec.issuer_id().and_then(|i| done.get(&i)), now, keys)?,
+                };
+                Issued {
+                    spec: spec.clone(),
+                    key_pem,
+                    cert_pem,
+                    outcome,
+                }
+            }
+        };
+        done.insert(spec.id(), issued.clone());
+        entries.push(issued);
+    }
+    Ok(Pki { entries })
+}
+
+fn refuse(spec: &CertSpec, reason: impl Into<String>) -> PkiError {
+    PkiError::Refused {
+        id: spec.id(),
+        reason: reason.into(),
+        hint: "a running cluster must not be re-keyed by accident: restore the file from a backup, or pass --rotate-ca to replace every CA and certificate".into(),
+    }
+}
+
+fn decide(
+    spec: &CertSpec,
+    have: &Material,
+    existing: &Existing,
+    now: OffsetDateTime,
+    opts: Options,
+    parent_changed: bool,
+) -> Result<Plan, PkiError> {
+    let new = |outcome| Ok(Plan::Issue { new_key: true, outcome });
+    let is_ca = spec.is_ca();
+    if is_ca && opts.rotate_ca {
+        let outcome = if have.cert_pem.is_some() {
+            Outcome::Reissued("--rotate-ca".into())
+        } else {
+            Outcome::Created
+        };
+        return new(outcome);
+    }
+    let key_alg = have.key_pem.as_deref().map(keys::algorithm_of);
+    match (&have.key_pem, &have.cert_pem, spec.kind) {
+        (None, None, _) => new(Outcome::Created),
+        (Some(_), _, Kind::KeyOnly) => match key_alg.flatten() {
+            Some(_) => Ok(Plan::Reuse),
+            None => Err(refuse(spec, "the existing key does not parse")),
+        },
+        (None, Some(_), _) if is_ca => Err(refuse(spec, "the CA certificate exists but its key is missing")),
+        (None, _, _) => new(Outcome::Reissued("its key was missing".into())),
+        (Some(_), None, _) if is_ca => Err(refuse(spec, "the CA key exists but its certificate is missing")),
+        (Some(_), None, _) => Ok(Plan::Issue {
+            new_key: false,
+            outcome: Outcome::Reissued("its certificate was missing".into()),
+        }),
+        (Some(key), Some(cert), _) => {
+            let facts = inspect::facts(cert).map_err(|e| refuse(spec, e))?;
+            let pairs = inspect::spki_of_key(key).map(|k| k == facts.spki).unwrap_or(false);
+            if !pairs {
+                return if is_ca {
+                    Err(refuse(spec, "the key does not belong to the certificate"))
+                } else {
+                    new(Outcome::Reissued("its key did not match its certificate".into()))
+                };
+            }
+            if is_ca {
+                return decide_ca(spec, cert, &facts, existing, now, key_alg.flatten(), parent_changed);
+            }
+            let why = leaf_problem(spec, cert, &facts, existing, now, parent_changed);
+            match why {
+                None => Ok(Plan::Reuse),
+                Some(reason) if key_alg.flatten() == Some(spec.key) => Ok(Plan::Issue {
+                    new_key: false,
+                    outcome: Outcome::Reissued(reason),
+                }),
+                Some(reason) => new(Outcome::Reissued(format!("{reason}; new {} key", spec.key.as_str()))),
+            }
+        }
+    }
+}
+
+fn decide_ca(
+    spec: &CertSpec,
+    cert: &str,
+    facts: &Facts,
+    existing: &Existing,
+    now: OffsetDateTime,
+    alg: Option<KeyAlgorithm>,
+    parent_changed: bool,
+) -> Result<Plan, PkiError> {
+    if parent_changed {
+        return Err(refuse(spec, "its issuer is being replaced, which would orphan this CA"));
+    }
+    if facts.not_after <= now.unix_timestamp() {
+        return Err(refuse(spec, "the CA has expired"));
+    }
+    // A CA made with another key algorithm is kept: the choice applies to new keys only.
+    let _ = alg;
+    if let Some(reason) = inspect::mismatch(spec, facts) {
+        return Err(refuse(
+            spec,
+            format!("the existing CA differs from what hardshift would create: {reason}"),
+        ));
+    }
+    let issuer_pem = match spec.issuer_id() {
+        None => Some(cert.to_string()),
+        Some(i) => existing.get(&i).and_then(|m| m.cert_pem.clone()),
+    };
+    match issuer_pem.map(|p| inspect::signed_by(cert, &p)) {
+        Some(Ok(())) => Ok(Plan::Reuse),
+        Some(Err(e)) => Err(refuse(spec, format!("not signed by its issuer: {e}"))),
+        None => Err(refuse(spec, "its issuer's certificate is missing")),
+    }
+}
+
+fn leaf_problem(
+    spec: &CertSpec,
+    cert: &str,
+    facts: &Facts,
+    existing: &Existing,
+    now: OffsetDateTime,
+    parent_changed: bool,
+) -> Option<String> {
+    if parent_changed {
+        return Some("its CA was replaced".into());
+    }
+    if let Some(reason) = inspect::mismatch(spec, facts) {
+        return Some(reason);
+    }
+    if facts.not_after <= (now + RENEW_BEFORE).unix_timestamp() {
+        return Some("it expires within 30 days".into());
+    }
+    let issuer = spec.issuer_id().and_then(|i| existing.get(&i)).and_then(|m| m.cert_pem.as_deref());
+    match issuer.map(|p| inspect::signed_by(cert, p)) {
+        Some(Ok(())) => None,
+        Some(Err(e)) => Some(format!("not signed by its CA ({e})")),
+        None => Some("its CA certificate is missing".into()),
+    }
+}
+
+fn sign(spec: &CertSpec, key_pem: &str, issuer: Option<&Issued>, now: OffsetDateTime, keys: &dyn KeySource) -> Result<String, PkiError> {
+    let err = |e: rcgen::Error| PkiError::Build(spec.id(), e.to_string());
+    let key = keys::load(key_pem).map_err(|e| PkiError::Key(e, spec.id()))?;
+    let mut p = CertificateParams::default();
+    let mut dn = DistinguishedName::new();
+    for o in &spec.orgs {
+        dn.push(DnType::OrganizationName, o.as_str());
+    }
+    dn.push(DnType::CommonName, spec.cn.as_str());
+    p.distinguished_name = dn;
+    p.not_before = now - BACKDATE;
+    p.not_after = now + Duration::days(i64::from(spec.days));
+    p.serial_number = Some(SerialNumber::from_slice(&keys.serial()));
+    p.use_authority_key_identifier_extension = spec.issuer.is_some();
+    let rsa = spec.key != KeyAlgorithm::EcdsaP256;
+    match spec.kind {
+        Kind::Ca { path_len } => {
+            p.is_ca = IsCa::Ca(path_len.map_or(BasicConstraints::Unconstrained, BasicConstraints::Constrained));
+            p.key_usages = vec![
+                KeyUsagePurpose::KeyCertSign,
+                KeyUsagePurpose::CrlSign,
+                KeyUsagePurpose::DigitalSignature,
+            ];
+        }
+        Kind::Leaf { server, client } => {
+            p.is_ca = IsCa::ExplicitNoCa;
+            p.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+            if rsa {
+                p.key_usages.push(KeyUsagePurpose::KeyEncipherment);
+            }
+            if server {
+                p.extended_key_usages.push(ExtendedKeyUsagePurpose::ServerAuth);
+            }
+            if client {
+                p.extended_key_usages.push(ExtendedKeyUsagePurpose::ClientAuth);
+            }
+        }
+        Kind::KeyOnly => unreachable!("key-only entries have no certificate"),
+    }
+    for d in &spec.dns {
+        p.subject_alt_names.push(SanType::DnsName(d.as_str().try_into().map_err(err)?));
+    }
+    for ip in &spec.ips {
+        p.subject_alt_names.push(SanType::IpAddress(*ip));
+    }
+    let cert = match issuer {
+        None => p.self_signed(&key).map_err(err)?,
+        Some(ca) => {
+            let ca_key = keys::load(&ca.key_pem).map_err(|e| PkiError::Key(e, ca.spec.id()))?;
+            let der = inspect::der_of(&ca.cert_pem).map_err(|e| PkiError::Build(ca.spec.id(), e))?;
+            let issuer = Issuer::from_ca_cert_der(&der.into(), ca_key).map_err(err)?;
+            p.signed_by(&key, &issuer).map_err(err)?
+        }
+    };
+    Ok(cert.pem())
+}

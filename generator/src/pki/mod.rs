@@ -1,0 +1,9 @@
+//! The cluster's PKI: `plan` says what must exist, `issue` makes or reuses it.
+
+pub mod inspect;
+pub mod issue;
+pub mod keys;
+pub mod plan;
+
+pub use issue::{issue, Existing, Issued, Material, Options, Outcome, Pki, PkiError};
+pub use plan::{plan, CertSpec, Kind};

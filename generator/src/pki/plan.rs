@@ -1,0 +1,250 @@
+//! What the cluster's PKI must contain: every CA and leaf with its subject, usages and SANs.
+//! Names, CNs and SANs follow the tutorial's stage 05 (field-notes §3) so users find what they
+//! look for; files are named after node hostnames.
+
+use crate::cluster::{Cluster, KeyAlgorithm, Role};
+use std::net::{IpAddr, Ipv4Addr};
+
+pub const OPENSHIFT_DIR: &str = "pki";
+pub const AGENT_DIR: &str = "agent-pki";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A CA; `path_len` None means unconstrained.
+    Ca {
+        path_len: Option<u8>,
+    },
+    Leaf {
+        server: bool,
+        client: bool,
+    },
+    /// A bare key pair (the service-account signing key): `.key` and `.pub`, no certificate.
+    KeyOnly,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CertSpec {
+    /// Directory inside the bundle (`pki` or `agent-pki`).
+    pub dir: &'static str,
+    /// File stem: `<dir>/<name>.crt` and `<dir>/<name>.key`.
+    pub name: String,
+    pub cn: String,
+    pub orgs: Vec<String>,
+    pub kind: Kind,
+    /// Name of the issuing CA in the same directory; None for a self-signed root.
+    pub issuer: Option<String>,
+    pub dns: Vec<String>,
+    pub ips: Vec<IpAddr>,
+    pub days: u32,
+    pub key: KeyAlgorithm,
+}
+
+impl CertSpec {
+    /// `<dir>/<name>`: the identity of this entry across runs.
+    pub fn id(&self) -> String {
+        format!("{}/{}", self.dir, self.name)
+    }
+
+    pub fn issuer_id(&self) -> Option<String> {
+        self.issuer.as_ref().map(|i| format!("{}/{i}", self.dir))
+    }
+
+    pub fn is_ca(&self) -> bool {
+        matches!(self.kind, Kind::Ca { .. })
+    }
+}
+
+const LOCALHOST: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+
+/// Every entry of the bundle's PKI, issuers before what they sign.
+pub fn plan(c: &Cluster) -> Vec<CertSpec> {
+    let alg = c.pki.key_algorithm;
+    let (ca_days, leaf_days) = (c.pki.ca_validity_days, c.pki.leaf_validity_days);
+    let domain = c.domain();
+    let ca = |name: &str, issuer: Option<&str>, path_len: Option<u8>| CertSpec {
+        dir: OPENSHIFT_DIR,
+        name: name.into(),
+        cn: name.into(),
+        orgs: vec![],
+        kind: Kind::Ca { path_len },
+        issuer: issuer.map(String::from),
+        dns: vec![],
+        ips: vec![],
+        days: ca_days,
+        key: alg,
+    };
+    let leaf = |name: &str, cn: &str, issuer: &str, server: bool, client: bool, dns: Vec<String>, ips: Vec<IpAddr>| CertSpec {
+        dir: OPENSHIFT_DIR,
+        name: name.into(),
+        cn: cn.into(),
+        orgs: vec![],
+        kind: Kind::Leaf { server, client },
+        issuer: Some(issuer.into()),
+        dns,
+        ips,
+        days: leaf_days,
+        key: alg,
+    };
+
+    let mut out = vec![
+        ca("root-ca", None, None),
+        ca("etcd-ca", Some("root-ca"), Some(0)),
+        // kubernetes-ca signs kubelet-ca, so it needs a path length of 1 (the tutorial's 0 would
+        // make every certificate under kubelet-ca fail verification).
+        ca("kubernetes-ca", Some("root-ca"), Some(1)),
+        ca("front-proxy-ca", Some("root-ca"), Some(0)),
+        ca("kubelet-ca", Some("kubernetes-ca"), Some(0)),
+        CertSpec {
+            kind: Kind::KeyOnly,
+            issuer: None,
+            days: 0,
+            ..ca("service-account", None, None)
+        },
+    ];
+
+    let control_plane: Vec<_> = c.nodes.iter().filter(|n| n.role != Role::Worker).collect();
+    for n in &control_plane {
+        let mut dns = vec![n.fqdn(&domain)];
+        if n.role == Role::Master {
+            dns.push(format!("etcd-{}.{domain}", n.index));
+        }
+        dns.push("localhost".into());
+        let name = format!("etcd-peer-{}", n.hostname);
+        out.push(leaf(&name, &name, "etcd-ca", true, true, dns, vec![n.ip, LOCALHOST]));
+    }
+    let cp_ips: Vec<IpAddr> = control_plane.iter().map(|n| n.ip).collect();
+    let with_localhost = |mut ips: Vec<IpAddr>| {
+        ips.push(LOCALHOST);
+        ips
+    };
+    out.push(leaf(
+        "etcd-server",
+        "etcd-server",
+        "etcd-ca",
+        true,
+        true,
+        vec!["localhost".into(), format!("etcd.{domain}")],
+        with_localhost(cp_ips.clone()),
+    ));
+    out.push(leaf("etcd-client", "system:etcd-client", "etcd-ca", false, true, vec![], vec![]));
+
+    let mut api_dns: Vec<String> = [
+        "kubernetes",
+        "kubernetes.default",
+        "kubernetes.default.svc",
+        "kubernetes.default.svc.cluster.local",
+    ]
+    .into_iter()
+    .chain([
+        "openshift",
+        "openshift.default",
+        "openshift.default.svc",
+        "openshift.default.svc.cluster.local",
+    ])
+    .map(String::from)
+    .collect();
+    api_dns.extend([format!("api.{domain}"), format!("api-int.{domain}"), "localhost".into()]);
+    let mut api_ips = vec![c.api_vip];
+    api_ips.extend(cp_ips.iter().copied());
+    api_ips.push(LOCALHOST);
+    api_ips.push(c.kubernetes_service_ip());
+    dedup(&mut api_ips);
+    out.push(leaf(
+        "kube-apiserver",
+        "kube-apiserver",
+        "kubernetes-ca",
+        true,
+        true,
+        api_dns,
+        api_ips,
+    ));
+
+    for (name, cn, issuer) in [
+        ("kube-apiserver-kubelet-client", "system:kube-apiserver", "kubernetes-ca"),
+        ("kube-controller-manager", "system:kube-controller-manager", "kubernetes-ca"),
+        ("kube-scheduler", "system:kube-scheduler", "kubernetes-ca"),
+        ("front-proxy-client", "front-proxy-client", "front-proxy-ca"),
+        ("kubelet-bootstrap", "system:bootstrapper", "kubernetes-ca"),
+    ] {
+        out.push(leaf(name, cn, issuer, false, true, vec![], vec![]));
+    }
+    out.push(CertSpec {
+        orgs: vec!["system:masters".into()],
+        ..leaf("admin", "system:admin", "kubernetes-ca", false, true, vec![], vec![])
+    });
+
+    out.extend(agent_plan(c));
+    out
+}
+
+/// hardshift's own PKI for agent ↔ collector mTLS: always ECDSA P-256.
+fn agent_plan(c: &Cluster) -> Vec<CertSpec> {
+    let base = CertSpec {
+        dir: AGENT_DIR,
+        name: "agent-ca".into(),
+        cn: "hardshift-agent-ca".into(),
+        orgs: vec!["hardshift".into()],
+        kind: Kind::Ca { path_len: Some(0) },
+        issuer: None,
+        dns: vec![],
+        ips: vec![],
+        days: c.pki.ca_validity_days,
+        key: KeyAlgorithm::EcdsaP256,
+    };
+    let mut dns = vec!["localhost".to_string()];
+    let mut ips = vec![LOCALHOST];
+    for a in std::iter::once(&c.collector_address).chain(&c.collector_extra_sans) {
+        match a.parse::<IpAddr>() {
+            Ok(ip) => ips.push(ip),
+            Err(_) => dns.push(a.clone()),
+        }
+    }
+    dedup(&mut ips);
+    dedup(&mut dns);
+    let mut out = vec![
+        base.clone(),
+        CertSpec {
+            name: "collector".into(),
+            cn: "hardshift-collector".into(),
+            kind: Kind::Leaf {
+                server: true,
+                client: false,
+            },
+            issuer: Some("agent-ca".into()),
+            dns,
+            ips,
+            days: c.pki.leaf_validity_days,
+            ..base.clone()
+        },
+    ];
+    for n in &c.nodes {
+        out.push(CertSpec {
+            name: format!("agent-{}", n.hostname),
+            // The node's identity on the agent stream: the collector trusts this CN, nothing else.
+            cn: n.hostname.clone(),
+            orgs: vec!["hardshift:agents".into()],
+            kind: Kind::Leaf {
+                server: false,
+                client: true,
+            },
+            issuer: Some("agent-ca".into()),
+            dns: vec![],
+            ips: vec![],
+            days: c.pki.leaf_validity_days,
+            ..base.clone()
+        });
+    }
+    out
+}
+
+fn dedup<T: PartialEq + Clone>(v: &mut Vec<T>) {
+    let mut seen = Vec::with_capacity(v.len());
+    v.retain(|x| {
+        if seen.contains(x) {
+            false
+        } else {
+            seen.push(x.clone());
+            true
+        }
+    });
+}

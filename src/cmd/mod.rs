@@ -1,0 +1,12 @@
+pub mod create;
+pub mod verify;
+
+use crate::Failure;
+use hardshift_generator::{cluster::Cluster, config};
+use std::path::Path;
+
+/// Read and validate the inputs in `dir`.
+pub fn load_cluster(dir: &Path, overrides: &config::Overrides) -> Result<Cluster, Failure> {
+    let sources = config::read_sources(dir).map_err(Failure::input)?;
+    config::build(&sources, overrides).map_err(Failure::input)
+}

@@ -1,0 +1,46 @@
+use super::load_cluster;
+use crate::Failure;
+use hardshift_generator::config::Overrides;
+use hardshift_generator::fsio;
+use hardshift_generator::verify::{self, Status};
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[arg(long, default_value = ".")]
+    dir: PathBuf,
+    /// Output format.
+    #[arg(short, long, default_value = "table", value_parser = ["table", "json"])]
+    output: String,
+}
+
+pub fn run(a: Args) -> Result<u8, Failure> {
+    let cluster = load_cluster(&a.dir, &Overrides::default())?;
+    let b = fsio::read_bundle(&a.dir).map_err(Failure::input)?;
+    let checks = verify::verify(&cluster, &b, time::OffsetDateTime::now_utc());
+    if a.output == "json" {
+        println!("{}", serde_json::to_string_pretty(&checks).map_err(Failure::other)?);
+    } else {
+        let w = |f: fn(&verify::Check) -> usize| checks.iter().map(f).max().unwrap_or(0);
+        let (wn, ws, wi) = (w(|c| c.name.len()), w(|c| c.subject.len()).max(7), w(|c| c.issuer.len()).max(6));
+        println!(
+            "{:<wn$}  {:<ws$}  {:<wi$}  {:<10}  {:<6}  DETAIL",
+            "NAME", "SUBJECT", "ISSUER", "EXPIRES", "STATUS"
+        );
+        for c in &checks {
+            let st = match c.status {
+                Status::Ok => "ok",
+                Status::Warn => "WARN",
+                Status::Fail => "FAIL",
+            };
+            println!(
+                "{:<wn$}  {:<ws$}  {:<wi$}  {:<10}  {:<6}  {}",
+                c.name, c.subject, c.issuer, c.expires, st, c.detail
+            );
+        }
+    }
+    let failed = checks.iter().filter(|c| c.status == Status::Fail).count();
+    let warned = checks.iter().filter(|c| c.status == Status::Warn).count();
+    eprintln!("{} checks: {} failed, {} warnings", checks.len(), failed, warned);
+    Ok(if failed > 0 { 1 } else { 0 })
+}

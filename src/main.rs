@@ -1,0 +1,57 @@
+//! `hardshift`: the workstation CLI. Parsing and printing only; the work is in the libraries.
+
+mod cmd;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "hardshift", version, about = "OpenShift on bare metal and KVM, the hard way, done right")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Build the install bundle from install-config.yaml and agent-config.yaml, offline.
+    Create(cmd::create::Args),
+    /// Check a written bundle: sums, chains, key pairs, SANs, expiry, kubeconfigs.
+    Verify(cmd::verify::Args),
+}
+
+/// Failures carry their exit code: 2 for input and usage errors, 1 for everything else.
+pub struct Failure {
+    pub code: u8,
+    pub message: String,
+}
+
+impl Failure {
+    pub fn input(message: impl std::fmt::Display) -> Self {
+        Self {
+            code: 2,
+            message: message.to_string(),
+        }
+    }
+    pub fn other(message: impl std::fmt::Display) -> Self {
+        Self {
+            code: 1,
+            message: message.to_string(),
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Create(a) => cmd::create::run(a),
+        Command::Verify(a) => cmd::verify::run(a),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(f) => {
+            eprintln!("error: {}", f.message.trim_end());
+            ExitCode::from(f.code)
+        }
+    }
+}
