@@ -36,7 +36,7 @@ impl KeySource for SystemKeys {
             KeyAlgorithm::Rsa2048 => 2048,
             KeyAlgorithm::Rsa4096 => 4096,
         };
-        let key = rsa::RsaPrivateKey::new(&mut rand::rngs::OsRng, bits).map_err(|e| KeyError::Generate(alg.as_str(), e.to_string()))?;
+        let key = rsa::PrivateKey::new(&mut getrandom::SysRng, bits).map_err(|e| KeyError::Generate(alg.as_str(), e.to_string()))?;
         let pem = key
             .to_pkcs8_pem(rsa::pkcs8::LineEnding::LF)
             .map_err(|e| KeyError::Generate(alg.as_str(), e.to_string()))?;
@@ -44,7 +44,8 @@ impl KeySource for SystemKeys {
     }
 
     fn serial(&self) -> [u8; 16] {
-        let mut s: [u8; 16] = rand::random();
+        let mut s = [0u8; 16];
+        getrandom::fill(&mut s).expect("the OS random source");
         // Positive and without a leading zero octet, so the DER INTEGER is exactly 16 bytes.
         s[0] = (s[0] & 0x7f) | 0x40;
         s
@@ -65,7 +66,7 @@ pub fn load(pem: &str) -> Result<KeyPair, KeyError> {
 pub fn algorithm_of(pem: &str) -> Option<KeyAlgorithm> {
     use rsa::pkcs8::DecodePrivateKey;
     use rsa::traits::PublicKeyParts;
-    if let Ok(k) = rsa::RsaPrivateKey::from_pkcs8_pem(pem) {
+    if let Ok(k) = rsa::PrivateKey::from_pkcs8_pem(pem) {
         return match k.size() * 8 {
             2048 => Some(KeyAlgorithm::Rsa2048),
             4096 => Some(KeyAlgorithm::Rsa4096),
@@ -79,7 +80,7 @@ pub fn algorithm_of(pem: &str) -> Option<KeyAlgorithm> {
 /// The PEM public key (`.pub` file) for a private key.
 pub fn public_pem(pem: &str) -> Result<String, KeyError> {
     use rsa::pkcs8::DecodePrivateKey;
-    if let Ok(k) = rsa::RsaPrivateKey::from_pkcs8_pem(pem) {
+    if let Ok(k) = rsa::PrivateKey::from_pkcs8_pem(pem) {
         return k
             .to_public_key()
             .to_public_key_pem(rsa::pkcs8::LineEnding::LF)

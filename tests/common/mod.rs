@@ -1,0 +1,74 @@
+//! Helpers for the end-to-end tests: a copy of the example lab in a temp dir, the real binary.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/ocp4");
+
+/// A fresh copy of the example inputs (never the generated files).
+pub fn example_copy() -> tempfile::TempDir {
+    let t = tempfile::tempdir().expect("tempdir");
+    for f in ["install-config.yaml", "agent-config.yaml", "hardshift.yaml"] {
+        std::fs::copy(Path::new(EXAMPLE).join(f), t.path().join(f)).expect("copy example");
+    }
+    t
+}
+
+pub fn hardshift(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hardshift")).args(args).output().expect("run hardshift")
+}
+
+/// `hardshift create --dir DIR [extra]`, asserting success.
+pub fn create(dir: &Path, extra: &[&str]) -> Output {
+    let d = dir.to_str().unwrap();
+    let mut args = vec!["create", "--dir", d];
+    args.extend_from_slice(extra);
+    let out = hardshift(&args);
+    assert!(out.status.success(), "create failed: {}\n{}", text(&out.stdout), text(&out.stderr));
+    out
+}
+
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).to_string()
+}
+
+/// Replace `from` with `to` in an input file, asserting the text was there.
+pub fn edit(dir: &Path, file: &str, from: &str, to: &str) {
+    let p = dir.join(file);
+    let s = std::fs::read_to_string(&p).unwrap();
+    assert!(s.contains(from), "{file} does not contain {from:?}");
+    std::fs::write(&p, s.replacen(from, to, 1)).unwrap();
+}
+
+/// Every file under `dir` (following the bundle's links), path → bytes.
+pub fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            let rel = p.strip_prefix(dir).unwrap().to_string_lossy().to_string();
+            if rel.starts_with(".hardshift") {
+                continue;
+            }
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.insert(rel, std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// Run a program, returning (success, stdout+stderr).
+pub fn run(program: &str, args: &[&str]) -> (bool, String) {
+    let out = Command::new(program).args(args).output().unwrap_or_else(|e| panic!("{program}: {e}"));
+    (out.status.success(), format!("{}{}", text(&out.stdout), text(&out.stderr)))
+}
+
+pub fn pki(dir: &Path, name: &str) -> PathBuf {
+    dir.join("pki").join(name)
+}

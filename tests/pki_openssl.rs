@@ -1,0 +1,202 @@
+//! The generated PKI, checked by openssl: every chain, purpose, EKU, SAN, subject and key pair,
+//! against expectations written here from the tutorial's stage 05 (not from the generator).
+
+mod common;
+
+use common::*;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+const INTERMEDIATES: &[&str] = &["etcd-ca", "kubernetes-ca", "front-proxy-ca", "kubelet-ca"];
+
+struct Want {
+    name: &'static str,
+    subject: &'static str,
+    server: bool,
+    client: bool,
+    sans: &'static [&'static str],
+}
+
+const API_SANS: &[&str] = &[
+    "DNS:kubernetes",
+    "DNS:kubernetes.default",
+    "DNS:kubernetes.default.svc",
+    "DNS:kubernetes.default.svc.cluster.local",
+    "DNS:api.ocp4.example.com",
+    "DNS:api-int.ocp4.example.com",
+    "DNS:localhost",
+    "IP Address:192.168.126.10",
+    "IP Address:192.168.126.100",
+    "IP Address:192.168.126.101",
+    "IP Address:192.168.126.102",
+    "IP Address:192.168.126.103",
+    "IP Address:127.0.0.1",
+    "IP Address:172.30.0.1",
+];
+
+fn wants() -> Vec<Want> {
+    let w = |name, subject, server, client, sans| Want { name, subject, server, client, sans };
+    vec![
+        w(
+            "etcd-peer-bootstrap",
+            "CN=etcd-peer-bootstrap",
+            true,
+            true,
+            &["DNS:bootstrap.ocp4.example.com", "DNS:localhost", "IP Address:192.168.126.100", "IP Address:127.0.0.1"],
+        ),
+        w(
+            "etcd-peer-master-0",
+            "CN=etcd-peer-master-0",
+            true,
+            true,
+            &["DNS:master-0.ocp4.example.com", "DNS:etcd-0.ocp4.example.com", "DNS:localhost", "IP Address:192.168.126.101", "IP Address:127.0.0.1"],
+        ),
+        w(
+            "etcd-peer-master-2",
+            "CN=etcd-peer-master-2",
+            true,
+            true,
+            &["DNS:master-2.ocp4.example.com", "DNS:etcd-2.ocp4.example.com", "IP Address:192.168.126.103"],
+        ),
+        w(
+            "etcd-server",
+            "CN=etcd-server",
+            true,
+            true,
+            &[
+                "DNS:localhost",
+                "DNS:etcd.ocp4.example.com",
+                "IP Address:192.168.126.100",
+                "IP Address:192.168.126.101",
+                "IP Address:192.168.126.102",
+                "IP Address:192.168.126.103",
+                "IP Address:127.0.0.1",
+            ],
+        ),
+        w("etcd-client", "CN=system:etcd-client", false, true, &[]),
+        w("kube-apiserver", "CN=kube-apiserver", true, true, API_SANS),
+        w("kube-apiserver-kubelet-client", "CN=system:kube-apiserver", false, true, &[]),
+        w("kube-controller-manager", "CN=system:kube-controller-manager", false, true, &[]),
+        w("kube-scheduler", "CN=system:kube-scheduler", false, true, &[]),
+        w("front-proxy-client", "CN=front-proxy-client", false, true, &[]),
+        w("admin", "O=system:masters, CN=system:admin", false, true, &[]),
+        w("kubelet-bootstrap", "CN=system:bootstrapper", false, true, &[]),
+    ]
+}
+
+fn x509_text(path: &Path) -> String {
+    let (ok, out) = run("openssl", &["x509", "-noout", "-text", "-nameopt", "sep_comma_plus_space", "-in", path.to_str().unwrap()]);
+    assert!(ok, "{out}");
+    out
+}
+
+fn verify_with(ca: &Path, untrusted: Option<&Path>, purpose: &str, leaf: &Path) -> (bool, String) {
+    let mut args = vec!["verify", "-CAfile", ca.to_str().unwrap(), "-purpose", purpose];
+    if let Some(u) = untrusted {
+        args.extend(["-untrusted", u.to_str().unwrap()]);
+    }
+    args.push(leaf.to_str().unwrap());
+    run("openssl", &args)
+}
+
+fn public_key_of(args: &[&str]) -> String {
+    let (ok, out) = run("openssl", args);
+    assert!(ok, "{out}");
+    out
+}
+
+fn check_bundle(dir: &Path, key_word: &str) {
+    let pki_dir = dir.join("pki");
+    let inter = dir.join("intermediates.pem");
+    let chain: String = INTERMEDIATES.iter().map(|c| std::fs::read_to_string(pki(dir, &format!("{c}.crt"))).unwrap()).collect();
+    std::fs::write(&inter, chain).unwrap();
+    let root = pki(dir, "root-ca.crt");
+
+    // The CAs: root self-signed without a path limit, intermediates under it.
+    let root_text = x509_text(&root);
+    assert!(root_text.contains("CA:TRUE"), "{root_text}");
+    for ca in INTERMEDIATES {
+        let t = x509_text(&pki(dir, &format!("{ca}.crt")));
+        assert!(t.contains("CA:TRUE"), "{ca}: {t}");
+        assert!(t.contains("Certificate Sign"), "{ca}: {t}");
+        let (ok, out) = verify_with(&root, Some(&inter), "any", &pki(dir, &format!("{ca}.crt")));
+        assert!(ok, "{ca}: {out}");
+    }
+
+    for w in wants() {
+        let crt = pki_dir.join(format!("{}.crt", w.name));
+        let key = pki_dir.join(format!("{}.key", w.name));
+        let t = x509_text(&crt);
+        assert!(t.contains(&format!("Subject: {}\n", w.subject)), "{}: subject\n{t}", w.name);
+        assert!(t.contains(key_word), "{}: key type {key_word}\n{t}", w.name);
+        assert_eq!(t.contains("TLS Web Server Authentication"), w.server, "{}: serverAuth\n{t}", w.name);
+        assert_eq!(t.contains("TLS Web Client Authentication"), w.client, "{}: clientAuth\n{t}", w.name);
+        assert!(t.contains("CA:FALSE"), "{}: must not be a CA", w.name);
+        for san in w.sans {
+            let listed = t.lines().any(|l| l.split(", ").any(|part| part.trim() == *san));
+            assert!(listed, "{}: SAN {san} missing\n{t}", w.name);
+        }
+        if w.sans.is_empty() {
+            assert!(!t.contains("Subject Alternative Name"), "{}: client certs carry no SANs", w.name);
+        }
+        // The chain, and the purpose openssl derives from the EKU.
+        let purposes: Vec<&str> = [(w.server, "sslserver"), (w.client, "sslclient")].iter().filter(|p| p.0).map(|p| p.1).collect();
+        for purpose in purposes {
+            let (ok, out) = verify_with(&root, Some(&inter), purpose, &crt);
+            assert!(ok && out.contains(": OK"), "{} as {purpose}: {out}", w.name);
+        }
+        if !w.server {
+            let (ok, _) = verify_with(&root, Some(&inter), "sslserver", &crt);
+            assert!(!ok, "{} is a client certificate and must not pass as a server", w.name);
+        }
+        // Key and certificate belong together.
+        let from_key = public_key_of(&["pkey", "-pubout", "-in", key.to_str().unwrap()]);
+        let from_crt = public_key_of(&["x509", "-pubkey", "-noout", "-in", crt.to_str().unwrap()]);
+        assert_eq!(from_key, from_crt, "{}: key pair mismatch", w.name);
+        let mode = std::fs::metadata(&key).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{}: key mode", w.name);
+    }
+
+    // The service-account key pair.
+    let sa = public_key_of(&["pkey", "-pubout", "-in", pki(dir, "service-account.key").to_str().unwrap()]);
+    assert_eq!(sa, std::fs::read_to_string(pki(dir, "service-account.pub")).unwrap());
+
+    // The agent PKI: always ECDSA P-256, collector serves, each node is a client named for itself.
+    let agent = dir.join("agent-pki");
+    let agent_ca = agent.join("agent-ca.crt");
+    let t = x509_text(&agent.join("collector.crt"));
+    assert!(t.contains("prime256v1") && t.contains("IP Address:192.168.126.1"), "{t}");
+    let (ok, out) = verify_with(&agent_ca, None, "sslserver", &agent.join("collector.crt"));
+    assert!(ok, "{out}");
+    for node in ["bootstrap", "master-0", "master-1", "master-2", "worker-0", "worker-1"] {
+        let crt = agent.join(format!("agent-{node}.crt"));
+        let t = x509_text(&crt);
+        assert!(t.contains(&format!("CN={node}\n")), "{node}: {t}");
+        let (ok, out) = verify_with(&agent_ca, None, "sslclient", &crt);
+        assert!(ok, "{node}: {out}");
+        // Signed by the agent CA only: the cluster's root must not vouch for an agent.
+        let (ok, _) = verify_with(&root, Some(&inter), "sslclient", &crt);
+        assert!(!ok, "{node}: agent cert must not chain to the cluster root");
+    }
+}
+
+#[test]
+fn rsa_2048_pki_passes_openssl() {
+    let d = example_copy();
+    create(d.path(), &[]);
+    check_bundle(d.path(), "Public-Key: (2048 bit)");
+}
+
+#[test]
+fn ecdsa_p256_pki_passes_openssl() {
+    let d = example_copy();
+    create(d.path(), &["--key-algorithm", "ecdsa-p256"]);
+    check_bundle(d.path(), "ASN1 OID: prime256v1");
+}
+
+#[test]
+fn rsa_4096_pki_passes_openssl() {
+    let d = example_copy();
+    create(d.path(), &["--key-algorithm", "rsa-4096"]);
+    check_bundle(d.path(), "Public-Key: (4096 bit)");
+}
