@@ -115,7 +115,10 @@ fn parse_typed<T: DeserializeOwned>(file: &str, text: &str, out: &mut Vec<Diagno
         });
         return None;
     }
-    match serde_path_to_error::deserialize::<_, T>(&doc.value) {
+    // `key:` with no value is null; like Kubernetes, read it as absent so defaults apply.
+    let mut value = doc.value.clone();
+    drop_nulls(&mut value);
+    match serde_path_to_error::deserialize::<_, T>(&value) {
         Ok(v) => Some((doc, v)),
         Err(e) => {
             let path = e.path().to_string();
@@ -129,5 +132,16 @@ fn parse_typed<T: DeserializeOwned>(file: &str, text: &str, out: &mut Vec<Diagno
             });
             None
         }
+    }
+}
+
+fn drop_nulls(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(m) => {
+            m.retain(|_, x| !x.is_null());
+            m.values_mut().for_each(drop_nulls);
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(drop_nulls),
+        _ => {}
     }
 }

@@ -560,31 +560,25 @@ fn agent_config(ac: &AgentConfig, ic: &InstallConfig, nets: &Networks, s: &Setti
     let mut seen_ip: HashMap<IpAddr, usize> = HashMap::new();
     for (i, h) in ac.hosts.iter().enumerate() {
         let p = format!("hosts[{i}]");
+        // Uniqueness is checked on the raw hosts, so it is reported even when a host has other errors.
+        if !h.hostname.is_empty() {
+            if let Some(prev) = seen_name.insert(h.hostname.clone(), i) {
+                r.error(&format!("{p}.hostname"), format!("hostname {:?} is already used by hosts[{prev}]", h.hostname), None);
+            }
+        }
+        for (j, iface) in h.interfaces.iter().enumerate() {
+            let mac = iface.mac_address.to_ascii_lowercase();
+            let here = format!("{p}.interfaces[{j}].macAddress");
+            if mac.is_empty() {
+                continue;
+            }
+            if let Some(prev) = seen_mac.insert(mac.clone(), here.clone()) {
+                r.error(&here, format!("MAC {mac} is already used by {prev}"), Some("every interface needs its own MAC".into()));
+            }
+        }
         if let Some(node) = host(h, &p, nets, s, r) {
-            if let Some(prev) = seen_name.insert(node.hostname.clone(), i) {
-                r.error(
-                    &format!("{p}.hostname"),
-                    format!("hostname {:?} is already used by hosts[{prev}]", node.hostname),
-                    None,
-                );
-            }
-            for (j, iface) in h.interfaces.iter().enumerate() {
-                let mac = iface.mac_address.to_ascii_lowercase();
-                let here = format!("{p}.interfaces[{j}].macAddress");
-                if let Some(prev) = seen_mac.insert(mac.clone(), here.clone()) {
-                    r.error(
-                        &here,
-                        format!("MAC {mac} is already used by {prev}"),
-                        Some("every interface needs its own MAC".into()),
-                    );
-                }
-            }
             if let Some(prev) = seen_ip.insert(node.ip, i) {
-                r.error(
-                    &format!("{p}.networkConfig"),
-                    format!("IP {} is already used by hosts[{prev}]", node.ip),
-                    None,
-                );
+                r.error(&format!("{p}.networkConfig"), format!("IP {} is already used by hosts[{prev}]", node.ip), None);
             }
             nodes.push(node);
         }
@@ -728,19 +722,23 @@ fn host(h: &Host, p: &str, nets: &Networks, s: &Settings, r: &mut Reporter) -> O
             None,
         );
     }
-    let mac = h
-        .interfaces
-        .iter()
-        .find(|i| i.name == nm.name)
-        .map(|i| i.mac_address.to_ascii_lowercase())
-        .or_else(|| nm.mac_address.clone().map(|m| m.to_ascii_lowercase()));
-    if mac.is_none() {
-        r.error(
-            &format!("{ncp}.interfaces[{iface_idx}].name"),
+    // The agent installer maps nmstate interfaces to hardware by name through `interfaces`.
+    let listed = h.interfaces.iter().find(|i| i.name == nm.name).map(|i| i.mac_address.to_ascii_lowercase());
+    let nm_path = format!("{ncp}.interfaces[{iface_idx}]");
+    match (&listed, &nm.mac_address) {
+        (None, _) => r.error(
+            &format!("{nm_path}.name"),
             format!("interface {:?} is not listed in {p}.interfaces, so its MAC is unknown", nm.name),
             Some("every networkConfig interface must match an entry of `interfaces` by name".into()),
-        );
+        ),
+        (Some(l), Some(m)) if !m.eq_ignore_ascii_case(l) => r.error(
+            &format!("{nm_path}.mac-address"),
+            format!("mac-address {m} differs from the macAddress {l} listed for {:?} in {p}.interfaces", nm.name),
+            None,
+        ),
+        _ => {}
     }
+    let mac = listed;
     let addr = &v4.address[0];
     let ip: Option<IpAddr> = match addr.ip.parse::<IpAddr>() {
         Ok(ip) => Some(ip),
