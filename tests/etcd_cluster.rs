@@ -27,7 +27,10 @@ fn ip(args: &[&str]) {
 impl Lab {
     fn new(tag: &str) -> Lab {
         let prefix = format!("hs{}{tag}", std::process::id() % 100000);
-        let lab = Lab { prefix: prefix.clone(), children: vec![] };
+        let lab = Lab {
+            prefix: prefix.clone(),
+            children: vec![],
+        };
         let br = lab.ns("br");
         ip(&["netns", "add", &br]);
         ip(&["-n", &br, "link", "add", "br0", "type", "bridge"]);
@@ -71,7 +74,12 @@ impl Lab {
                 .args(["--initial-cluster", &cluster.join(","), "--initial-cluster-state", "new"])
                 .args(["--cert-file", &server_crt.to_string_lossy(), "--key-file", &f("etcd-server.key")])
                 .args(["--trusted-ca-file", &f("etcd-ca.crt"), "--client-cert-auth"])
-                .args(["--peer-cert-file", &f(&format!("etcd-peer-{name}.crt")), "--peer-key-file", &f(&format!("etcd-peer-{name}.key"))])
+                .args([
+                    "--peer-cert-file",
+                    &f(&format!("etcd-peer-{name}.crt")),
+                    "--peer-key-file",
+                    &f(&format!("etcd-peer-{name}.key")),
+                ])
                 .args(["--peer-trusted-ca-file", &f("etcd-ca.crt"), "--peer-client-cert-auth"])
                 .args(["--logger", "zap", "--log-outputs", "stderr"])
                 .stdout(Stdio::null())
@@ -117,12 +125,29 @@ struct Etcdctl {
 impl Etcdctl {
     fn new(pki_dir: &Path) -> Self {
         let f = |n: &str| pki_dir.join(n).to_string_lossy().to_string();
-        Etcdctl { ca: f("etcd-ca.crt"), cert: f("etcd-client.crt"), key: f("etcd-client.key") }
+        Etcdctl {
+            ca: f("etcd-ca.crt"),
+            cert: f("etcd-client.crt"),
+            key: f("etcd-client.key"),
+        }
     }
 
     fn run(&self, lab: &Lab, args: &[&str]) -> (bool, String) {
-        let endpoints = MASTERS.iter().map(|m| format!("https://192.168.126.{}:2379", m.1)).collect::<Vec<_>>().join(",");
-        let mut all: Vec<&str> = vec!["--cacert", &self.ca, "--cert", &self.cert, "--key", &self.key, "--endpoints", &endpoints];
+        let endpoints = MASTERS
+            .iter()
+            .map(|m| format!("https://192.168.126.{}:2379", m.1))
+            .collect::<Vec<_>>()
+            .join(",");
+        let mut all: Vec<&str> = vec![
+            "--cacert",
+            &self.ca,
+            "--cert",
+            &self.cert,
+            "--key",
+            &self.key,
+            "--endpoints",
+            &endpoints,
+        ];
         all.extend_from_slice(args);
         lab.client("env", &[&["ETCDCTL_API=3", "etcdctl"], all.as_slice()].concat())
     }
@@ -132,7 +157,23 @@ impl Etcdctl {
         let url = format!("https://192.168.126.101:2379{path}");
         lab.client(
             "curl",
-            &["-sS", "--fail-with-body", "--max-time", "5", "--cacert", &self.ca, "--cert", &self.cert, "--key", &self.key, "-X", "POST", "-d", body, &url],
+            &[
+                "-sS",
+                "--fail-with-body",
+                "--max-time",
+                "5",
+                "--cacert",
+                &self.ca,
+                "--cert",
+                &self.cert,
+                "--key",
+                &self.key,
+                "-X",
+                "POST",
+                "-d",
+                body,
+                &url,
+            ],
         )
     }
 }
@@ -147,7 +188,15 @@ fn wait_healthy(ctl: &Etcdctl, lab: &Lab, data: &Path) {
         if start.elapsed() > Duration::from_secs(30) {
             let logs: String = MASTERS
                 .iter()
-                .map(|(n, _)| std::fs::read_to_string(data.join(format!("{n}.log"))).unwrap_or_default().lines().rev().take(15).collect::<Vec<_>>().join("\n"))
+                .map(|(n, _)| {
+                    std::fs::read_to_string(data.join(format!("{n}.log")))
+                        .unwrap_or_default()
+                        .lines()
+                        .rev()
+                        .take(15)
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                })
                 .collect::<Vec<_>>()
                 .join("\n---\n");
             panic!("etcd cluster did not become healthy: {out}\n{logs}");
@@ -162,17 +211,46 @@ fn server_cert_without_client_auth(pki_dir: &Path, work: &Path) -> PathBuf {
     let csr = work.join("server.csr");
     let ext = work.join("ext.cnf");
     let out = work.join("server-noclient.crt");
-    let (ok, text) = run("openssl", &["x509", "-in", &f("etcd-server.crt"), "-noout", "-ext", "subjectAltName"]);
+    let (ok, text) = run(
+        "openssl",
+        &["x509", "-in", &f("etcd-server.crt"), "-noout", "-ext", "subjectAltName"],
+    );
     assert!(ok, "{text}");
     let sans = text.lines().nth(1).unwrap().trim().replace("IP Address:", "IP:");
     std::fs::write(&ext, format!("basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName={sans}\n")).unwrap();
-    let (ok, text) = run("openssl", &["req", "-new", "-key", &f("etcd-server.key"), "-subj", "/CN=etcd-server", "-out", &csr.to_string_lossy()]);
+    let (ok, text) = run(
+        "openssl",
+        &[
+            "req",
+            "-new",
+            "-key",
+            &f("etcd-server.key"),
+            "-subj",
+            "/CN=etcd-server",
+            "-out",
+            &csr.to_string_lossy(),
+        ],
+    );
     assert!(ok, "{text}");
     let (ok, text) = run(
         "openssl",
         &[
-            "x509", "-req", "-in", &csr.to_string_lossy(), "-CA", &f("etcd-ca.crt"), "-CAkey", &f("etcd-ca.key"), "-CAcreateserial",
-            "-days", "2", "-sha256", "-extfile", &ext.to_string_lossy(), "-out", &out.to_string_lossy(),
+            "x509",
+            "-req",
+            "-in",
+            &csr.to_string_lossy(),
+            "-CA",
+            &f("etcd-ca.crt"),
+            "-CAkey",
+            &f("etcd-ca.key"),
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-sha256",
+            "-extfile",
+            &ext.to_string_lossy(),
+            "-out",
+            &out.to_string_lossy(),
         ],
     );
     assert!(ok, "{text}");
@@ -196,7 +274,12 @@ fn generated_certs_run_a_real_three_member_etcd_on_lab_ips() {
     let (ok, members) = ctl.run(&lab, &["member", "list", "-w", "simple"]);
     assert!(ok, "{members}");
     for (name, octet) in MASTERS {
-        assert!(members.contains(&format!("{name}, https://192.168.126.{octet}:2380, https://192.168.126.{octet}:2379")), "{members}");
+        assert!(
+            members.contains(&format!(
+                "{name}, https://192.168.126.{octet}:2380, https://192.168.126.{octet}:2379"
+            )),
+            "{members}"
+        );
     }
     // key "hardshift" = aGFyZHNoaWZ0, value "ok" = b2s=
     let (ok, put) = ctl.gateway(&lab, "/v3/kv/put", r#"{"key":"aGFyZHNoaWZ0","value":"b2s="}"#);

@@ -32,25 +32,124 @@ struct Case {
 }
 
 fn case(file: &'static str, from: &'static str, to: &'static str, path: &'static str, message: &'static str, at: At) -> Case {
-    Case { file, reported: file, from, to, path, message, at }
+    Case {
+        file,
+        reported: file,
+        from,
+        to,
+        path,
+        message,
+        at,
+    }
 }
 
 fn cases() -> Vec<Case> {
     use At::*;
     vec![
-        case(IC, "apiVersion: v1", "apiVersion: v2", "apiVersion", r#"install-config version must be "v1""#, Edit),
-        case(IC, "  name: ocp4", "  name: Ocp_4", "metadata.name", "is not a valid DNS-1123 label", Edit),
-        case(IC, "  name: ocp4", "  name: a-very-long-cluster-name-that-goes-on-and-on-past-the-limit-x", "metadata.name", "at most 54 characters", Edit),
-        case(IC, "baseDomain: example.com", "baseDomain: example..com", "baseDomain", "is not a valid domain", Edit),
-        case(IC, "- cidr: 192.168.126.0/24", "- cidr: 192.168.126.0/33", "networking.machineNetwork[0].cidr", "is not a CIDR", Edit),
-        case(IC, "- cidr: 192.168.126.0/24", "- cidr: 192.168.126.5/24", "networking.machineNetwork[0].cidr", "has host bits set", Edit),
-        case(IC, "- cidr: 10.128.0.0/14", "- cidr: 192.168.0.0/16", "networking.clusterNetwork[0].cidr", "overlaps with 192.168.126.0/24", Edit),
-        case(IC, "- 172.30.0.0/16", "- 10.130.0.0/16", "networking.serviceNetwork[0]", "overlaps with 10.128.0.0/14", Edit),
-        case(IC, "- cidr: 10.128.0.0/14", "- cidr: 100.64.0.0/14", "networking.clusterNetwork[0].cidr", "OVNKubernetes reserves", Edit),
-        case(IC, "- 172.30.0.0/16", "- 172.0.0.0/8", "networking.serviceNetwork[0]", "is too large", Edit),
-        case(IC, "hostPrefix: 23", "hostPrefix: 12", "networking.clusterNetwork[0].hostPrefix", "must be between the CIDR's /14 and 30", Edit),
-        case(IC, "networkType: OVNKubernetes", "networkType: Calico", "networking.networkType", "unsupported networkType", Edit),
-        case(IC, "pullSecret: '{\"auths\"", "pullSecret: '{auths", "pullSecret", "invalid pull secret: is not valid JSON", Edit),
+        case(
+            IC,
+            "apiVersion: v1",
+            "apiVersion: v2",
+            "apiVersion",
+            r#"install-config version must be "v1""#,
+            Edit,
+        ),
+        case(
+            IC,
+            "  name: ocp4",
+            "  name: Ocp_4",
+            "metadata.name",
+            "is not a valid DNS-1123 label",
+            Edit,
+        ),
+        case(
+            IC,
+            "  name: ocp4",
+            "  name: a-very-long-cluster-name-that-goes-on-and-on-past-the-limit-x",
+            "metadata.name",
+            "at most 54 characters",
+            Edit,
+        ),
+        case(
+            IC,
+            "baseDomain: example.com",
+            "baseDomain: example..com",
+            "baseDomain",
+            "is not a valid domain",
+            Edit,
+        ),
+        case(
+            IC,
+            "- cidr: 192.168.126.0/24",
+            "- cidr: 192.168.126.0/33",
+            "networking.machineNetwork[0].cidr",
+            "is not a CIDR",
+            Edit,
+        ),
+        case(
+            IC,
+            "- cidr: 192.168.126.0/24",
+            "- cidr: 192.168.126.5/24",
+            "networking.machineNetwork[0].cidr",
+            "has host bits set",
+            Edit,
+        ),
+        case(
+            IC,
+            "- cidr: 10.128.0.0/14",
+            "- cidr: 192.168.0.0/16",
+            "networking.clusterNetwork[0].cidr",
+            "overlaps with 192.168.126.0/24",
+            Edit,
+        ),
+        case(
+            IC,
+            "- 172.30.0.0/16",
+            "- 10.130.0.0/16",
+            "networking.serviceNetwork[0]",
+            "overlaps with 10.128.0.0/14",
+            Edit,
+        ),
+        case(
+            IC,
+            "- cidr: 10.128.0.0/14",
+            "- cidr: 100.64.0.0/14",
+            "networking.clusterNetwork[0].cidr",
+            "OVNKubernetes reserves",
+            Edit,
+        ),
+        case(
+            IC,
+            "- 172.30.0.0/16",
+            "- 172.0.0.0/8",
+            "networking.serviceNetwork[0]",
+            "is too large",
+            Edit,
+        ),
+        case(
+            IC,
+            "hostPrefix: 23",
+            "hostPrefix: 12",
+            "networking.clusterNetwork[0].hostPrefix",
+            "must be between the CIDR's /14 and 30",
+            Edit,
+        ),
+        case(
+            IC,
+            "networkType: OVNKubernetes",
+            "networkType: Calico",
+            "networking.networkType",
+            "unsupported networkType",
+            Edit,
+        ),
+        case(
+            IC,
+            "pullSecret: '{\"auths\"",
+            "pullSecret: '{auths",
+            "pullSecret",
+            "invalid pull secret: is not valid JSON",
+            Edit,
+        ),
         case(
             IC,
             r#"pullSecret: '{"auths":{"registry.ocp4.example.com:5000""#,
@@ -59,45 +158,244 @@ fn cases() -> Vec<Case> {
             "auths required",
             Edit,
         ),
-        case(IC, "sshKey: ssh-ed25519 AAAAC3", "sshKey: ssh-ed25519 AAAAC4", "sshKey", "ssh key 1 does not parse", Edit),
-        case(IC, "  none: {}", "  aws: {region: us-east-1}", "platform.aws", "is not user-provisioned bare metal", Edit),
-        case(IC, "  none: {}", "  none: {}\n  vsphere: {}", "platform", "must specify exactly one platform", Line("platform:")),
-        case(IC, "  replicas: 3", "  replicas: 2", "controlPlane.replicas", "control plane replicas must be 1, 3, 4 or 5, found 2", Edit),
-        case(IC, "  replicas: 3", "  replicas: three", "controlPlane.replicas", "invalid type: string \"three\", expected i64", Edit),
+        case(
+            IC,
+            "sshKey: ssh-ed25519 AAAAC3",
+            "sshKey: ssh-ed25519 AAAAC4",
+            "sshKey",
+            "ssh key 1 does not parse",
+            Edit,
+        ),
+        case(
+            IC,
+            "  none: {}",
+            "  aws: {region: us-east-1}",
+            "platform.aws",
+            "is not user-provisioned bare metal",
+            Edit,
+        ),
+        case(
+            IC,
+            "  none: {}",
+            "  none: {}\n  vsphere: {}",
+            "platform",
+            "must specify exactly one platform",
+            Line("platform:"),
+        ),
+        case(
+            IC,
+            "  replicas: 3",
+            "  replicas: 2",
+            "controlPlane.replicas",
+            "control plane replicas must be 1, 3, 4 or 5, found 2",
+            Edit,
+        ),
+        case(
+            IC,
+            "  replicas: 3",
+            "  replicas: three",
+            "controlPlane.replicas",
+            "invalid type: string \"three\", expected i64",
+            Edit,
+        ),
         Case {
             reported: AC,
-            ..case(IC, "  replicas: 2", "  replicas: 3", "hosts", "2 hosts have `role: worker` but install-config compute[0].replicas is 3", Line("hosts:"))
+            ..case(
+                IC,
+                "  replicas: 2",
+                "  replicas: 3",
+                "hosts",
+                "2 hosts have `role: worker` but install-config compute[0].replicas is 3",
+                Line("hosts:"),
+            )
         },
         case(IC, "controlPlane:", "controlPlane: [\n", "", "not valid YAML", Anywhere),
-        case(IC, "  - registry.ocp4.example.com:5000/ocp4/openshift4\n", "", "imageDigestSources[0].mirrors", "at least one mirror is required", Anywhere),
-        case(AC, "macAddress: 52:54:00:00:00:6f", "macAddress: 52:54:00:00:00:6e", "hosts[5].interfaces[0].macAddress", "MAC 52:54:00:00:00:6e is already used by hosts[4]", Edit),
-        case(AC, "macAddress: 52:54:00:00:00:6f", "macAddress: 01:00:5e:00:00:6f", "hosts[5].interfaces[0].macAddress", "multicast", Edit),
-        case(AC, "macAddress: 52:54:00:00:00:6f", "macAddress: 52:54:00:00:6f", "hosts[5].interfaces[0].macAddress", "is not a MAC address", Edit),
-        case(AC, "- ip: 192.168.126.111", "- ip: 192.168.126.110", "hosts[5].networkConfig", "IP 192.168.126.110 is already used by hosts[4]", Anywhere),
-        case(AC, "- ip: 192.168.126.111", "- ip: 10.0.0.5", "hosts[5].networkConfig.interfaces[0].ipv4.address[0].ip", "is not inside a machine network", Edit),
-        case(AC, "- ip: 192.168.126.111", "- ip: 192.168.126.10", "hosts[5].networkConfig.interfaces[0].ipv4.address[0].ip", "is the API VIP", Edit),
-        case(AC, "- ip: 192.168.126.111", "- ip: 192.168.126.11", "hosts[5].networkConfig.interfaces[0].ipv4.address[0].ip", "is the ingress VIP", Edit),
-        case(AC, "  role: bootstrap", "  role: master", "hosts", "exactly one host must have `role: bootstrap`, found 0", Line("hosts:")),
-        case(AC, "- hostname: worker-1\n  role: worker", "- hostname: worker-1\n  role: infra", "hosts[5].role", "role must be master, worker or bootstrap", Line("  role: infra")),
-        case(AC, "- hostname: worker-1", "- hostname: worker-0", "hosts[5].hostname", "hostname \"worker-0\" is already used by hosts[4]", Edit),
-        case(AC, "- hostname: worker-1", "- hostname: Worker_1", "hosts[5].hostname", "is not a valid hostname", Edit),
-        case(AC, "next-hop-address: 192.168.126.1\n", "next-hop-address: 10.9.9.1\n", "hosts[0].networkConfig.routes", "gateway 10.9.9.1 is not on the node's subnet", Anywhere),
-        case(AC, "    - name: enp1s0\n      type", "    - name: enp9s0\n      type", "hosts[0].networkConfig.interfaces[0].name", "is not listed in hosts[0].interfaces", Edit),
-        case(AC, "        - 192.168.126.1\n", "        - dns.example.com\n", "hosts[0].networkConfig.dns-resolver.config.server[0]", "is not an IP address", Edit),
-        case(AC, "rendezvousIP: 192.168.126.101", "rendezvousIP: 192.168.126.110", "rendezvousIP", "is not the address of a master", Edit),
-        case(AC, "prefix-length: 24", "prefix-length: 25", "hosts[0].networkConfig.interfaces[0].ipv4.address[0].prefix-length", "differs from the machine network", Edit),
-        case(HS, "apiVIP: 192.168.126.10 ", "apiVIP: 10.1.1.10 ", "loadBalancer.apiVIP", "is not inside a machine network", Edit),
-        case(HS, "apiVIP: 192.168.126.10 ", "apiVIP: 192.168.126.300 ", "loadBalancer.apiVIP", "is not an IP address", Edit),
-        case(HS, "keyAlgorithm: rsa-2048", "keyAlgorithm: rsa-1024", "pki.keyAlgorithm", "unknown key algorithm \"rsa-1024\"", Edit),
+        case(
+            IC,
+            "  - registry.ocp4.example.com:5000/ocp4/openshift4\n",
+            "",
+            "imageDigestSources[0].mirrors",
+            "at least one mirror is required",
+            Anywhere,
+        ),
+        case(
+            AC,
+            "macAddress: 52:54:00:00:00:6f",
+            "macAddress: 52:54:00:00:00:6e",
+            "hosts[5].interfaces[0].macAddress",
+            "MAC 52:54:00:00:00:6e is already used by hosts[4]",
+            Edit,
+        ),
+        case(
+            AC,
+            "macAddress: 52:54:00:00:00:6f",
+            "macAddress: 01:00:5e:00:00:6f",
+            "hosts[5].interfaces[0].macAddress",
+            "multicast",
+            Edit,
+        ),
+        case(
+            AC,
+            "macAddress: 52:54:00:00:00:6f",
+            "macAddress: 52:54:00:00:6f",
+            "hosts[5].interfaces[0].macAddress",
+            "is not a MAC address",
+            Edit,
+        ),
+        case(
+            AC,
+            "- ip: 192.168.126.111",
+            "- ip: 192.168.126.110",
+            "hosts[5].networkConfig",
+            "IP 192.168.126.110 is already used by hosts[4]",
+            Anywhere,
+        ),
+        case(
+            AC,
+            "- ip: 192.168.126.111",
+            "- ip: 10.0.0.5",
+            "hosts[5].networkConfig.interfaces[0].ipv4.address[0].ip",
+            "is not inside a machine network",
+            Edit,
+        ),
+        case(
+            AC,
+            "- ip: 192.168.126.111",
+            "- ip: 192.168.126.10",
+            "hosts[5].networkConfig.interfaces[0].ipv4.address[0].ip",
+            "is the API VIP",
+            Edit,
+        ),
+        case(
+            AC,
+            "- ip: 192.168.126.111",
+            "- ip: 192.168.126.11",
+            "hosts[5].networkConfig.interfaces[0].ipv4.address[0].ip",
+            "is the ingress VIP",
+            Edit,
+        ),
+        case(
+            AC,
+            "  role: bootstrap",
+            "  role: master",
+            "hosts",
+            "exactly one host must have `role: bootstrap`, found 0",
+            Line("hosts:"),
+        ),
+        case(
+            AC,
+            "- hostname: worker-1\n  role: worker",
+            "- hostname: worker-1\n  role: infra",
+            "hosts[5].role",
+            "role must be master, worker or bootstrap",
+            Line("  role: infra"),
+        ),
+        case(
+            AC,
+            "- hostname: worker-1",
+            "- hostname: worker-0",
+            "hosts[5].hostname",
+            "hostname \"worker-0\" is already used by hosts[4]",
+            Edit,
+        ),
+        case(
+            AC,
+            "- hostname: worker-1",
+            "- hostname: Worker_1",
+            "hosts[5].hostname",
+            "is not a valid hostname",
+            Edit,
+        ),
+        case(
+            AC,
+            "next-hop-address: 192.168.126.1\n",
+            "next-hop-address: 10.9.9.1\n",
+            "hosts[0].networkConfig.routes",
+            "gateway 10.9.9.1 is not on the node's subnet",
+            Anywhere,
+        ),
+        case(
+            AC,
+            "    - name: enp1s0\n      type",
+            "    - name: enp9s0\n      type",
+            "hosts[0].networkConfig.interfaces[0].name",
+            "is not listed in hosts[0].interfaces",
+            Edit,
+        ),
+        case(
+            AC,
+            "        - 192.168.126.1\n",
+            "        - dns.example.com\n",
+            "hosts[0].networkConfig.dns-resolver.config.server[0]",
+            "is not an IP address",
+            Edit,
+        ),
+        case(
+            AC,
+            "rendezvousIP: 192.168.126.101",
+            "rendezvousIP: 192.168.126.110",
+            "rendezvousIP",
+            "is not the address of a master",
+            Edit,
+        ),
+        case(
+            AC,
+            "prefix-length: 24",
+            "prefix-length: 25",
+            "hosts[0].networkConfig.interfaces[0].ipv4.address[0].prefix-length",
+            "differs from the machine network",
+            Edit,
+        ),
+        case(
+            HS,
+            "apiVIP: 192.168.126.10 ",
+            "apiVIP: 10.1.1.10 ",
+            "loadBalancer.apiVIP",
+            "is not inside a machine network",
+            Edit,
+        ),
+        case(
+            HS,
+            "apiVIP: 192.168.126.10 ",
+            "apiVIP: 192.168.126.300 ",
+            "loadBalancer.apiVIP",
+            "is not an IP address",
+            Edit,
+        ),
+        case(
+            HS,
+            "keyAlgorithm: rsa-2048",
+            "keyAlgorithm: rsa-1024",
+            "pki.keyAlgorithm",
+            "unknown key algorithm \"rsa-1024\"",
+            Edit,
+        ),
         case(HS, "loadBalancer:", "loadbalancer:", "", "unknown field `loadbalancer`", Anywhere),
-        case(HS, "leafValidityDays: 365", "leafValidityDays: 4000", "pki.leafValidityDays", "must be between 1 and the CA validity", Edit),
-        case(HS, "  address: 192.168.126.1 ", "  address: bad_name! ", "collector.address", "neither an IP address nor a DNS name", Edit),
+        case(
+            HS,
+            "leafValidityDays: 365",
+            "leafValidityDays: 4000",
+            "pki.leafValidityDays",
+            "must be between 1 and the CA validity",
+            Edit,
+        ),
+        case(
+            HS,
+            "  address: 192.168.126.1 ",
+            "  address: bad_name! ",
+            "collector.address",
+            "neither an IP address nor a DNS name",
+            Edit,
+        ),
     ]
 }
 
 /// The bundle directory holds only what the user put there.
 fn assert_nothing_written(dir: &Path, label: &str) {
-    let mut names: Vec<String> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().to_string()).collect();
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect();
     names.sort();
     assert_eq!(names, vec![AC, HS, IC], "{label}: something was written");
 }
@@ -116,7 +414,11 @@ fn every_invalid_input_is_reported_with_file_line_path_and_message() {
         let err = text(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{label}: exit code\n{err}");
         // Find the diagnostic line for this file and path.
-        let want = if c.path.is_empty() { format!(": {}", c.message) } else { format!(": {}: ", c.path) };
+        let want = if c.path.is_empty() {
+            format!(": {}", c.message)
+        } else {
+            format!(": {}: ", c.path)
+        };
         let line = err
             .lines()
             .find(|l| l.trim_start().starts_with(c.reported) && l.contains(&want) && l.contains(c.message))
@@ -124,15 +426,27 @@ fn every_invalid_input_is_reported_with_file_line_path_and_message() {
         let edited = std::fs::read_to_string(d.path().join(c.reported)).unwrap();
         let expect_line = match c.at {
             At::Edit => Some(edit_line),
-            At::Line(t) => Some(edited.lines().position(|l| l.contains(t)).unwrap_or_else(|| panic!("{label}: {t:?} not in file")) + 1),
+            At::Line(t) => Some(
+                edited
+                    .lines()
+                    .position(|l| l.contains(t))
+                    .unwrap_or_else(|| panic!("{label}: {t:?} not in file"))
+                    + 1,
+            ),
             At::Anywhere => None,
         };
         if let Some(n) = expect_line {
             let col = edited.lines().nth(n - 1).unwrap().find(|ch: char| ch != ' ' && ch != '-').unwrap() + 1;
             let prefix = format!("{}:{n}:{col}: ", c.reported);
-            assert!(line.trim_start().starts_with(&prefix), "{label}: expected position {prefix}\n{line}");
+            assert!(
+                line.trim_start().starts_with(&prefix),
+                "{label}: expected position {prefix}\n{line}"
+            );
         }
-        assert!(!err.contains("aGFyZHNoaWZ0OmV4YW1wbGU="), "{label}: the pull secret must never be printed");
+        assert!(
+            !err.contains("aGFyZHNoaWZ0OmV4YW1wbGU="),
+            "{label}: the pull secret must never be printed"
+        );
         assert_nothing_written(d.path(), &label);
     }
 }
@@ -149,7 +463,13 @@ fn all_problems_are_reported_in_one_run() {
     assert_eq!(out.status.code(), Some(2));
     // The duplicated MAC also disagrees with the nmstate mac-address of the same host: 5 in all.
     assert!(err.contains("5 problems in the inputs"), "{err}");
-    for needle in ["install-config.yaml:3:1: apiVersion", "hostPrefix", "agent-config.yaml:", "hardshift.yaml:", "hint:"] {
+    for needle in [
+        "install-config.yaml:3:1: apiVersion",
+        "hostPrefix",
+        "agent-config.yaml:",
+        "hardshift.yaml:",
+        "hint:",
+    ] {
         assert!(err.contains(needle), "missing {needle:?}\n{err}");
     }
     assert_nothing_written(d.path(), "four problems");
@@ -162,7 +482,10 @@ fn a_missing_input_file_is_an_input_error() {
     let out = hardshift(&["create", "--dir", d.path().to_str().unwrap()]);
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("agent-config.yaml: cannot read") && err.contains("hint: put the file in"), "{err}");
+    assert!(
+        err.contains("agent-config.yaml: cannot read") && err.contains("hint: put the file in"),
+        "{err}"
+    );
     assert!(!d.path().join(".hardshift").exists());
 }
 

@@ -35,28 +35,49 @@ const API_SANS: &[&str] = &[
 ];
 
 fn wants() -> Vec<Want> {
-    let w = |name, subject, server, client, sans| Want { name, subject, server, client, sans };
+    let w = |name, subject, server, client, sans| Want {
+        name,
+        subject,
+        server,
+        client,
+        sans,
+    };
     vec![
         w(
             "etcd-peer-bootstrap",
             "CN=etcd-peer-bootstrap",
             true,
             true,
-            &["DNS:bootstrap.ocp4.example.com", "DNS:localhost", "IP Address:192.168.126.100", "IP Address:127.0.0.1"],
+            &[
+                "DNS:bootstrap.ocp4.example.com",
+                "DNS:localhost",
+                "IP Address:192.168.126.100",
+                "IP Address:127.0.0.1",
+            ],
         ),
         w(
             "etcd-peer-master-0",
             "CN=etcd-peer-master-0",
             true,
             true,
-            &["DNS:master-0.ocp4.example.com", "DNS:etcd-0.ocp4.example.com", "DNS:localhost", "IP Address:192.168.126.101", "IP Address:127.0.0.1"],
+            &[
+                "DNS:master-0.ocp4.example.com",
+                "DNS:etcd-0.ocp4.example.com",
+                "DNS:localhost",
+                "IP Address:192.168.126.101",
+                "IP Address:127.0.0.1",
+            ],
         ),
         w(
             "etcd-peer-master-2",
             "CN=etcd-peer-master-2",
             true,
             true,
-            &["DNS:master-2.ocp4.example.com", "DNS:etcd-2.ocp4.example.com", "IP Address:192.168.126.103"],
+            &[
+                "DNS:master-2.ocp4.example.com",
+                "DNS:etcd-2.ocp4.example.com",
+                "IP Address:192.168.126.103",
+            ],
         ),
         w(
             "etcd-server",
@@ -85,7 +106,18 @@ fn wants() -> Vec<Want> {
 }
 
 fn x509_text(path: &Path) -> String {
-    let (ok, out) = run("openssl", &["x509", "-noout", "-text", "-nameopt", "sep_comma_plus_space", "-in", path.to_str().unwrap()]);
+    let (ok, out) = run(
+        "openssl",
+        &[
+            "x509",
+            "-noout",
+            "-text",
+            "-nameopt",
+            "sep_comma_plus_space",
+            "-in",
+            path.to_str().unwrap(),
+        ],
+    );
     assert!(ok, "{out}");
     out
 }
@@ -108,7 +140,10 @@ fn public_key_of(args: &[&str]) -> String {
 fn check_bundle(dir: &Path, key_word: &str) {
     let pki_dir = dir.join("pki");
     let inter = dir.join("intermediates.pem");
-    let chain: String = INTERMEDIATES.iter().map(|c| std::fs::read_to_string(pki(dir, &format!("{c}.crt"))).unwrap()).collect();
+    let chain: String = INTERMEDIATES
+        .iter()
+        .map(|c| std::fs::read_to_string(pki(dir, &format!("{c}.crt"))).unwrap())
+        .collect();
     std::fs::write(&inter, chain).unwrap();
     let root = pki(dir, "root-ca.crt");
 
@@ -140,7 +175,11 @@ fn check_bundle(dir: &Path, key_word: &str) {
             assert!(!t.contains("Subject Alternative Name"), "{}: client certs carry no SANs", w.name);
         }
         // The chain, and the purpose openssl derives from the EKU.
-        let purposes: Vec<&str> = [(w.server, "sslserver"), (w.client, "sslclient")].iter().filter(|p| p.0).map(|p| p.1).collect();
+        let purposes: Vec<&str> = [(w.server, "sslserver"), (w.client, "sslclient")]
+            .iter()
+            .filter(|p| p.0)
+            .map(|p| p.1)
+            .collect();
         for purpose in purposes {
             let (ok, out) = verify_with(&root, Some(&inter), purpose, &crt);
             assert!(ok && out.contains(": OK"), "{} as {purpose}: {out}", w.name);

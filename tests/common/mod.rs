@@ -17,7 +17,10 @@ pub fn example_copy() -> tempfile::TempDir {
 }
 
 pub fn hardshift(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_hardshift")).args(args).output().expect("run hardshift")
+    Command::new(env!("CARGO_BIN_EXE_hardshift"))
+        .args(args)
+        .output()
+        .expect("run hardshift")
 }
 
 /// `hardshift create --dir DIR [extra]`, asserting success.
@@ -65,7 +68,10 @@ pub fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
 
 /// Run a program, returning (success, stdout+stderr).
 pub fn run(program: &str, args: &[&str]) -> (bool, String) {
-    let out = Command::new(program).args(args).output().unwrap_or_else(|e| panic!("{program}: {e}"));
+    let out = Command::new(program)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{program}: {e}"));
     (out.status.success(), format!("{}{}", text(&out.stdout), text(&out.stderr)))
 }
 

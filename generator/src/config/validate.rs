@@ -563,7 +563,11 @@ fn agent_config(ac: &AgentConfig, ic: &InstallConfig, nets: &Networks, s: &Setti
         // Uniqueness is checked on the raw hosts, so it is reported even when a host has other errors.
         if !h.hostname.is_empty() {
             if let Some(prev) = seen_name.insert(h.hostname.clone(), i) {
-                r.error(&format!("{p}.hostname"), format!("hostname {:?} is already used by hosts[{prev}]", h.hostname), None);
+                r.error(
+                    &format!("{p}.hostname"),
+                    format!("hostname {:?} is already used by hosts[{prev}]", h.hostname),
+                    None,
+                );
             }
         }
         for (j, iface) in h.interfaces.iter().enumerate() {
@@ -573,12 +577,20 @@ fn agent_config(ac: &AgentConfig, ic: &InstallConfig, nets: &Networks, s: &Setti
                 continue;
             }
             if let Some(prev) = seen_mac.insert(mac.clone(), here.clone()) {
-                r.error(&here, format!("MAC {mac} is already used by {prev}"), Some("every interface needs its own MAC".into()));
+                r.error(
+                    &here,
+                    format!("MAC {mac} is already used by {prev}"),
+                    Some("every interface needs its own MAC".into()),
+                );
             }
         }
         if let Some(node) = host(h, &p, nets, s, r) {
             if let Some(prev) = seen_ip.insert(node.ip, i) {
-                r.error(&format!("{p}.networkConfig"), format!("IP {} is already used by hosts[{prev}]", node.ip), None);
+                r.error(
+                    &format!("{p}.networkConfig"),
+                    format!("IP {} is already used by hosts[{prev}]", node.ip),
+                    None,
+                );
             }
             nodes.push(node);
         }
@@ -723,7 +735,11 @@ fn host(h: &Host, p: &str, nets: &Networks, s: &Settings, r: &mut Reporter) -> O
         );
     }
     // The agent installer maps nmstate interfaces to hardware by name through `interfaces`.
-    let listed = h.interfaces.iter().find(|i| i.name == nm.name).map(|i| i.mac_address.to_ascii_lowercase());
+    let listed = h
+        .interfaces
+        .iter()
+        .find(|i| i.name == nm.name)
+        .map(|i| i.mac_address.to_ascii_lowercase());
     let nm_path = format!("{ncp}.interfaces[{iface_idx}]");
     match (&listed, &nm.mac_address) {
         (None, _) => r.error(
@@ -733,7 +749,10 @@ fn host(h: &Host, p: &str, nets: &Networks, s: &Settings, r: &mut Reporter) -> O
         ),
         (Some(l), Some(m)) if !m.eq_ignore_ascii_case(l) => r.error(
             &format!("{nm_path}.mac-address"),
-            format!("mac-address {m} differs from the macAddress {l} listed for {:?} in {p}.interfaces", nm.name),
+            format!(
+                "mac-address {m} differs from the macAddress {l} listed for {:?} in {p}.interfaces",
+                nm.name
+            ),
             None,
         ),
         _ => {}

@@ -1,0 +1,195 @@
+//! Re-running `create`: byte-identical when nothing changed, only the affected leaves re-issued
+//! when an input changes, CAs never replaced without `--rotate-ca`; `verify` on good and bad bundles.
+
+mod common;
+
+use common::*;
+use std::collections::BTreeSet;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+fn changed(a: &std::collections::BTreeMap<String, Vec<u8>>, b: &std::collections::BTreeMap<String, Vec<u8>>) -> BTreeSet<String> {
+    let keys: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    keys.into_iter().filter(|k| a.get(*k) != b.get(*k)).cloned().collect()
+}
+
+fn generations(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir.join(".hardshift"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .filter(|n| n.starts_with("gen-"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn rerun_with_the_same_inputs_is_byte_identical_and_writes_nothing() {
+    let d = example_copy();
+    create(d.path(), &[]);
+    let first = snapshot(d.path());
+    let gens = generations(d.path());
+    let out = create(d.path(), &[]);
+    assert!(
+        text(&out.stdout).contains("0 created, 27 reused, 0 re-issued"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(text(&out.stdout).contains("bundle unchanged"), "{}", text(&out.stdout));
+    assert_eq!(first, snapshot(d.path()));
+    assert_eq!(gens, generations(d.path()));
+    // The inputs were neither moved nor changed.
+    for f in ["install-config.yaml", "agent-config.yaml", "hardshift.yaml"] {
+        assert_eq!(
+            std::fs::read(d.path().join(f)).unwrap(),
+            std::fs::read(Path::new(EXAMPLE).join(f)).unwrap(),
+            "{f}"
+        );
+    }
+}
+
+#[test]
+fn changing_a_master_ip_reissues_only_the_leaves_that_name_it() {
+    let d = example_copy();
+    create(d.path(), &[]);
+    let before = snapshot(d.path());
+    edit(d.path(), "agent-config.yaml", "- ip: 192.168.126.102", "- ip: 192.168.126.104");
+    let out = create(d.path(), &[]);
+    let stdout = text(&out.stdout);
+    let after = snapshot(d.path());
+    let want: BTreeSet<String> = [
+        "agent-config.yaml",
+        "pki/etcd-peer-master-1.crt",
+        "pki/etcd-server.crt",
+        "pki/kube-apiserver.crt",
+        "cluster.json",
+        "SHA256SUMS",
+    ]
+    .into_iter()
+    .map(String::from)
+    .collect();
+    assert_eq!(changed(&before, &after), want, "{stdout}");
+    assert!(
+        stdout.contains("re-issued pki/etcd-peer-master-1: SANs changed (added: [192.168.126.104], removed: [192.168.126.102])"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("0 created, 24 reused, 3 re-issued"), "{stdout}");
+    // The new leaves still chain to the unchanged CAs.
+    let (ok, out) = run(
+        "openssl",
+        &[
+            "verify",
+            "-CAfile",
+            pki(d.path(), "root-ca.crt").to_str().unwrap(),
+            "-untrusted",
+            pki(d.path(), "etcd-ca.crt").to_str().unwrap(),
+            pki(d.path(), "etcd-peer-master-1.crt").to_str().unwrap(),
+        ],
+    );
+    assert!(ok, "{out}");
+    let (_, sans) = run(
+        "openssl",
+        &[
+            "x509",
+            "-noout",
+            "-ext",
+            "subjectAltName",
+            "-in",
+            pki(d.path(), "kube-apiserver.crt").to_str().unwrap(),
+        ],
+    );
+    assert!(
+        sans.contains("IP Address:192.168.126.104") && !sans.contains("IP Address:192.168.126.102"),
+        "{sans}"
+    );
+    // The generation before the change is kept as a backup.
+    assert!(d.path().join(".hardshift/previous").exists());
+    assert_eq!(generations(d.path()).len(), 2);
+}
+
+#[test]
+fn a_ca_is_never_replaced_silently() {
+    let d = example_copy();
+    create(d.path(), &["--key-algorithm", "ecdsa-p256"]);
+    // Lose the root CA's key: the run must refuse, name the file and say how to proceed.
+    let key = std::fs::canonicalize(pki(d.path(), "root-ca.key")).unwrap();
+    std::fs::remove_file(&key).unwrap();
+    let before = snapshot(d.path());
+    let out = hardshift(&["create", "--dir", d.path().to_str().unwrap()]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("pki/root-ca: the CA certificate exists but its key is missing"),
+        "{err}"
+    );
+    assert!(err.contains("--rotate-ca"), "{err}");
+    assert_eq!(before, snapshot(d.path()), "a refused run must not touch the bundle");
+
+    // A CA swapped for another one is refused too.
+    std::fs::write(&key, b"").unwrap();
+    let out = hardshift(&["create", "--dir", d.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+
+    // With --rotate-ca, every CA and every certificate is new.
+    let out = create(d.path(), &["--rotate-ca"]);
+    let after = snapshot(d.path());
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("re-issued pki/root-ca: --rotate-ca"), "{stdout}");
+    for (path, bytes) in &before {
+        if path.ends_with(".crt") {
+            assert_ne!(Some(bytes), after.get(path), "{path} must be re-issued after --rotate-ca");
+        }
+    }
+    let verify = hardshift(&["verify", "--dir", d.path().to_str().unwrap()]);
+    assert!(verify.status.success(), "{}", text(&verify.stdout));
+}
+
+#[test]
+fn verify_passes_a_good_bundle_and_names_what_is_wrong_in_a_bad_one() {
+    let d = example_copy();
+    create(d.path(), &["--key-algorithm", "ecdsa-p256"]);
+    let out = hardshift(&["verify", "--dir", d.path().to_str().unwrap(), "-o", "json"]);
+    assert!(out.status.success(), "{}", text(&out.stdout));
+    let checks: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(checks.as_array().unwrap().len(), 1 + 27 + 9, "sums + PKI entries + kubeconfigs");
+    assert!(checks.as_array().unwrap().iter().all(|c| c["status"] == "ok"), "{checks}");
+
+    // Tamper with a certificate and loosen a key's mode.
+    let crt = std::fs::canonicalize(pki(d.path(), "etcd-server.crt")).unwrap();
+    let key = std::fs::canonicalize(pki(d.path(), "admin.key")).unwrap();
+    std::fs::copy(pki(d.path(), "etcd-client.crt"), &crt).unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = hardshift(&["verify", "--dir", d.path().to_str().unwrap()]);
+    let table = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{table}");
+    let row = |name: &str| {
+        table
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no row {name}\n{table}"))
+            .to_string()
+    };
+    assert!(row("SHA256SUMS").contains("pki/etcd-server.crt was modified"), "{table}");
+    let etcd = row("pki/etcd-server ");
+    assert!(
+        etcd.contains("FAIL") && etcd.contains("the key does not belong to the certificate"),
+        "{etcd}"
+    );
+    assert!(row("pki/admin ").contains("private keys must be 0600"), "{table}");
+}
+
+#[test]
+fn a_user_directory_in_the_way_is_never_overwritten() {
+    let d = example_copy();
+    std::fs::create_dir(d.path().join("auth")).unwrap();
+    std::fs::write(d.path().join("auth/kubeconfig"), b"mine").unwrap();
+    let out = hardshift(&["create", "--dir", d.path().to_str().unwrap(), "--key-algorithm", "ecdsa-p256"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("auth exists and is not a hardshift link"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(std::fs::read(d.path().join("auth/kubeconfig")).unwrap(), b"mine");
+    assert!(!d.path().join(".hardshift").exists() && !d.path().join("pki").exists());
+}
