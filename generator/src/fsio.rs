@@ -105,7 +105,7 @@ pub fn write(dir: &Path, b: &Bundle) -> Result<Written, WriteError> {
             write_tree(&tmp, b)?;
             fs::rename(&tmp, &gen).map_err(io_err(&gen))?;
         }
-        if let Some(old) = fs::read_link(state.join(CURRENT)).ok() {
+        if let Ok(old) = fs::read_link(state.join(CURRENT)) {
             swap_link(&state, PREVIOUS, &old)?;
         }
         swap_link(&state, CURRENT, Path::new(&gen_name))?;
@@ -211,4 +211,58 @@ pub fn read_bundle(dir: &Path) -> io::Result<Bundle> {
         }
     }
     Ok(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bundle(files: &[(&str, &str)]) -> Bundle {
+        let mut b = Bundle::default();
+        for (p, c) in files {
+            b.add(*p, bundle::SECRET, c.as_bytes());
+        }
+        let s = bundle::sums(&b);
+        b.add(bundle::SUMS, bundle::PUBLIC, s);
+        b
+    }
+
+    #[test]
+    fn a_write_that_fails_midway_leaves_the_previous_bundle_live() {
+        let t = tempfile::tempdir().unwrap();
+        let a = bundle(&[("pki/a.key", "first"), ("pki/b.crt", "first")]);
+        assert!(matches!(write(t.path(), &a).unwrap(), Written::New(_)));
+        // "pki/b.crt" as a file and as a directory: the second file cannot be created, so the
+        // write fails after it has started writing the new generation.
+        let broken = bundle(&[("pki/a.key", "second"), ("pki/b.crt", "x"), ("pki/b.crt/c", "y")]);
+        assert!(write(t.path(), &broken).is_err());
+        assert_eq!(fs::read_to_string(t.path().join("pki/a.key")).unwrap(), "first");
+        assert_eq!(read_bundle(t.path()).unwrap(), {
+            let mut expect = a.clone();
+            for f in expect.files.values_mut() {
+                f.mode = if f.mode == bundle::SECRET { 0o600 } else { 0o644 };
+            }
+            expect
+        });
+        // The next good run cleans the leftover and goes live.
+        let c = bundle(&[("pki/a.key", "third")]);
+        write(t.path(), &c).unwrap();
+        assert_eq!(fs::read_to_string(t.path().join("pki/a.key")).unwrap(), "third");
+        let leftovers: Vec<_> = fs::read_dir(t.path().join(STATE_DIR))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+            .filter(|n| n.starts_with("tmp-"))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
+    }
+
+    #[test]
+    fn keys_are_created_0600() {
+        let t = tempfile::tempdir().unwrap();
+        write(t.path(), &bundle(&[("pki/k.key", "secret")])).unwrap();
+        let mode = fs::metadata(t.path().join("pki/k.key")).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let state = fs::metadata(t.path().join(STATE_DIR)).unwrap().permissions().mode() & 0o777;
+        assert_eq!(state, 0o700);
+    }
 }

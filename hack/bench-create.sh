@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Time and peak memory of `hardshift create` for the example (6 nodes) and for 100 and 1000
+# workers, for each key algorithm; fresh bundles and re-runs. Median of RUNS runs.
+#   hack/bench-create.sh            (RUNS=5 by default)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUNS=${RUNS:-5}
+cargo build --release --quiet
+bin=$PWD/target/release/hardshift
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+printf '%-10s %-11s %12s %12s %12s\n' nodes algorithm "fresh (s)" "rerun (s)" "peak RSS (MB)"
+for workers in 2 100 1000; do
+  src=$work/src-$workers
+  if [ "$workers" = 2 ]; then mkdir -p "$src"; cp examples/ocp4/*.yaml "$src"/; else hack/gen-lab.py "$src" "$workers"; fi
+  for alg in rsa-2048 rsa-4096 ecdsa-p256; do
+    runs=$RUNS; [ "$alg" = rsa-4096 ] && runs=$(( RUNS < 3 ? RUNS : 3 ))
+    fresh=(); rerun=(); rss=()
+    for _ in $(seq "$runs"); do
+      d=$work/run; rm -rf "$d"; mkdir -p "$d"; cp "$src"/*.yaml "$d"/
+      t=$( { /usr/bin/time -f '%e %M' "$bin" create --dir "$d" --key-algorithm "$alg" >/dev/null; } 2>&1 | tail -1)
+      fresh+=("${t% *}"); rss+=("${t#* }")
+      t=$( { /usr/bin/time -f '%e %M' "$bin" create --dir "$d" --key-algorithm "$alg" >/dev/null; } 2>&1 | tail -1)
+      rerun+=("${t% *}")
+    done
+    printf '%-10s %-11s %12s %12s %12s\n' $((workers + 4)) "$alg" \
+      "$(printf '%s\n' "${fresh[@]}" | median)" "$(printf '%s\n' "${rerun[@]}" | median)" \
+      "$(printf '%s\n' "${rss[@]}" | median | awk '{printf "%.1f", $1/1024}')"
+  done
+done

@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""Write a lab's inputs with N workers (for benchmarks): hack/gen-lab.py DIR WORKERS.
+
+Same cluster as examples/ocp4, on a /16 machine network so that thousands of nodes fit.
+"""
+import pathlib, sys
+
+out, workers = pathlib.Path(sys.argv[1]), int(sys.argv[2])
+example = pathlib.Path(__file__).resolve().parent.parent / "examples" / "ocp4"
+out.mkdir(parents=True, exist_ok=True)
+ic = (example / "install-config.yaml").read_text()
+ic = ic.replace("192.168.126.0/24", "192.168.0.0/16").replace("  replicas: 2", f"  replicas: {workers}")
+(out / "install-config.yaml").write_text(ic)
+(out / "hardshift.yaml").write_text((example / "hardshift.yaml").read_text())
+
+
+def host(name, role, ip, mac):
+    return f"""- hostname: {name}
+  role: {role}
+  interfaces:
+  - name: enp1s0
+    macAddress: {mac}
+  networkConfig:
+    interfaces:
+    - name: enp1s0
+      type: ethernet
+      state: up
+      ipv4:
+        enabled: true
+        dhcp: false
+        address:
+        - ip: {ip}
+          prefix-length: 16
+    dns-resolver:
+      config:
+        server: [192.168.126.1]
+    routes:
+      config:
+      - destination: 0.0.0.0/0
+        next-hop-address: 192.168.126.1
+        next-hop-interface: enp1s0
+"""
+
+
+hosts = [host("bootstrap", "bootstrap", "192.168.126.100", "52:54:00:00:00:64")]
+hosts += [host(f"master-{i}", "master", f"192.168.126.{101 + i}", f"52:54:00:00:00:{0x65 + i:02x}") for i in range(3)]
+for i in range(workers):
+    hosts.append(host(f"worker-{i}", "worker", f"192.168.{130 + i // 250}.{1 + i % 250}", f"52:54:00:01:{i // 256:02x}:{i % 256:02x}"))
+(out / "agent-config.yaml").write_text("apiVersion: v1beta1\nkind: AgentConfig\nmetadata:\n  name: ocp4\nhosts:\n" + "".join(hosts))
