@@ -13,14 +13,16 @@ trap 'rm -rf "$work"' EXIT
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 printf '%-10s %-11s %12s %12s %12s\n' nodes algorithm "fresh (s)" "rerun (s)" "peak RSS (MB)"
-for workers in 2 100 1000; do
+for workers in ${WORKERS:-2 100 1000}; do
   src=$work/src-$workers
   if [ "$workers" = 2 ]; then mkdir -p "$src"; cp examples/ocp4/*.yaml "$src"/; else hack/gen-lab.py "$src" "$workers"; fi
   for alg in rsa-2048 rsa-4096 ecdsa-p256; do
     runs=$RUNS; [ "$alg" = rsa-4096 ] && runs=$(( RUNS < 3 ? RUNS : 3 ))
     fresh=(); rerun=(); rss=()
-    for _ in $(seq "$runs"); do
-      d=$work/run; rm -rf "$d"; mkdir -p "$d"; cp "$src"/*.yaml "$d"/
+    for i in $(seq "$runs"); do
+      # A new directory per run: deleting thousands of files right before a run makes the next
+      # run's file creation pay for the deletion (ext4 with discard), which is not create's cost.
+      d=$work/run-$workers-$alg-$i; mkdir -p "$d"; cp "$src"/*.yaml "$d"/
       t=$( { /usr/bin/time -f '%e %M' "$bin" create --dir "$d" --key-algorithm "$alg" >/dev/null; } 2>&1 | tail -1)
       fresh+=("${t% *}"); rss+=("${t#* }")
       t=$( { /usr/bin/time -f '%e %M' "$bin" create --dir "$d" --key-algorithm "$alg" >/dev/null; } 2>&1 | tail -1)

@@ -196,6 +196,25 @@ fn check_bundle(dir: &Path, key_word: &str) {
         assert_eq!(mode, 0o600, "{}: key mode", w.name);
     }
 
+    // Every certificate in the bundle, not only those listed above, verifies against its chain.
+    for sub in ["pki", "agent-pki"] {
+        let (ca, untrusted) = if sub == "pki" {
+            (root.clone(), Some(inter.as_path()))
+        } else {
+            (dir.join("agent-pki/agent-ca.crt"), None)
+        };
+        let mut n = 0;
+        for e in std::fs::read_dir(dir.join(sub)).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "crt") {
+                let (ok, out) = verify_with(&ca, untrusted, "any", &p);
+                assert!(ok && out.contains(": OK"), "{}: {out}", p.display());
+                n += 1;
+            }
+        }
+        assert_eq!(n, if sub == "pki" { 18 } else { 8 }, "{sub}: certificate count");
+    }
+
     // The service-account key pair.
     let sa = public_key_of(&["pkey", "-pubout", "-in", pki(dir, "service-account.key").to_str().unwrap()]);
     assert_eq!(sa, std::fs::read_to_string(pki(dir, "service-account.pub")).unwrap());
