@@ -136,6 +136,7 @@ pub struct Cluster {
     pub lab: LabSettings,
     /// install-config as read (for `cluster-config-v1`), pull secret removed.
     pub install_config: Value,
+    pub release: crate::release::Release,
 }
 
 impl Cluster {

@@ -10,3 +10,4 @@ pub mod fsio;
 pub mod kubeconfig;
 pub mod pki;
 pub mod verify;
+pub mod release;

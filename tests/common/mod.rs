@@ -13,6 +13,16 @@ pub fn example_copy() -> tempfile::TempDir {
     for f in ["install-config.yaml", "agent-config.yaml", "hardshift.yaml"] {
         std::fs::copy(Path::new(EXAMPLE).join(f), t.path().join(f)).expect("copy example");
     }
+    for sub in ["release", "crds"] {
+        let src = Path::new(EXAMPLE).join(sub);
+        if src.is_dir() {
+            std::fs::create_dir_all(t.path().join(sub)).unwrap();
+            for e in std::fs::read_dir(&src).unwrap() {
+                let p = e.unwrap().path();
+                std::fs::copy(&p, t.path().join(sub).join(p.file_name().unwrap())).unwrap();
+            }
+        }
+    }
     t
 }
 

@@ -20,6 +20,15 @@ pub struct HardshiftConfig {
     pub pki: PkiOptions,
     #[serde(default)]
     pub lab: Lab,
+    #[serde(default)]
+    pub release: ReleaseRef,
+}
+
+/// The release image pullspec (what the cluster-version-operator runs).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReleaseRef {
+    pub image: Option<String>,
 }
 
 /// Where `api`/`api-int` and `*.apps` point. Default: the helper (it runs HAProxy).

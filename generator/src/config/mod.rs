@@ -26,7 +26,12 @@ pub struct Sources {
     pub install_config: String,
     pub agent_config: String,
     pub hardshift: Option<String>,
+    /// The release's image references: (name to show in errors, text).
+    pub release_refs: (String, String),
 }
+
+/// Where the release's image references are, unless `--release-refs` says otherwise.
+pub const RELEASE_REFS: &str = "release/image-references";
 
 /// Command-line choices that win over `hardshift.yaml`.
 #[derive(Debug, Clone, Default)]
@@ -35,7 +40,7 @@ pub struct Overrides {
 }
 
 /// Read the inputs from `dir`. A missing required file is an input error, not an I/O failure.
-pub fn read_sources(dir: &Path) -> Result<Sources, InputError> {
+pub fn read_sources(dir: &Path, release_refs: Option<&Path>) -> Result<Sources, InputError> {
     let mut diagnostics = Vec::new();
     let mut read = |name: &str, required: bool| -> Option<String> {
         match std::fs::read_to_string(dir.join(name)) {
@@ -61,6 +66,20 @@ pub fn read_sources(dir: &Path) -> Result<Sources, InputError> {
     let install_config = read(INSTALL_CONFIG, true);
     let agent_config = read(AGENT_CONFIG, true);
     let hardshift = read(HARDSHIFT_CONFIG, false);
+    let refs_path = release_refs.map(Path::to_path_buf).unwrap_or_else(|| dir.join(RELEASE_REFS));
+    let refs = match std::fs::read_to_string(&refs_path) {
+        Ok(t) => t,
+        Err(e) => {
+            diagnostics.push(Diagnostic {
+                file: refs_path.display().to_string(),
+                path: String::new(),
+                pos: None,
+                message: format!("cannot read the release's image references: {e}"),
+                hint: Some("extract them with `oc adm release extract --file=image-references RELEASE` into DIR/release/, or pass --release-refs FILE (an ImageStream JSON or name=pullspec lines)".into()),
+            });
+            String::new()
+        }
+    };
     if !diagnostics.is_empty() {
         return Err(InputError { diagnostics });
     }
@@ -68,6 +87,7 @@ pub fn read_sources(dir: &Path) -> Result<Sources, InputError> {
         install_config: install_config.unwrap_or_default(),
         agent_config: agent_config.unwrap_or_default(),
         hardshift,
+        release_refs: (refs_path.display().to_string(), refs),
     })
 }
 
@@ -83,7 +103,11 @@ pub fn build(sources: &Sources, overrides: &Overrides) -> Result<Cluster, InputE
     let (Some(ic), Some(ac), Some(hs)) = (ic, ac, hs) else {
         return Err(InputError { diagnostics: out });
     };
-    let cluster = validate::validate(&ic, &ac, &hs, overrides, &mut out);
+    let release = release_of(sources, &hs.1, &mut out);
+    let cluster = validate::validate(&ic, &ac, &hs, overrides, &mut out).zip(release).map(|(mut c, r)| {
+        c.release = r;
+        c
+    });
     match cluster {
         Some(c) if out.is_empty() => Ok(c),
         _ => Err(InputError { diagnostics: out }),
@@ -143,5 +167,29 @@ fn drop_nulls(v: &mut serde_json::Value) {
         }
         serde_json::Value::Array(a) => a.iter_mut().for_each(drop_nulls),
         _ => {}
+    }
+}
+
+fn release_of(sources: &Sources, hs: &hardshift_config::HardshiftConfig, out: &mut Vec<Diagnostic>) -> Option<crate::release::Release> {
+    let (file, text) = &sources.release_refs;
+    match crate::release::parse(text, hs.release.image.as_deref()) {
+        Ok(r) => Some(r),
+        Err(errors) => {
+            for (line, message) in errors {
+                let hint = if message.contains("release image itself") {
+                    "set `release: {image: <pullspec>}` in hardshift.yaml (the release you mirrored, by digest)"
+                } else {
+                    "use the image-references of the release you install (`oc adm release extract --file=image-references`)"
+                };
+                out.push(Diagnostic {
+                    file: file.clone(),
+                    path: String::new(),
+                    pos: (line > 0).then_some(yaml::Pos { line, col: 1 }),
+                    message,
+                    hint: Some(hint.into()),
+                });
+            }
+            None
+        }
     }
 }
