@@ -494,7 +494,15 @@ fn a_missing_input_file_is_an_input_error() {
 fn hardshift_yaml_is_optional_and_defaults_to_the_helper() {
     let d = example_copy();
     std::fs::remove_file(d.path().join(HS)).unwrap();
-    let out = create(d.path(), &["--key-algorithm", "ecdsa-p256"]);
+    let out = create(
+        d.path(),
+        &[
+            "--key-algorithm",
+            "ecdsa-p256",
+            "--release-image",
+            "registry.example.com/ocp/release@sha256:0123",
+        ],
+    );
     let stdout = text(&out.stdout);
     // Without hardshift.yaml, api and *.apps go to the helper at the machine network's first address.
     assert!(stdout.contains("API 192.168.126.1 , ingress 192.168.126.1"), "{stdout}");

@@ -9,5 +9,5 @@ pub mod config;
 pub mod fsio;
 pub mod kubeconfig;
 pub mod pki;
-pub mod verify;
 pub mod release;
+pub mod verify;

@@ -28,7 +28,10 @@ pub struct Release {
 impl Release {
     /// The pullspec of a tag the validation guaranteed.
     pub fn tag(&self, name: &str) -> &str {
-        self.tags.get(name).map(String::as_str).unwrap_or_else(|| panic!("validated release lacks {name}"))
+        self.tags
+            .get(name)
+            .map(String::as_str)
+            .unwrap_or_else(|| panic!("validated release lacks {name}"))
     }
 }
 
@@ -56,12 +59,19 @@ pub fn parse(text: &str, release_image: Option<&str>) -> Result<Release, Vec<(us
     let listed = tags.remove("release").or_else(|| tags.get("cluster-version-operator").cloned());
     let image = release_image.map(String::from).or(listed);
     if image.is_none() {
-        errors.push((0, "the release image itself is unknown (the cluster-version-operator runs it)".into()));
+        errors.push((
+            0,
+            "the release image itself is unknown (the cluster-version-operator runs it)".into(),
+        ));
     }
     if !errors.is_empty() {
         return Err(errors);
     }
-    Ok(Release { image: image.unwrap_or_default(), version, tags })
+    Ok(Release {
+        image: image.unwrap_or_default(),
+        version,
+        tags,
+    })
 }
 
 fn image_stream(text: &str) -> Result<(BTreeMap<String, String>, Option<String>), (usize, String)> {

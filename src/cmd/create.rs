@@ -18,6 +18,13 @@ pub struct Args {
     /// Replace every CA, and so every certificate. Only for a cluster that does not run yet.
     #[arg(long)]
     rotate_ca: bool,
+    /// The release image pullspec (wins over hardshift.yaml `release.image`).
+    #[arg(long)]
+    release_image: Option<String>,
+    /// The release's image references (ImageStream JSON or name=pullspec lines).
+    /// Default: DIR/release/image-references.
+    #[arg(long)]
+    release_refs: Option<PathBuf>,
 }
 
 fn parse_alg(s: &str) -> Result<KeyAlgorithm, String> {
@@ -25,12 +32,11 @@ fn parse_alg(s: &str) -> Result<KeyAlgorithm, String> {
 }
 
 pub fn run(a: Args) -> Result<u8, Failure> {
-    let cluster = load_cluster(
-        &a.dir,
-        &Overrides {
-            key_algorithm: a.key_algorithm,
-        },
-    )?;
+    let overrides = Overrides {
+        key_algorithm: a.key_algorithm,
+        release_image: a.release_image.clone(),
+    };
+    let cluster = load_cluster(&a.dir, a.release_refs.as_deref(), &overrides)?;
     let now = time::OffsetDateTime::now_utc();
     let specs = pki::plan(&cluster);
     let existing = fsio::read_existing(&a.dir, &specs);

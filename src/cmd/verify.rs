@@ -12,10 +12,23 @@ pub struct Args {
     /// Output format.
     #[arg(short, long, default_value = "table", value_parser = ["table", "json"])]
     output: String,
+    /// As for `create`.
+    #[arg(long)]
+    release_image: Option<String>,
+    /// As for `create`.
+    #[arg(long)]
+    release_refs: Option<PathBuf>,
 }
 
 pub fn run(a: Args) -> Result<u8, Failure> {
-    let cluster = load_cluster(&a.dir, &Overrides::default())?;
+    let cluster = load_cluster(
+        &a.dir,
+        a.release_refs.as_deref(),
+        &Overrides {
+            release_image: a.release_image.clone(),
+            ..Default::default()
+        },
+    )?;
     let b = fsio::read_bundle(&a.dir).map_err(Failure::input)?;
     let checks = verify::verify(&cluster, &b, time::OffsetDateTime::now_utc());
     if a.output == "json" {

@@ -37,6 +37,8 @@ pub const RELEASE_REFS: &str = "release/image-references";
 #[derive(Debug, Clone, Default)]
 pub struct Overrides {
     pub key_algorithm: Option<KeyAlgorithm>,
+    /// `--release-image`: wins over hardshift.yaml `release.image`.
+    pub release_image: Option<String>,
 }
 
 /// Read the inputs from `dir`. A missing required file is an input error, not an I/O failure.
@@ -103,11 +105,17 @@ pub fn build(sources: &Sources, overrides: &Overrides) -> Result<Cluster, InputE
     let (Some(ic), Some(ac), Some(hs)) = (ic, ac, hs) else {
         return Err(InputError { diagnostics: out });
     };
-    let release = release_of(sources, &hs.1, &mut out);
-    let cluster = validate::validate(&ic, &ac, &hs, overrides, &mut out).zip(release).map(|(mut c, r)| {
-        c.release = r;
-        c
-    });
+    let release = release_of(
+        sources,
+        overrides.release_image.as_deref().or(hs.1.release.image.as_deref()),
+        &mut out,
+    );
+    let cluster = validate::validate(&ic, &ac, &hs, overrides, &mut out)
+        .zip(release)
+        .map(|(mut c, r)| {
+            c.release = r;
+            c
+        });
     match cluster {
         Some(c) if out.is_empty() => Ok(c),
         _ => Err(InputError { diagnostics: out }),
@@ -170,14 +178,14 @@ fn drop_nulls(v: &mut serde_json::Value) {
     }
 }
 
-fn release_of(sources: &Sources, hs: &hardshift_config::HardshiftConfig, out: &mut Vec<Diagnostic>) -> Option<crate::release::Release> {
+fn release_of(sources: &Sources, image: Option<&str>, out: &mut Vec<Diagnostic>) -> Option<crate::release::Release> {
     let (file, text) = &sources.release_refs;
-    match crate::release::parse(text, hs.release.image.as_deref()) {
+    match crate::release::parse(text, image) {
         Ok(r) => Some(r),
         Err(errors) => {
             for (line, message) in errors {
                 let hint = if message.contains("release image itself") {
-                    "set `release: {image: <pullspec>}` in hardshift.yaml (the release you mirrored, by digest)"
+                    "pass --release-image <pullspec> or set `release: {image: <pullspec>}` in hardshift.yaml (the release you mirror, by digest)"
                 } else {
                     "use the image-references of the release you install (`oc adm release extract --file=image-references`)"
                 };

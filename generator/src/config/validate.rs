@@ -99,7 +99,11 @@ pub(super) fn validate(
                 .unwrap_or_else(|| format!("http://{}:8080", settings.helper_ip_text)),
         },
         install_config: raw,
-        release: crate::release::Release { image: String::new(), version: None, tags: Default::default() },
+        release: crate::release::Release {
+            image: String::new(),
+            version: None,
+            tags: Default::default(),
+        },
     })
 }
 
