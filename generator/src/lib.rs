@@ -11,3 +11,5 @@ pub mod kubeconfig;
 pub mod pki;
 pub mod release;
 pub mod verify;
+pub mod ignition;
+pub mod yamlout;

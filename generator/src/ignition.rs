@@ -1,0 +1,412 @@
+//! Ignition spec 3.2.0 (what RHCOS 4.18 and the installer use): typed config, data-URL contents,
+//! merging per-node additions into an MCO-rendered base, deterministic rendering.
+
+use base64::Engine;
+use flate2::{write::GzEncoder, Compression};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io::Write;
+
+pub const VERSION: &str = "3.2.0";
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Config {
+    pub ignition: Meta,
+    #[serde(default, skip_serializing_if = "Passwd::is_empty")]
+    pub passwd: Passwd,
+    #[serde(default, skip_serializing_if = "Storage::is_empty")]
+    pub storage: Storage,
+    #[serde(default, skip_serializing_if = "Systemd::is_empty")]
+    pub systemd: Systemd,
+    /// Sections hardshift does not touch (kernelArguments, ...), carried from a base as they are.
+    #[serde(flatten)]
+    pub other: BTreeMap<String, serde_json::Value>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Meta {
+    pub version: String,
+    #[serde(flatten)]
+    pub other: BTreeMap<String, serde_json::Value>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Passwd {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub users: Vec<User>,
+    #[serde(flatten)]
+    pub other: BTreeMap<String, serde_json::Value>,
+}
+
+impl Passwd {
+    fn is_empty(&self) -> bool {
+        self.users.is_empty() && self.other.is_empty()
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct User {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ssh_authorized_keys: Vec<String>,
+    #[serde(flatten)]
+    pub other: BTreeMap<String, serde_json::Value>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Storage {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub directories: Vec<Directory>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<File>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<serde_json::Value>,
+    #[serde(flatten)]
+    pub other: BTreeMap<String, serde_json::Value>,
+}
+
+impl Storage {
+    fn is_empty(&self) -> bool {
+        self.directories.is_empty() && self.files.is_empty() && self.links.is_empty() && self.other.is_empty()
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Owner {
+    pub name: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Directory {
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<Owner>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<Owner>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overwrite: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Contents {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compression: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    #[serde(flatten)]
+    pub other: BTreeMap<String, serde_json::Value>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct File {
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contents: Option<Contents>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overwrite: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<Owner>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<Owner>,
+    #[serde(flatten)]
+    pub other: BTreeMap<String, serde_json::Value>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Systemd {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub units: Vec<Unit>,
+}
+
+impl Systemd {
+    fn is_empty(&self) -> bool {
+        self.units.is_empty()
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Unit {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mask: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contents: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dropins: Vec<Dropin>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Dropin {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contents: Option<String>,
+}
+
+/// A file hardshift places on a node, before encoding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeFile {
+    pub path: String,
+    pub mode: u32,
+    pub contents: Vec<u8>,
+}
+
+pub const SECRET: u32 = 0o600;
+pub const PUBLIC: u32 = 0o644;
+pub const SCRIPT: u32 = 0o755;
+
+impl NodeFile {
+    pub fn new(path: impl Into<String>, mode: u32, contents: impl Into<Vec<u8>>) -> Self {
+        NodeFile { path: path.into(), mode, contents: contents.into() }
+    }
+}
+
+/// Everything hardshift adds to one node.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NodeConfig {
+    pub ssh_keys: Vec<String>,
+    pub files: Vec<NodeFile>,
+    pub directories: Vec<(String, u32)>,
+    pub units: Vec<Unit>,
+}
+
+/// Contents as a data URL; gzip-compressed when that saves at least a tenth (and 256 bytes).
+pub fn encode(data: &[u8]) -> Contents {
+    let b64 = |d: &[u8]| base64::engine::general_purpose::STANDARD.encode(d);
+    if data.len() > 512 {
+        // GzEncoder writes mtime 0 and no file name: the same input gives the same bytes.
+        let mut gz = GzEncoder::new(Vec::new(), Compression::best());
+        if gz.write_all(data).is_ok() {
+            if let Ok(z) = gz.finish() {
+                if z.len() + 256 < data.len() && z.len() * 10 < data.len() * 9 {
+                    return Contents { compression: Some("gzip".into()), source: Some(format!("data:;base64,{}", b64(&z))), ..Default::default() };
+                }
+            }
+        }
+    }
+    Contents { compression: None, source: Some(format!("data:;base64,{}", b64(data))), ..Default::default() }
+}
+
+/// Decode a data URL (and gzip), for tests and for reading a base config.
+pub fn decode(c: &Contents) -> Option<Vec<u8>> {
+    let src = c.source.as_deref()?;
+    let rest = src.strip_prefix("data:")?;
+    let (meta, payload) = rest.split_once(',')?;
+    let raw = if meta.ends_with(";base64") {
+        base64::engine::general_purpose::STANDARD.decode(payload).ok()?
+    } else {
+        percent_decode(payload)
+    };
+    if c.compression.as_deref() == Some("gzip") {
+        let mut out = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&raw[..]), &mut out).ok()?;
+        Some(out)
+    } else {
+        Some(raw)
+    }
+}
+
+fn percent_decode(s: &str) -> Vec<u8> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
+                out.push(v);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    out
+}
+
+/// What a merge did, for the per-node report.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MergeReport {
+    pub base_files: usize,
+    pub base_units: usize,
+    /// Base files replaced by a per-node file of the same path.
+    pub replaced_files: Vec<String>,
+    /// Base units a per-node unit merged into.
+    pub merged_units: Vec<String>,
+}
+
+/// Build a node's config: the base (if any) with `node` merged in. Per-node files replace base files
+/// of the same path; units merge by name (contents and enablement from the node, drop-ins by name).
+pub fn build(node: &NodeConfig, base: Option<&Config>) -> (Config, MergeReport) {
+    let mut cfg = base.cloned().unwrap_or_default();
+    let mut report = MergeReport {
+        base_files: cfg.storage.files.len(),
+        base_units: cfg.systemd.units.len(),
+        ..Default::default()
+    };
+    // Keep a newer base version: its sections are what the node's Ignition will read.
+    if cfg.ignition.version.is_empty() || version_lt(&cfg.ignition.version, VERSION) {
+        cfg.ignition.version = VERSION.into();
+    }
+
+    // The core user with the SSH keys (added to any the base has).
+    if !node.ssh_keys.is_empty() {
+        let core = match cfg.passwd.users.iter_mut().position(|u| u.name == "core") {
+            Some(i) => &mut cfg.passwd.users[i],
+            None => {
+                cfg.passwd.users.push(User { name: "core".into(), ..Default::default() });
+                cfg.passwd.users.last_mut().expect("just pushed")
+            }
+        };
+        for k in &node.ssh_keys {
+            if !core.ssh_authorized_keys.contains(k) {
+                core.ssh_authorized_keys.push(k.clone());
+            }
+        }
+    }
+
+    let mut files: BTreeMap<String, File> = cfg.storage.files.drain(..).map(|f| (f.path.clone(), f)).collect();
+    for f in &node.files {
+        let new = File {
+            path: f.path.clone(),
+            contents: Some(encode(&f.contents)),
+            mode: Some(f.mode),
+            overwrite: Some(true),
+            user: Some(Owner { name: "root".into() }),
+            group: Some(Owner { name: "root".into() }),
+            other: BTreeMap::new(),
+        };
+        if files.insert(f.path.clone(), new).is_some() {
+            report.replaced_files.push(f.path.clone());
+        }
+    }
+    cfg.storage.files = files.into_values().collect();
+
+    let mut dirs: BTreeMap<String, Directory> = cfg.storage.directories.drain(..).map(|d| (d.path.clone(), d)).collect();
+    for (path, mode) in &node.directories {
+        dirs.insert(path.clone(), Directory { path: path.clone(), mode: Some(*mode), overwrite: None, user: None, group: None });
+    }
+    cfg.storage.directories = dirs.into_values().collect();
+
+    let mut units: BTreeMap<String, Unit> = cfg.systemd.units.drain(..).map(|u| (u.name.clone(), u)).collect();
+    for u in &node.units {
+        match units.get_mut(&u.name) {
+            Some(existing) => {
+                report.merged_units.push(u.name.clone());
+                if u.contents.is_some() {
+                    existing.contents = u.contents.clone();
+                }
+                if u.enabled.is_some() {
+                    existing.enabled = u.enabled;
+                }
+                if u.mask.is_some() {
+                    existing.mask = u.mask;
+                }
+                for d in &u.dropins {
+                    existing.dropins.retain(|x| x.name != d.name);
+                    existing.dropins.push(d.clone());
+                }
+                existing.dropins.sort_by(|a, b| a.name.cmp(&b.name));
+            }
+            None => {
+                units.insert(u.name.clone(), u.clone());
+            }
+        }
+    }
+    cfg.systemd.units = units.into_values().collect();
+    report.replaced_files.sort();
+    report.merged_units.sort();
+    (cfg, report)
+}
+
+fn version_lt(a: &str, b: &str) -> bool {
+    let parse = |v: &str| v.split('.').map(|p| p.parse::<u32>().unwrap_or(0)).collect::<Vec<_>>();
+    parse(a) < parse(b)
+}
+
+/// Read an MCO-rendered base: an Ignition config, or a MachineConfig whose `spec.config`
+/// (or `spec.config.raw`) holds one. JSON or YAML.
+pub fn parse_base(text: &str) -> Result<Config, String> {
+    let doc = crate::config::yaml::parse(text).map_err(|e| format!("line {}: {}", e.pos.line, e.message))?;
+    let mut v = doc.value;
+    if v.get("kind").and_then(|k| k.as_str()) == Some("MachineConfig") {
+        let cfg = v["spec"]["config"].take();
+        v = match cfg.get("raw") {
+            Some(serde_json::Value::String(s)) => serde_json::from_str(s).map_err(|e| format!("spec.config.raw: {e}"))?,
+            Some(raw) => raw.clone(),
+            None => cfg,
+        };
+    }
+    let version = v["ignition"]["version"].as_str().unwrap_or("").to_string();
+    if !version.starts_with("3.") {
+        return Err(format!("ignition.version is {version:?}; an Ignition 3.x config (or a MachineConfig holding one) is expected"));
+    }
+    if v["ignition"].get("config").is_some_and(|c| c.get("merge").is_some() || c.get("replace").is_some()) {
+        return Err("the base is a pointer config (ignition.config.merge/replace); give the rendered config itself".into());
+    }
+    serde_json::from_value(v).map_err(|e| format!("not an Ignition config: {e}"))
+}
+
+/// The config as bytes: compact JSON, fields and lists in a fixed order, newline-terminated.
+pub fn render(cfg: &Config) -> Vec<u8> {
+    let mut out = serde_json::to_vec(cfg).expect("config serializes");
+    out.push(b'\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encode_roundtrips_and_compresses_when_it_helps() {
+        let small = b"hello";
+        let c = encode(small);
+        assert_eq!(c.compression, None);
+        assert_eq!(decode(&c).unwrap(), small);
+        let big = "a line that repeats\n".repeat(200);
+        let c = encode(big.as_bytes());
+        assert_eq!(c.compression.as_deref(), Some("gzip"));
+        assert_eq!(decode(&c).unwrap(), big.as_bytes());
+        assert_eq!(encode(big.as_bytes()), c, "deterministic");
+    }
+
+    #[test]
+    fn merge_replaces_files_by_path_and_merges_units_by_name() {
+        let base = parse_base(
+            r#"{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/etc/a","contents":{"source":"data:,base"},"mode":420},{"path":"/etc/b","contents":{"source":"data:,b"}}]},
+               "systemd":{"units":[{"name":"kubelet.service","enabled":true,"contents":"base","dropins":[{"name":"10-x.conf","contents":"x"}]}]}}"#,
+        )
+        .unwrap();
+        let node = NodeConfig {
+            ssh_keys: vec!["ssh-ed25519 AAAA k".into()],
+            files: vec![NodeFile::new("/etc/a", PUBLIC, "node")],
+            directories: vec![],
+            units: vec![Unit { name: "kubelet.service".into(), dropins: vec![Dropin { name: "20-y.conf".into(), contents: Some("y".into()) }], ..Default::default() }],
+        };
+        let (cfg, rep) = build(&node, Some(&base));
+        assert_eq!(rep.replaced_files, vec!["/etc/a"]);
+        assert_eq!(rep.merged_units, vec!["kubelet.service"]);
+        assert_eq!(cfg.storage.files.len(), 2);
+        assert_eq!(decode(cfg.storage.files[0].contents.as_ref().unwrap()).unwrap(), b"node");
+        assert_eq!(decode(cfg.storage.files[1].contents.as_ref().unwrap()).unwrap(), b"b");
+        let k = &cfg.systemd.units[0];
+        assert_eq!(k.contents.as_deref(), Some("base"));
+        assert_eq!(k.dropins.iter().map(|d| d.name.as_str()).collect::<Vec<_>>(), vec!["10-x.conf", "20-y.conf"]);
+        assert_eq!(cfg.passwd.users[0].ssh_authorized_keys, vec!["ssh-ed25519 AAAA k"]);
+    }
+
+    #[test]
+    fn machineconfig_raw_is_unwrapped_and_pointer_configs_refused() {
+        let mc = r#"{"kind":"MachineConfig","spec":{"config":{"raw":"{\"ignition\":{\"version\":\"3.2.0\"}}"}}}"#;
+        assert_eq!(parse_base(mc).unwrap().ignition.version, "3.2.0");
+        let ptr = r#"{"ignition":{"version":"3.2.0","config":{"merge":[{"source":"https://api-int:22623/config/master"}]}}}"#;
+        assert!(parse_base(ptr).unwrap_err().contains("pointer"));
+    }
+}
