@@ -44,8 +44,12 @@ impl Bundle {
 }
 
 /// Everything `create` writes for the foundation: PKI, kubeconfigs, the resolved cluster, sums.
-pub fn assemble(c: &Cluster, pki: &Pki) -> Bundle {
+pub fn assemble(c: &Cluster, pki: &Pki, ignitions: &[crate::assets::NodeIgnition]) -> Bundle {
     let mut b = Bundle::default();
+    for n in ignitions {
+        // Holds private keys (every node's config has its own or the cluster's).
+        b.add(format!("ignition/{}.ign", n.hostname), SECRET, n.bytes.clone());
+    }
     for e in &pki.entries {
         let stem = e.spec.id();
         b.add(format!("{stem}.key"), SECRET, e.key_pem.as_bytes());

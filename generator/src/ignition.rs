@@ -295,10 +295,13 @@ pub fn build(node: &NodeConfig, base: Option<&Config>) -> (Config, MergeReport) 
     cfg.storage.directories = dirs.into_values().collect();
 
     let mut units: BTreeMap<String, Unit> = cfg.systemd.units.drain(..).map(|u| (u.name.clone(), u)).collect();
+    let base_units: Vec<String> = units.keys().cloned().collect();
     for u in &node.units {
         match units.get_mut(&u.name) {
             Some(existing) => {
-                report.merged_units.push(u.name.clone());
+                if base_units.contains(&u.name) && !report.merged_units.contains(&u.name) {
+                    report.merged_units.push(u.name.clone());
+                }
                 if u.contents.is_some() {
                     existing.contents = u.contents.clone();
                 }

@@ -3,6 +3,7 @@
 //! `config::read_sources` and `fsio` are the only I/O; everything between is a pure function of
 //! the inputs, an injected `now` and an injected key source.
 
+pub mod assets;
 pub mod bundle;
 pub mod cluster;
 pub mod config;

@@ -1,6 +1,9 @@
 use super::load_cluster;
 use crate::Failure;
+use hardshift_generator::assets::{self, Crd, Extras};
 use hardshift_generator::bundle;
+use hardshift_generator::ignition;
+use std::path::Path;
 use hardshift_generator::cluster::{KeyAlgorithm, Role};
 use hardshift_generator::config::Overrides;
 use hardshift_generator::fsio::{self, Written};
@@ -25,6 +28,50 @@ pub struct Args {
     /// Default: DIR/release/image-references.
     #[arg(long)]
     release_refs: Option<PathBuf>,
+    /// MCO-rendered base configs to merge into: `master=FILE,worker=FILE` (an Ignition config or
+    /// the rendered MachineConfig). Without one, nodes get a self-contained config.
+    #[arg(long, value_parser = parse_bases)]
+    mco_base: Option<Vec<(Role, PathBuf)>>,
+}
+
+fn parse_bases(s: &str) -> Result<Vec<(Role, PathBuf)>, String> {
+    s.split(',')
+        .map(|part| match part.split_once('=') {
+            Some(("master", f)) => Ok((Role::Master, PathBuf::from(f))),
+            Some(("worker", f)) => Ok((Role::Worker, PathBuf::from(f))),
+            _ => Err(format!("{part:?}: expected master=FILE or worker=FILE")),
+        })
+        .collect()
+}
+
+/// CRDs from DIR/crds/ (name order) and the MCO bases: read and checked before anything is made.
+fn read_extras(dir: &Path, bases: &[(Role, PathBuf)]) -> Result<Extras, Failure> {
+    let mut extras = Extras::default();
+    let mut problems = Vec::new();
+    let crd_dir = dir.join("crds");
+    if let Ok(rd) = std::fs::read_dir(&crd_dir) {
+        let mut names: Vec<PathBuf> = rd.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml" || x == "json")).collect();
+        names.sort();
+        for p in names {
+            match std::fs::read(&p) {
+                Ok(contents) => extras.crds.push(Crd { file: p.file_name().unwrap_or_default().to_string_lossy().to_string(), contents }),
+                Err(e) => problems.push(format!("{}: {e}", p.display())),
+            }
+        }
+    }
+    for (role, file) in bases {
+        match std::fs::read_to_string(file).map_err(|e| e.to_string()).and_then(|t| ignition::parse_base(&t)) {
+            Ok(cfg) => {
+                extras.bases.insert(*role, cfg);
+            }
+            Err(e) => problems.push(format!("{} (--mco-base {}): {e}", file.display(), role.as_str())),
+        }
+    }
+    if problems.is_empty() {
+        Ok(extras)
+    } else {
+        Err(Failure::input(format!("{} problem(s) in the inputs:\n  {}", problems.len(), problems.join("\n  "))))
+    }
 }
 
 fn parse_alg(s: &str) -> Result<KeyAlgorithm, String> {
@@ -37,6 +84,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         release_image: a.release_image.clone(),
     };
     let cluster = load_cluster(&a.dir, a.release_refs.as_deref(), &overrides)?;
+    let extras = read_extras(&a.dir, a.mco_base.as_deref().unwrap_or_default())?;
     let now = time::OffsetDateTime::now_utc();
     let specs = pki::plan(&cluster);
     let existing = fsio::read_existing(&a.dir, &specs);
@@ -44,7 +92,8 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         PkiError::Refused { .. } => Failure::input(e),
         other => Failure::other(other),
     })?;
-    let b = bundle::assemble(&cluster, &pki);
+    let nodes = assets::ignitions(&cluster, &pki, &extras);
+    let b = bundle::assemble(&cluster, &pki, &nodes);
     let written = fsio::write(&a.dir, &b).map_err(Failure::other)?;
 
     let count = |r| cluster.nodes.iter().filter(|n| n.role == r).count();
@@ -74,6 +123,22 @@ pub fn run(a: Args) -> Result<u8, Failure> {
             Outcome::Created if rerun => println!("  created {}", e.spec.id()),
             _ => {}
         }
+    }
+    println!("ignition (spec {}), {} CRDs for bootkube:", ignition::VERSION, extras.crds.len());
+    for n in &nodes {
+        let how = match &n.merge {
+            Some(m) => format!(
+                "merged into the MCO {} base ({} files, {} units; {} replaced, {} merged)",
+                n.role.as_str(),
+                m.base_files,
+                m.base_units,
+                m.replaced_files.len(),
+                m.merged_units.len()
+            ),
+            None if n.role == Role::Bootstrap => "complete".to_string(),
+            None => "self-contained (no --mco-base: hardshift's kubelet unit, no MCO files)".to_string(),
+        };
+        println!("  ignition/{}.ign  {:<9} {:>4} files {:>3} units {:>8.1} KiB  {how}", n.hostname, n.role.as_str(), n.files, n.units, n.bytes.len() as f64 / 1024.0);
     }
     match written {
         Written::Unchanged(_) => println!("bundle unchanged: {} files in {}", b.files.len(), a.dir.display()),

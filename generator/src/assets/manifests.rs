@@ -1,0 +1,205 @@
+//! Cluster manifests for bootkube to apply, in file-name order. Core objects are typed
+//! (k8s-openapi); OpenShift's config CRs are JSON with the fields their CRDs declare.
+
+use crate::cluster::{Cluster, Role};
+use crate::pki::Pki;
+use crate::yamlout;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
+use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, RoleRef, Subject};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::ByteString;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+
+pub const NAMESPACES: &[&str] = &[
+    "openshift-config",
+    "openshift-config-managed",
+    "openshift-etcd",
+    "openshift-kube-apiserver",
+    "openshift-kube-controller-manager",
+    "openshift-kube-scheduler",
+    "openshift-cluster-version",
+    "openshift-machine-config-operator",
+    "openshift-infra",
+    "openshift-node",
+];
+
+fn meta(name: &str, namespace: Option<&str>) -> ObjectMeta {
+    ObjectMeta { name: Some(name.into()), namespace: namespace.map(String::from), ..Default::default() }
+}
+
+fn typed<T: serde::Serialize + k8s_openapi::Resource>(obj: &T) -> Value {
+    let mut v = serde_json::to_value(obj).expect("serializes");
+    v["apiVersion"] = json!(T::API_VERSION);
+    v["kind"] = json!(T::KIND);
+    v
+}
+
+/// Stable per-cluster identifiers: derived from the root CA, so re-runs keep them and two clusters
+/// never share them.
+fn cluster_digest(pki: &Pki) -> [u8; 32] {
+    Sha256::digest(pki.get("pki/root-ca").cert_pem.as_bytes()).into()
+}
+
+pub fn cluster_id(pki: &Pki) -> String {
+    let d = cluster_digest(pki);
+    let h: String = d[..16].iter().map(|b| format!("{b:02x}")).collect();
+    // A version-4-shaped UUID.
+    format!("{}-{}-4{}-{}{}-{}", &h[0..8], &h[8..12], &h[13..16], ["8", "9", "a", "b"][(d[8] & 3) as usize], &h[17..20], &h[20..32])
+}
+
+pub fn infrastructure_name(c: &Cluster, pki: &Pki) -> String {
+    const ALPHA: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    let d = cluster_digest(pki);
+    let suffix: String = d[20..25].iter().map(|b| ALPHA[*b as usize % ALPHA.len()] as char).collect();
+    let prefix: String = c.name.chars().take(27).collect();
+    format!("{}-{suffix}", prefix.trim_end_matches('-'))
+}
+
+fn topology(c: &Cluster) -> (&'static str, &'static str) {
+    let masters = c.nodes_with_role(Role::Master).count();
+    let workers = c.nodes_with_role(Role::Worker).count();
+    let control = if masters == 1 { "SingleReplica" } else { "HighlyAvailable" };
+    let infra = if masters == 1 && workers == 0 { "SingleReplica" } else { "HighlyAvailable" };
+    (control, infra)
+}
+
+/// The status bootkube patches onto `infrastructure/cluster` (status is a subresource: `apply`
+/// ignores it).
+pub fn infrastructure_status(c: &Cluster, pki: &Pki) -> Value {
+    let (control, infra) = topology(c);
+    json!({"status": {
+        "apiServerURL": c.api_url(),
+        "apiServerInternalURL": c.api_int_url(),
+        "controlPlaneTopology": control,
+        "infrastructureTopology": infra,
+        "cpuPartitioning": "None",
+        "etcdDiscoveryDomain": "",
+        "infrastructureName": infrastructure_name(c, pki),
+        "platform": "None",
+        "platformStatus": {"type": "None"}
+    }})
+}
+
+/// (file name, objects) in apply order.
+pub fn manifests(c: &Cluster, pki: &Pki) -> Vec<(String, Vec<Value>)> {
+    let mut out: Vec<(String, Vec<Value>)> = Vec::new();
+    let mut add = |name: &str, objs: Vec<Value>| out.push((name.to_string(), objs));
+
+    add("00-namespaces.yaml", NAMESPACES.iter().map(|n| typed(&Namespace { metadata: meta(n, None), ..Default::default() })).collect());
+
+    let crb = |name: &str, role: &str, user: &str| {
+        typed(&ClusterRoleBinding {
+            metadata: meta(name, None),
+            role_ref: RoleRef { api_group: "rbac.authorization.k8s.io".into(), kind: "ClusterRole".into(), name: role.into() },
+            subjects: Some(vec![Subject { api_group: Some("rbac.authorization.k8s.io".into()), kind: "User".into(), name: user.into(), namespace: None }]),
+        })
+    };
+    add(
+        "01-rbac.yaml",
+        vec![
+            // Kubelets bootstrap with system:bootstrapper: it may create CSRs, nothing approves them.
+            crb("system:bootstrapper", "system:node-bootstrapper", "system:bootstrapper"),
+            // The masters' kube-proxy uses the same kubeconfig.
+            crb("system:bootstrapper-node-proxier", "system:node-proxier", "system:bootstrapper"),
+            crb("system:node-admin", "system:node-admin", "system:admin"),
+        ],
+    );
+
+    let mut infra = json!({
+        "apiVersion": "config.openshift.io/v1", "kind": "Infrastructure", "metadata": {"name": "cluster"},
+        "spec": {"cloudConfig": {"name": ""}, "platformSpec": {"type": "None"}},
+    });
+    infra["status"] = infrastructure_status(c, pki)["status"].clone();
+    add("02-infrastructure.yaml", vec![infra]);
+
+    let cluster_net: Vec<Value> = c.cluster_networks.iter().map(|n| json!({"cidr": n.cidr.to_string(), "hostPrefix": n.host_prefix})).collect();
+    let service_net: Vec<Value> = c.service_networks.iter().map(|n| json!(n.to_string())).collect();
+    add(
+        "03-network-config.yaml",
+        vec![json!({"apiVersion": "config.openshift.io/v1", "kind": "Network", "metadata": {"name": "cluster"},
+            "spec": {"clusterNetwork": cluster_net, "serviceNetwork": service_net, "networkType": c.network_type,
+                     "externalIP": {"policy": {}}}})],
+    );
+    add(
+        "03-network-operator.yaml",
+        vec![json!({"apiVersion": "operator.openshift.io/v1", "kind": "Network", "metadata": {"name": "cluster"},
+            "spec": {"clusterNetwork": cluster_net, "serviceNetwork": service_net, "defaultNetwork": {"type": c.network_type},
+                     "managementState": "Managed"}})],
+    );
+    add(
+        "04-dns.yaml",
+        vec![json!({"apiVersion": "config.openshift.io/v1", "kind": "DNS", "metadata": {"name": "cluster"}, "spec": {"baseDomain": c.domain()}})],
+    );
+
+    let mut proxy_spec = serde_json::Map::new();
+    if let Some(p) = &c.proxy {
+        for (k, v) in [("httpProxy", &p.http_proxy), ("httpsProxy", &p.https_proxy), ("noProxy", &p.no_proxy)] {
+            if !v.is_empty() {
+                proxy_spec.insert(k.into(), json!(v));
+            }
+        }
+    }
+    let mut trust = Vec::new();
+    if !c.additional_trust_bundle.trim().is_empty() {
+        proxy_spec.insert("trustedCA".into(), json!({"name": "user-ca-bundle"}));
+        let cm = ConfigMap {
+            metadata: meta("user-ca-bundle", Some("openshift-config")),
+            data: Some(BTreeMap::from([("ca-bundle.crt".to_string(), c.additional_trust_bundle.clone())])),
+            ..Default::default()
+        };
+        trust.push(typed(&cm));
+    }
+    trust.push(json!({"apiVersion": "config.openshift.io/v1", "kind": "Proxy", "metadata": {"name": "cluster"}, "spec": proxy_spec}));
+    add("04-proxy.yaml", trust);
+    add(
+        "04-featuregate.yaml",
+        vec![json!({"apiVersion": "config.openshift.io/v1", "kind": "FeatureGate", "metadata": {"name": "cluster"}, "spec": {"featureSet": ""}})],
+    );
+    let mut cv_spec = json!({"clusterID": cluster_id(pki)});
+    if let Some(v) = &c.release.version {
+        let minor: Vec<&str> = v.split('.').take(2).collect();
+        cv_spec["channel"] = json!(format!("stable-{}", minor.join(".")));
+    }
+    // No desiredUpdate: the CVO installs the release it runs.
+    add(
+        "05-clusterversion.yaml",
+        vec![json!({"apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion", "metadata": {"name": "version"}, "spec": cv_spec})],
+    );
+
+    let cm = ConfigMap {
+        metadata: meta("cluster-config-v1", Some("kube-system")),
+        data: Some(BTreeMap::from([("install-config".to_string(), yamlout::to_yaml(&c.install_config))])),
+        ..Default::default()
+    };
+    add("06-cluster-config-v1.yaml", vec![typed(&cm)]);
+
+    let bootstrap_ip = c.bootstrap().ip.to_string();
+    let mut ep_meta = meta("etcd-endpoints", Some("openshift-etcd"));
+    ep_meta.annotations = Some(BTreeMap::from([("alpha.installer.openshift.io/etcd-bootstrap".to_string(), bootstrap_ip.clone())]));
+    let ep = ConfigMap { metadata: ep_meta, data: Some(BTreeMap::from([("bootstrapIP".to_string(), bootstrap_ip)])), ..Default::default() };
+    add("07-etcd-endpoints.yaml", vec![typed(&ep)]);
+
+    let secret = Secret {
+        metadata: meta("pull-secret", Some("openshift-config")),
+        type_: Some("kubernetes.io/dockerconfigjson".into()),
+        data: Some(BTreeMap::from([(".dockerconfigjson".to_string(), ByteString(c.pull_secret.as_bytes().to_vec()))])),
+        ..Default::default()
+    };
+    add("08-pull-secret.yaml", vec![typed(&secret)]);
+
+    if !c.mirrors.is_empty() {
+        let m: Vec<Value> = c.mirrors.iter().map(|m| json!({"source": m.source, "mirrors": m.mirrors})).collect();
+        add(
+            "09-image-digest-mirror-set.yaml",
+            vec![json!({"apiVersion": "config.openshift.io/v1", "kind": "ImageDigestMirrorSet", "metadata": {"name": "image-digest-mirror"},
+                "spec": {"imageDigestMirrors": m}})],
+        );
+    }
+    out
+}
+
+pub fn render(objs: &[Value]) -> String {
+    yamlout::documents(objs)
+}

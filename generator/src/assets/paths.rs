@@ -1,0 +1,21 @@
+//! Where things live on the nodes (the tutorial's layout; bootkube.sh in /usr/local/bin for its
+//! SELinux exec context).
+
+pub const BOOTSTRAP_SECRETS: &str = "/etc/kubernetes/bootstrap-secrets";
+pub const SECRETS_MOUNT: &str = "/etc/kubernetes/secrets";
+pub const KUBECONFIGS_DIR: &str = "/etc/kubernetes/kubeconfigs";
+pub const KUBECONFIGS_MOUNT: &str = "/etc/kubernetes/kubeconfigs";
+pub const STATIC_PODS: &str = "/etc/kubernetes/manifests";
+pub const ASSET_DIR: &str = "/opt/openshift";
+pub const CVO_STAGED: &str = "/opt/openshift/cvo/cvo-bootstrap.yaml";
+pub const BOOTKUBE: &str = "/usr/local/bin/bootkube.sh";
+pub const BOOTKUBE_PROGRESS: &str = "/var/lib/hardshift/bootkube.json";
+/// The kubelet's bootstrap kubeconfig on masters and workers (also kube-proxy's).
+pub const NODE_KUBECONFIG: &str = "/etc/kubernetes/kubeconfig";
+pub const NODE_CA: &str = "/etc/kubernetes/ca.crt";
+pub const APISERVER_URL_ENV: &str = "/etc/kubernetes/apiserver-url.env";
+pub const PULL_SECRET: &str = "/var/lib/kubelet/config.json";
+pub const PAUSE_CONF: &str = "/etc/crio/crio.conf.d/00-pause.conf";
+pub const REGISTRIES_CONF: &str = "/etc/containers/registries.conf";
+pub const TRUST_ANCHOR: &str = "/etc/pki/ca-trust/source/anchors/hardshift-additional-trust-bundle.crt";
+pub const PROXY_ENV: &str = "/etc/hardshift/proxy.env";
