@@ -163,7 +163,11 @@ pub const SCRIPT: u32 = 0o755;
 
 impl NodeFile {
     pub fn new(path: impl Into<String>, mode: u32, contents: impl Into<Vec<u8>>) -> Self {
-        NodeFile { path: path.into(), mode, contents: contents.into() }
+        NodeFile {
+            path: path.into(),
+            mode,
+            contents: contents.into(),
+        }
     }
 }
 
@@ -185,12 +189,20 @@ pub fn encode(data: &[u8]) -> Contents {
         if gz.write_all(data).is_ok() {
             if let Ok(z) = gz.finish() {
                 if z.len() + 256 < data.len() && z.len() * 10 < data.len() * 9 {
-                    return Contents { compression: Some("gzip".into()), source: Some(format!("data:;base64,{}", b64(&z))), ..Default::default() };
+                    return Contents {
+                        compression: Some("gzip".into()),
+                        source: Some(format!("data:;base64,{}", b64(&z))),
+                        ..Default::default()
+                    };
                 }
             }
         }
     }
-    Contents { compression: None, source: Some(format!("data:;base64,{}", b64(data))), ..Default::default() }
+    Contents {
+        compression: None,
+        source: Some(format!("data:;base64,{}", b64(data))),
+        ..Default::default()
+    }
 }
 
 /// Decode a data URL (and gzip), for tests and for reading a base config.
@@ -260,7 +272,10 @@ pub fn build(node: &NodeConfig, base: Option<&Config>) -> (Config, MergeReport) 
         let core = match cfg.passwd.users.iter_mut().position(|u| u.name == "core") {
             Some(i) => &mut cfg.passwd.users[i],
             None => {
-                cfg.passwd.users.push(User { name: "core".into(), ..Default::default() });
+                cfg.passwd.users.push(User {
+                    name: "core".into(),
+                    ..Default::default()
+                });
                 cfg.passwd.users.last_mut().expect("just pushed")
             }
         };
@@ -290,7 +305,16 @@ pub fn build(node: &NodeConfig, base: Option<&Config>) -> (Config, MergeReport) 
 
     let mut dirs: BTreeMap<String, Directory> = cfg.storage.directories.drain(..).map(|d| (d.path.clone(), d)).collect();
     for (path, mode) in &node.directories {
-        dirs.insert(path.clone(), Directory { path: path.clone(), mode: Some(*mode), overwrite: None, user: None, group: None });
+        dirs.insert(
+            path.clone(),
+            Directory {
+                path: path.clone(),
+                mode: Some(*mode),
+                overwrite: None,
+                user: None,
+                group: None,
+            },
+        );
     }
     cfg.storage.directories = dirs.into_values().collect();
 
@@ -348,9 +372,14 @@ pub fn parse_base(text: &str) -> Result<Config, String> {
     }
     let version = v["ignition"]["version"].as_str().unwrap_or("").to_string();
     if !version.starts_with("3.") {
-        return Err(format!("ignition.version is {version:?}; an Ignition 3.x config (or a MachineConfig holding one) is expected"));
+        return Err(format!(
+            "ignition.version is {version:?}; an Ignition 3.x config (or a MachineConfig holding one) is expected"
+        ));
     }
-    if v["ignition"].get("config").is_some_and(|c| c.get("merge").is_some() || c.get("replace").is_some()) {
+    if v["ignition"]
+        .get("config")
+        .is_some_and(|c| c.get("merge").is_some() || c.get("replace").is_some())
+    {
         return Err("the base is a pointer config (ignition.config.merge/replace); give the rendered config itself".into());
     }
     serde_json::from_value(v).map_err(|e| format!("not an Ignition config: {e}"))
@@ -391,7 +420,14 @@ mod tests {
             ssh_keys: vec!["ssh-ed25519 AAAA k".into()],
             files: vec![NodeFile::new("/etc/a", PUBLIC, "node")],
             directories: vec![],
-            units: vec![Unit { name: "kubelet.service".into(), dropins: vec![Dropin { name: "20-y.conf".into(), contents: Some("y".into()) }], ..Default::default() }],
+            units: vec![Unit {
+                name: "kubelet.service".into(),
+                dropins: vec![Dropin {
+                    name: "20-y.conf".into(),
+                    contents: Some("y".into()),
+                }],
+                ..Default::default()
+            }],
         };
         let (cfg, rep) = build(&node, Some(&base));
         assert_eq!(rep.replaced_files, vec!["/etc/a"]);
@@ -401,7 +437,10 @@ mod tests {
         assert_eq!(decode(cfg.storage.files[1].contents.as_ref().unwrap()).unwrap(), b"b");
         let k = &cfg.systemd.units[0];
         assert_eq!(k.contents.as_deref(), Some("base"));
-        assert_eq!(k.dropins.iter().map(|d| d.name.as_str()).collect::<Vec<_>>(), vec!["10-x.conf", "20-y.conf"]);
+        assert_eq!(
+            k.dropins.iter().map(|d| d.name.as_str()).collect::<Vec<_>>(),
+            vec!["10-x.conf", "20-y.conf"]
+        );
         assert_eq!(cfg.passwd.users[0].ssh_authorized_keys, vec!["ssh-ed25519 AAAA k"]);
     }
 

@@ -31,7 +31,9 @@ fn scalar(v: &Value) -> String {
 
 /// A string that reads back as the same string when unquoted.
 fn plain_safe(s: &str) -> bool {
-    let reserved = ["", "~", "null", "Null", "NULL", "true", "True", "TRUE", "false", "False", "FALSE", "yes", "no", "on", "off", "y", "n"];
+    let reserved = [
+        "", "~", "null", "Null", "NULL", "true", "True", "TRUE", "false", "False", "FALSE", "yes", "no", "on", "off", "y", "n",
+    ];
     !reserved.contains(&s)
         && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:@=+".contains(c))
         && !s.starts_with(['-', ':', '@', '.', '='])

@@ -2,12 +2,12 @@ use super::load_cluster;
 use crate::Failure;
 use hardshift_generator::assets::{self, Crd, Extras};
 use hardshift_generator::bundle;
-use hardshift_generator::ignition;
-use std::path::Path;
 use hardshift_generator::cluster::{KeyAlgorithm, Role};
 use hardshift_generator::config::Overrides;
 use hardshift_generator::fsio::{self, Written};
+use hardshift_generator::ignition;
 use hardshift_generator::pki::{self, keys::SystemKeys, Outcome, PkiError};
+use std::path::Path;
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -30,18 +30,16 @@ pub struct Args {
     release_refs: Option<PathBuf>,
     /// MCO-rendered base configs to merge into: `master=FILE,worker=FILE` (an Ignition config or
     /// the rendered MachineConfig). Without one, nodes get a self-contained config.
-    #[arg(long, value_parser = parse_bases)]
-    mco_base: Option<Vec<(Role, PathBuf)>>,
+    #[arg(long, value_delimiter = ',', value_parser = parse_base)]
+    mco_base: Vec<(Role, PathBuf)>,
 }
 
-fn parse_bases(s: &str) -> Result<Vec<(Role, PathBuf)>, String> {
-    s.split(',')
-        .map(|part| match part.split_once('=') {
-            Some(("master", f)) => Ok((Role::Master, PathBuf::from(f))),
-            Some(("worker", f)) => Ok((Role::Worker, PathBuf::from(f))),
-            _ => Err(format!("{part:?}: expected master=FILE or worker=FILE")),
-        })
-        .collect()
+fn parse_base(part: &str) -> Result<(Role, PathBuf), String> {
+    match part.split_once('=') {
+        Some(("master", f)) => Ok((Role::Master, PathBuf::from(f))),
+        Some(("worker", f)) => Ok((Role::Worker, PathBuf::from(f))),
+        _ => Err(format!("{part:?}: expected master=FILE or worker=FILE")),
+    }
 }
 
 /// CRDs from DIR/crds/ (name order) and the MCO bases: read and checked before anything is made.
@@ -50,17 +48,27 @@ fn read_extras(dir: &Path, bases: &[(Role, PathBuf)]) -> Result<Extras, Failure>
     let mut problems = Vec::new();
     let crd_dir = dir.join("crds");
     if let Ok(rd) = std::fs::read_dir(&crd_dir) {
-        let mut names: Vec<PathBuf> = rd.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml" || x == "json")).collect();
+        let mut names: Vec<PathBuf> = rd
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml" || x == "json"))
+            .collect();
         names.sort();
         for p in names {
             match std::fs::read(&p) {
-                Ok(contents) => extras.crds.push(Crd { file: p.file_name().unwrap_or_default().to_string_lossy().to_string(), contents }),
+                Ok(contents) => extras.crds.push(Crd {
+                    file: p.file_name().unwrap_or_default().to_string_lossy().to_string(),
+                    contents,
+                }),
                 Err(e) => problems.push(format!("{}: {e}", p.display())),
             }
         }
     }
     for (role, file) in bases {
-        match std::fs::read_to_string(file).map_err(|e| e.to_string()).and_then(|t| ignition::parse_base(&t)) {
+        match std::fs::read_to_string(file)
+            .map_err(|e| e.to_string())
+            .and_then(|t| ignition::parse_base(&t))
+        {
             Ok(cfg) => {
                 extras.bases.insert(*role, cfg);
             }
@@ -70,7 +78,11 @@ fn read_extras(dir: &Path, bases: &[(Role, PathBuf)]) -> Result<Extras, Failure>
     if problems.is_empty() {
         Ok(extras)
     } else {
-        Err(Failure::input(format!("{} problem(s) in the inputs:\n  {}", problems.len(), problems.join("\n  "))))
+        Err(Failure::input(format!(
+            "{} problem(s) in the inputs:\n  {}",
+            problems.len(),
+            problems.join("\n  ")
+        )))
     }
 }
 
@@ -84,7 +96,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         release_image: a.release_image.clone(),
     };
     let cluster = load_cluster(&a.dir, a.release_refs.as_deref(), &overrides)?;
-    let extras = read_extras(&a.dir, a.mco_base.as_deref().unwrap_or_default())?;
+    let extras = read_extras(&a.dir, &a.mco_base)?;
     let now = time::OffsetDateTime::now_utc();
     let specs = pki::plan(&cluster);
     let existing = fsio::read_existing(&a.dir, &specs);
@@ -138,7 +150,14 @@ pub fn run(a: Args) -> Result<u8, Failure> {
             None if n.role == Role::Bootstrap => "complete".to_string(),
             None => "self-contained (no --mco-base: hardshift's kubelet unit, no MCO files)".to_string(),
         };
-        println!("  ignition/{}.ign  {:<9} {:>4} files {:>3} units {:>8.1} KiB  {how}", n.hostname, n.role.as_str(), n.files, n.units, n.bytes.len() as f64 / 1024.0);
+        println!(
+            "  ignition/{}.ign  {:<9} {:>4} files {:>3} units {:>8.1} KiB  {how}",
+            n.hostname,
+            n.role.as_str(),
+            n.files,
+            n.units,
+            n.bytes.len() as f64 / 1024.0
+        );
     }
     match written {
         Written::Unchanged(_) => println!("bundle unchanged: {} files in {}", b.files.len(), a.dir.display()),

@@ -26,7 +26,11 @@ pub const NAMESPACES: &[&str] = &[
 ];
 
 fn meta(name: &str, namespace: Option<&str>) -> ObjectMeta {
-    ObjectMeta { name: Some(name.into()), namespace: namespace.map(String::from), ..Default::default() }
+    ObjectMeta {
+        name: Some(name.into()),
+        namespace: namespace.map(String::from),
+        ..Default::default()
+    }
 }
 
 fn typed<T: serde::Serialize + k8s_openapi::Resource>(obj: &T) -> Value {
@@ -46,7 +50,15 @@ pub fn cluster_id(pki: &Pki) -> String {
     let d = cluster_digest(pki);
     let h: String = d[..16].iter().map(|b| format!("{b:02x}")).collect();
     // A version-4-shaped UUID.
-    format!("{}-{}-4{}-{}{}-{}", &h[0..8], &h[8..12], &h[13..16], ["8", "9", "a", "b"][(d[8] & 3) as usize], &h[17..20], &h[20..32])
+    format!(
+        "{}-{}-4{}-{}{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[13..16],
+        ["8", "9", "a", "b"][(d[8] & 3) as usize],
+        &h[17..20],
+        &h[20..32]
+    )
 }
 
 pub fn infrastructure_name(c: &Cluster, pki: &Pki) -> String {
@@ -61,7 +73,11 @@ fn topology(c: &Cluster) -> (&'static str, &'static str) {
     let masters = c.nodes_with_role(Role::Master).count();
     let workers = c.nodes_with_role(Role::Worker).count();
     let control = if masters == 1 { "SingleReplica" } else { "HighlyAvailable" };
-    let infra = if masters == 1 && workers == 0 { "SingleReplica" } else { "HighlyAvailable" };
+    let infra = if masters == 1 && workers == 0 {
+        "SingleReplica"
+    } else {
+        "HighlyAvailable"
+    };
     (control, infra)
 }
 
@@ -87,13 +103,33 @@ pub fn manifests(c: &Cluster, pki: &Pki) -> Vec<(String, Vec<Value>)> {
     let mut out: Vec<(String, Vec<Value>)> = Vec::new();
     let mut add = |name: &str, objs: Vec<Value>| out.push((name.to_string(), objs));
 
-    add("00-namespaces.yaml", NAMESPACES.iter().map(|n| typed(&Namespace { metadata: meta(n, None), ..Default::default() })).collect());
+    add(
+        "00-namespaces.yaml",
+        NAMESPACES
+            .iter()
+            .map(|n| {
+                typed(&Namespace {
+                    metadata: meta(n, None),
+                    ..Default::default()
+                })
+            })
+            .collect(),
+    );
 
     let crb = |name: &str, role: &str, user: &str| {
         typed(&ClusterRoleBinding {
             metadata: meta(name, None),
-            role_ref: RoleRef { api_group: "rbac.authorization.k8s.io".into(), kind: "ClusterRole".into(), name: role.into() },
-            subjects: Some(vec![Subject { api_group: Some("rbac.authorization.k8s.io".into()), kind: "User".into(), name: user.into(), namespace: None }]),
+            role_ref: RoleRef {
+                api_group: "rbac.authorization.k8s.io".into(),
+                kind: "ClusterRole".into(),
+                name: role.into(),
+            },
+            subjects: Some(vec![Subject {
+                api_group: Some("rbac.authorization.k8s.io".into()),
+                kind: "User".into(),
+                name: user.into(),
+                namespace: None,
+            }]),
         })
     };
     add(
@@ -114,28 +150,42 @@ pub fn manifests(c: &Cluster, pki: &Pki) -> Vec<(String, Vec<Value>)> {
     infra["status"] = infrastructure_status(c, pki)["status"].clone();
     add("02-infrastructure.yaml", vec![infra]);
 
-    let cluster_net: Vec<Value> = c.cluster_networks.iter().map(|n| json!({"cidr": n.cidr.to_string(), "hostPrefix": n.host_prefix})).collect();
+    let cluster_net: Vec<Value> = c
+        .cluster_networks
+        .iter()
+        .map(|n| json!({"cidr": n.cidr.to_string(), "hostPrefix": n.host_prefix}))
+        .collect();
     let service_net: Vec<Value> = c.service_networks.iter().map(|n| json!(n.to_string())).collect();
     add(
         "03-network-config.yaml",
-        vec![json!({"apiVersion": "config.openshift.io/v1", "kind": "Network", "metadata": {"name": "cluster"},
+        vec![
+            json!({"apiVersion": "config.openshift.io/v1", "kind": "Network", "metadata": {"name": "cluster"},
             "spec": {"clusterNetwork": cluster_net, "serviceNetwork": service_net, "networkType": c.network_type,
-                     "externalIP": {"policy": {}}}})],
+                     "externalIP": {"policy": {}}}}),
+        ],
     );
     add(
         "03-network-operator.yaml",
-        vec![json!({"apiVersion": "operator.openshift.io/v1", "kind": "Network", "metadata": {"name": "cluster"},
+        vec![
+            json!({"apiVersion": "operator.openshift.io/v1", "kind": "Network", "metadata": {"name": "cluster"},
             "spec": {"clusterNetwork": cluster_net, "serviceNetwork": service_net, "defaultNetwork": {"type": c.network_type},
-                     "managementState": "Managed"}})],
+                     "managementState": "Managed"}}),
+        ],
     );
     add(
         "04-dns.yaml",
-        vec![json!({"apiVersion": "config.openshift.io/v1", "kind": "DNS", "metadata": {"name": "cluster"}, "spec": {"baseDomain": c.domain()}})],
+        vec![
+            json!({"apiVersion": "config.openshift.io/v1", "kind": "DNS", "metadata": {"name": "cluster"}, "spec": {"baseDomain": c.domain()}}),
+        ],
     );
 
     let mut proxy_spec = serde_json::Map::new();
     if let Some(p) = &c.proxy {
-        for (k, v) in [("httpProxy", &p.http_proxy), ("httpsProxy", &p.https_proxy), ("noProxy", &p.no_proxy)] {
+        for (k, v) in [
+            ("httpProxy", &p.http_proxy),
+            ("httpsProxy", &p.https_proxy),
+            ("noProxy", &p.no_proxy),
+        ] {
             if !v.is_empty() {
                 proxy_spec.insert(k.into(), json!(v));
             }
@@ -155,7 +205,9 @@ pub fn manifests(c: &Cluster, pki: &Pki) -> Vec<(String, Vec<Value>)> {
     add("04-proxy.yaml", trust);
     add(
         "04-featuregate.yaml",
-        vec![json!({"apiVersion": "config.openshift.io/v1", "kind": "FeatureGate", "metadata": {"name": "cluster"}, "spec": {"featureSet": ""}})],
+        vec![
+            json!({"apiVersion": "config.openshift.io/v1", "kind": "FeatureGate", "metadata": {"name": "cluster"}, "spec": {"featureSet": ""}}),
+        ],
     );
     let mut cv_spec = json!({"clusterID": cluster_id(pki)});
     if let Some(v) = &c.release.version {
@@ -170,31 +222,50 @@ pub fn manifests(c: &Cluster, pki: &Pki) -> Vec<(String, Vec<Value>)> {
 
     let cm = ConfigMap {
         metadata: meta("cluster-config-v1", Some("kube-system")),
-        data: Some(BTreeMap::from([("install-config".to_string(), yamlout::to_yaml(&c.install_config))])),
+        data: Some(BTreeMap::from([(
+            "install-config".to_string(),
+            yamlout::to_yaml(&c.install_config),
+        )])),
         ..Default::default()
     };
     add("06-cluster-config-v1.yaml", vec![typed(&cm)]);
 
     let bootstrap_ip = c.bootstrap().ip.to_string();
     let mut ep_meta = meta("etcd-endpoints", Some("openshift-etcd"));
-    ep_meta.annotations = Some(BTreeMap::from([("alpha.installer.openshift.io/etcd-bootstrap".to_string(), bootstrap_ip.clone())]));
-    let ep = ConfigMap { metadata: ep_meta, data: Some(BTreeMap::from([("bootstrapIP".to_string(), bootstrap_ip)])), ..Default::default() };
+    ep_meta.annotations = Some(BTreeMap::from([(
+        "alpha.installer.openshift.io/etcd-bootstrap".to_string(),
+        bootstrap_ip.clone(),
+    )]));
+    let ep = ConfigMap {
+        metadata: ep_meta,
+        data: Some(BTreeMap::from([("bootstrapIP".to_string(), bootstrap_ip)])),
+        ..Default::default()
+    };
     add("07-etcd-endpoints.yaml", vec![typed(&ep)]);
 
     let secret = Secret {
         metadata: meta("pull-secret", Some("openshift-config")),
         type_: Some("kubernetes.io/dockerconfigjson".into()),
-        data: Some(BTreeMap::from([(".dockerconfigjson".to_string(), ByteString(c.pull_secret.as_bytes().to_vec()))])),
+        data: Some(BTreeMap::from([(
+            ".dockerconfigjson".to_string(),
+            ByteString(c.pull_secret.as_bytes().to_vec()),
+        )])),
         ..Default::default()
     };
     add("08-pull-secret.yaml", vec![typed(&secret)]);
 
     if !c.mirrors.is_empty() {
-        let m: Vec<Value> = c.mirrors.iter().map(|m| json!({"source": m.source, "mirrors": m.mirrors})).collect();
+        let m: Vec<Value> = c
+            .mirrors
+            .iter()
+            .map(|m| json!({"source": m.source, "mirrors": m.mirrors}))
+            .collect();
         add(
             "09-image-digest-mirror-set.yaml",
-            vec![json!({"apiVersion": "config.openshift.io/v1", "kind": "ImageDigestMirrorSet", "metadata": {"name": "image-digest-mirror"},
-                "spec": {"imageDigestMirrors": m}})],
+            vec![
+                json!({"apiVersion": "config.openshift.io/v1", "kind": "ImageDigestMirrorSet", "metadata": {"name": "image-digest-mirror"},
+                "spec": {"imageDigestMirrors": m}}),
+            ],
         );
     }
     out

@@ -4,8 +4,7 @@
 use super::paths::*;
 use crate::cluster::Cluster;
 use k8s_openapi::api::core::v1::{
-    Container, EnvVar, HTTPGetAction, HostPathVolumeSource, Pod, PodSpec, Probe, ResourceRequirements, SecurityContext, Volume,
-    VolumeMount,
+    Container, EnvVar, HTTPGetAction, HostPathVolumeSource, Pod, PodSpec, Probe, ResourceRequirements, SecurityContext, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -24,25 +23,41 @@ fn meta(name: &str, namespace: &str, app: &str) -> ObjectMeta {
 fn host_path(name: &str, path: &str, kind: Option<&str>) -> Volume {
     Volume {
         name: name.into(),
-        host_path: Some(HostPathVolumeSource { path: path.into(), type_: kind.map(String::from) }),
+        host_path: Some(HostPathVolumeSource {
+            path: path.into(),
+            type_: kind.map(String::from),
+        }),
         ..Default::default()
     }
 }
 
 fn mount(name: &str, path: &str, read_only: bool) -> VolumeMount {
-    VolumeMount { name: name.into(), mount_path: path.into(), read_only: read_only.then_some(true), ..Default::default() }
+    VolumeMount {
+        name: name.into(),
+        mount_path: path.into(),
+        read_only: read_only.then_some(true),
+        ..Default::default()
+    }
 }
 
 fn requests(cpu: &str, memory: &str) -> ResourceRequirements {
     ResourceRequirements {
-        requests: Some(BTreeMap::from([("cpu".to_string(), Quantity(cpu.into())), ("memory".to_string(), Quantity(memory.into()))])),
+        requests: Some(BTreeMap::from([
+            ("cpu".to_string(), Quantity(cpu.into())),
+            ("memory".to_string(), Quantity(memory.into())),
+        ])),
         ..Default::default()
     }
 }
 
 fn https_probe(path: &str, port: i32, delay: i32) -> Probe {
     Probe {
-        http_get: Some(HTTPGetAction { path: Some(path.into()), port: IntOrString::Int(port), scheme: Some("HTTPS".into()), ..Default::default() }),
+        http_get: Some(HTTPGetAction {
+            path: Some(path.into()),
+            port: IntOrString::Int(port),
+            scheme: Some("HTTPS".into()),
+            ..Default::default()
+        }),
         initial_delay_seconds: Some(delay),
         period_seconds: Some(10),
         ..Default::default()
@@ -99,14 +114,20 @@ pub fn etcd_bootstrap(c: &Cluster) -> Pod {
         name: "etcd".into(),
         image: Some(c.release.tag("etcd").into()),
         command: args(&cmd),
-        volume_mounts: Some(vec![mount("etcd-data", "/var/lib/etcd", false), mount("secrets", SECRETS_MOUNT, true)]),
+        volume_mounts: Some(vec![
+            mount("etcd-data", "/var/lib/etcd", false),
+            mount("secrets", SECRETS_MOUNT, true),
+        ]),
         resources: Some(requests("300m", "600Mi")),
         ..Default::default()
     };
     pod(
         meta("etcd-bootstrap", "openshift-etcd", "etcd"),
         container,
-        vec![host_path("etcd-data", "/var/lib/etcd", Some("DirectoryOrCreate")), host_path("secrets", BOOTSTRAP_SECRETS, None)],
+        vec![
+            host_path("etcd-data", "/var/lib/etcd", Some("DirectoryOrCreate")),
+            host_path("secrets", BOOTSTRAP_SECRETS, None),
+        ],
     )
 }
 
@@ -153,7 +174,11 @@ pub fn kube_apiserver(c: &Cluster) -> Pod {
         resources: Some(requests("500m", "1Gi")),
         ..Default::default()
     };
-    pod(meta("kube-apiserver-bootstrap", "openshift-kube-apiserver", "openshift-kube-apiserver"), container, vec![host_path("secrets", BOOTSTRAP_SECRETS, None)])
+    pod(
+        meta("kube-apiserver-bootstrap", "openshift-kube-apiserver", "openshift-kube-apiserver"),
+        container,
+        vec![host_path("secrets", BOOTSTRAP_SECRETS, None)],
+    )
 }
 
 pub fn kube_controller_manager(c: &Cluster) -> Pod {
@@ -184,15 +209,25 @@ pub fn kube_controller_manager(c: &Cluster) -> Pod {
         name: "kube-controller-manager".into(),
         image: Some(c.release.tag("hyperkube").into()),
         command: args(&cmd),
-        volume_mounts: Some(vec![mount("secrets", SECRETS_MOUNT, true), mount("kubeconfigs", KUBECONFIGS_MOUNT, true)]),
+        volume_mounts: Some(vec![
+            mount("secrets", SECRETS_MOUNT, true),
+            mount("kubeconfigs", KUBECONFIGS_MOUNT, true),
+        ]),
         liveness_probe: Some(https_probe("/healthz", 10257, 45)),
         resources: Some(requests("200m", "256Mi")),
         ..Default::default()
     };
     pod(
-        meta("kube-controller-manager-bootstrap", "openshift-kube-controller-manager", "kube-controller-manager"),
+        meta(
+            "kube-controller-manager-bootstrap",
+            "openshift-kube-controller-manager",
+            "kube-controller-manager",
+        ),
         container,
-        vec![host_path("secrets", BOOTSTRAP_SECRETS, None), host_path("kubeconfigs", KUBECONFIGS_DIR, None)],
+        vec![
+            host_path("secrets", BOOTSTRAP_SECRETS, None),
+            host_path("kubeconfigs", KUBECONFIGS_DIR, None),
+        ],
     )
 }
 
@@ -218,13 +253,21 @@ pub fn kube_scheduler(c: &Cluster) -> Pod {
         resources: Some(requests("100m", "128Mi")),
         ..Default::default()
     };
-    pod(meta("kube-scheduler-bootstrap", "openshift-kube-scheduler", "openshift-kube-scheduler"), container, vec![host_path("kubeconfigs", KUBECONFIGS_DIR, None)])
+    pod(
+        meta("kube-scheduler-bootstrap", "openshift-kube-scheduler", "openshift-kube-scheduler"),
+        container,
+        vec![host_path("kubeconfigs", KUBECONFIGS_DIR, None)],
+    )
 }
 
 /// The cluster-version-operator: the release image itself (it reads /release-manifests).
 /// bootkube.sh moves it into the manifest directory only after the CRDs are applied.
 pub fn cluster_version_operator(c: &Cluster) -> Pod {
-    let env = |n: &str, v: &str| EnvVar { name: n.into(), value: Some(v.into()), value_from: None };
+    let env = |n: &str, v: &str| EnvVar {
+        name: n.into(),
+        value: Some(v.into()),
+        value_from: None,
+    };
     let container = Container {
         name: "cluster-version-operator".into(),
         image: Some(c.release.image.clone()),
@@ -243,12 +286,17 @@ pub fn cluster_version_operator(c: &Cluster) -> Pod {
             env("NODE_NAME", &c.bootstrap().hostname),
             env("CLUSTER_PROFILE", "self-managed-high-availability"),
         ]),
-        security_context: Some(SecurityContext { privileged: Some(true), ..Default::default() }),
+        security_context: Some(SecurityContext {
+            privileged: Some(true),
+            ..Default::default()
+        }),
         volume_mounts: Some(vec![mount("kubeconfigs", KUBECONFIGS_MOUNT, true)]),
         ..Default::default()
     };
     let mut m = meta("cvo-bootstrap", "openshift-cluster-version", "cluster-version-operator");
-    m.labels.get_or_insert_with(BTreeMap::new).insert("k8s-app".into(), "cluster-version-operator".into());
+    m.labels
+        .get_or_insert_with(BTreeMap::new)
+        .insert("k8s-app".into(), "cluster-version-operator".into());
     pod(m, container, vec![host_path("kubeconfigs", KUBECONFIGS_DIR, None)])
 }
 
@@ -265,14 +313,23 @@ pub fn kube_proxy(c: &Cluster) -> Pod {
             format!("--cluster-cidr={cluster_cidr}"),
             "--v=2".into(),
         ]),
-        security_context: Some(SecurityContext { privileged: Some(true), ..Default::default() }),
-        volume_mounts: Some(vec![mount("kubeconfig", NODE_KUBECONFIG, true), mount("lib-modules", "/lib/modules", true)]),
+        security_context: Some(SecurityContext {
+            privileged: Some(true),
+            ..Default::default()
+        }),
+        volume_mounts: Some(vec![
+            mount("kubeconfig", NODE_KUBECONFIG, true),
+            mount("lib-modules", "/lib/modules", true),
+        ]),
         ..Default::default()
     };
     pod(
         meta("kube-proxy", "kube-system", "kube-proxy"),
         container,
-        vec![host_path("kubeconfig", NODE_KUBECONFIG, Some("File")), host_path("lib-modules", "/lib/modules", None)],
+        vec![
+            host_path("kubeconfig", NODE_KUBECONFIG, Some("File")),
+            host_path("lib-modules", "/lib/modules", None),
+        ],
     )
 }
 
