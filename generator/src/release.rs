@@ -74,7 +74,10 @@ pub fn parse(text: &str, release_image: Option<&str>) -> Result<Release, Vec<(us
     })
 }
 
-fn image_stream(text: &str) -> Result<(BTreeMap<String, String>, Option<String>), (usize, String)> {
+/// Tags and the version an ImageStream names; or (line, message).
+type Parsed = (BTreeMap<String, String>, Option<String>);
+
+fn image_stream(text: &str) -> Result<Parsed, (usize, String)> {
     let v: serde_json::Value = serde_json::from_str(text).map_err(|e| (e.line(), format!("not valid JSON: {e}")))?;
     if v["kind"] != "ImageStream" {
         return Err((1, format!("expected kind ImageStream, found {}", v["kind"])));

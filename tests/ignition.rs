@@ -1,0 +1,471 @@
+//! The per-node Ignition configs: valid for real `ignition-validate`, holding exactly what the
+//! generator meant to place, and encoding every lesson of field-notes §2 that a regression breaks.
+
+mod common;
+
+use common::*;
+use hardshift_generator::assets::{self, node, Extras};
+use hardshift_generator::cluster::Role;
+use hardshift_generator::ignition::{self, Config};
+use hardshift_generator::{config, fsio, pki};
+use k8s_openapi::api::core::v1::Pod;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+const NODES: [&str; 6] = ["bootstrap", "master-0", "master-1", "master-2", "worker-0", "worker-1"];
+const MCO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/mco");
+
+fn load(dir: &Path, node: &str) -> Config {
+    let bytes = std::fs::read(dir.join(format!("ignition/{node}.ign"))).unwrap();
+    serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{node}.ign: {e}"))
+}
+
+/// path → (mode, decoded contents)
+fn files(cfg: &Config) -> BTreeMap<String, (u32, Vec<u8>)> {
+    cfg.storage
+        .files
+        .iter()
+        .map(|f| {
+            (
+                f.path.clone(),
+                (
+                    f.mode.unwrap_or(0o644),
+                    ignition::decode(f.contents.as_ref().unwrap()).unwrap_or_default(),
+                ),
+            )
+        })
+        .collect()
+}
+
+fn file_text(cfg: &Config, path: &str) -> String {
+    let f = files(cfg);
+    String::from_utf8(f.get(path).unwrap_or_else(|| panic!("no {path}")).1.clone()).unwrap()
+}
+
+fn unit(cfg: &Config, name: &str) -> String {
+    cfg.systemd
+        .units
+        .iter()
+        .find(|u| u.name == name)
+        .and_then(|u| u.contents.clone())
+        .unwrap_or_else(|| panic!("no unit {name}"))
+}
+
+fn yaml(text: &str) -> Value {
+    config::yaml::parse(text).unwrap().value
+}
+
+fn docs(text: &str) -> Vec<Value> {
+    text.split("\n---\n").map(yaml).collect()
+}
+
+/// Parse strictly: the YAML must deserialize into a Pod and serialize back to the same value.
+fn pod(text: &str) -> Pod {
+    let v = yaml(text);
+    let p: Pod = serde_json::from_value(v.clone()).expect("a Pod");
+    assert_eq!(
+        serde_json::to_value(&p).unwrap(),
+        v,
+        "fields lost in a round trip through k8s-openapi Pod"
+    );
+    p
+}
+
+fn validate_all(dir: &Path) {
+    for n in NODES {
+        let p = dir.join(format!("ignition/{n}.ign"));
+        let (ok, out) = run("ignition-validate", &[p.to_str().unwrap()]);
+        assert!(ok, "{n}.ign: {out}");
+        let cfg = load(dir, n);
+        assert_eq!(cfg.ignition.version, "3.2.0");
+        assert!(!cfg.ignition.other.contains_key("config"), "{n}: no pointer configs");
+        for f in &cfg.storage.files {
+            assert_eq!(
+                f.user.as_ref().map(|u| u.name.as_str()),
+                f.group.as_ref().map(|g| g.name.as_str()),
+                "{}",
+                f.path
+            );
+        }
+    }
+}
+
+#[test]
+fn every_node_config_validates_with_and_without_an_mco_base() {
+    let d = example_copy();
+    create(d.path(), &["--key-algorithm", "ecdsa-p256"]);
+    validate_all(d.path());
+    let bases = format!("master={MCO}/master.ign,worker={MCO}/worker-machineconfig.json");
+    let out = create(d.path(), &["--mco-base", &bases]);
+    assert!(
+        text(&out.stdout).contains("merged into the MCO master base (36 files, 23 units; 3 replaced"),
+        "{}",
+        text(&out.stdout)
+    );
+    validate_all(d.path());
+}
+
+#[test]
+fn without_mirrors_and_with_proxy_and_trust_bundle() {
+    // No mirrors: no registries.conf and no ImageDigestMirrorSet.
+    let d = example_copy();
+    let ic = d.path().join("install-config.yaml");
+    let s = std::fs::read_to_string(&ic).unwrap();
+    let cut = s.find("imageDigestSources:").unwrap();
+    std::fs::write(&ic, &s[..cut]).unwrap();
+    create(d.path(), &["--key-algorithm", "ecdsa-p256"]);
+    validate_all(d.path());
+    let boot = load(d.path(), "bootstrap");
+    assert!(!files(&boot).contains_key("/etc/containers/registries.conf"));
+    assert!(!files(&boot).contains_key("/opt/openshift/manifests/09-image-digest-mirror-set.yaml"));
+
+    // Proxy and an additional trust bundle: Proxy CR, user-ca-bundle, anchors, node environment.
+    let ca = std::fs::read_to_string(d.path().join("agent-pki/agent-ca.crt")).unwrap();
+    let indented: String = ca.lines().map(|l| format!("  {l}\n")).collect();
+    let extra = format!(
+        "proxy:\n  httpProxy: http://proxy.example.com:3128\n  httpsProxy: http://proxy.example.com:3128\n  noProxy: .example.com,192.168.126.0/24\nadditionalTrustBundle: |\n{indented}"
+    );
+    std::fs::write(&ic, format!("{}{extra}", &s[..cut])).unwrap();
+    create(d.path(), &[]);
+    validate_all(d.path());
+    for n in NODES {
+        let cfg = load(d.path(), n);
+        assert_eq!(
+            file_text(&cfg, "/etc/pki/ca-trust/source/anchors/hardshift-additional-trust-bundle.crt"),
+            format!("{}\n", ca.trim_end()),
+            "{n}"
+        );
+        assert!(
+            file_text(&cfg, "/etc/hardshift/proxy.env").contains("HTTPS_PROXY=http://proxy.example.com:3128"),
+            "{n}"
+        );
+        let kubelet = cfg.systemd.units.iter().find(|u| u.name == "kubelet.service").unwrap();
+        assert!(
+            kubelet.dropins.iter().any(|x| x
+                .contents
+                .as_deref()
+                .unwrap_or("")
+                .contains("EnvironmentFile=/etc/hardshift/proxy.env")),
+            "{n}"
+        );
+    }
+    let boot = load(d.path(), "bootstrap");
+    let proxy = docs(&file_text(&boot, "/opt/openshift/manifests/04-proxy.yaml"));
+    assert_eq!(proxy[0]["metadata"]["name"], "user-ca-bundle");
+    assert_eq!(proxy[1]["kind"], "Proxy");
+    assert_eq!(proxy[1]["spec"]["httpsProxy"], "http://proxy.example.com:3128");
+    assert_eq!(proxy[1]["spec"]["trustedCA"]["name"], "user-ca-bundle");
+}
+
+/// Rebuild what the generator means to place from the bundle on disk, and compare with the
+/// decoded configs: every file, its mode, owner and bytes; base files kept unless replaced.
+#[test]
+fn decoded_files_are_exactly_what_the_generator_placed() {
+    let d = example_copy();
+    let bases = format!("master={MCO}/master.ign");
+    create(d.path(), &["--key-algorithm", "ecdsa-p256", "--mco-base", &bases]);
+    let sources = config::read_sources(d.path(), None).unwrap();
+    let cluster = config::build(&sources, &Default::default()).unwrap();
+    let specs = pki::plan(&cluster);
+    let existing = fsio::read_existing(d.path(), &specs);
+    let issued = pki::issue(
+        &specs,
+        &existing,
+        time::OffsetDateTime::now_utc(),
+        &pki::keys::SystemKeys,
+        Default::default(),
+    )
+    .unwrap();
+    assert!(issued.entries.iter().all(|e| e.outcome == pki::Outcome::Reused));
+    let mut crds = Vec::new();
+    let mut names: Vec<_> = std::fs::read_dir(d.path().join("crds"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    names.sort();
+    for p in names {
+        crds.push(assets::Crd {
+            file: p.file_name().unwrap().to_string_lossy().to_string(),
+            contents: std::fs::read(&p).unwrap(),
+        });
+    }
+    let base = ignition::parse_base(&std::fs::read_to_string(format!("{MCO}/master.ign")).unwrap()).unwrap();
+    let extras = Extras {
+        crds,
+        bases: BTreeMap::from([(Role::Master, base.clone())]),
+    };
+    let shared = node::Shared::new(&cluster, &issued, &extras);
+    for n in &cluster.nodes {
+        let cfg = load(d.path(), &n.hostname);
+        let got = files(&cfg);
+        let meant = node::node_config(&cluster, n, &shared, n.role == Role::Master);
+        for f in &meant.files {
+            let (mode, bytes) = got.get(&f.path).unwrap_or_else(|| panic!("{}: {} missing", n.hostname, f.path));
+            assert_eq!(*mode, f.mode, "{}: {} mode", n.hostname, f.path);
+            assert_eq!(bytes, &f.contents, "{}: {} contents", n.hostname, f.path);
+        }
+        let placed = cfg.storage.files.iter().find(|f| f.path == "/etc/hostname").unwrap();
+        assert_eq!(placed.user.as_ref().unwrap().name, "root");
+        assert_eq!(got["/etc/hostname"].1, format!("{}\n", n.hostname).as_bytes());
+        // Nothing but the meant files and (for masters) the base's.
+        let mut allowed: Vec<&str> = meant.files.iter().map(|f| f.path.as_str()).collect();
+        if n.role == Role::Master {
+            allowed.extend(base.storage.files.iter().map(|f| f.path.as_str()));
+            for bf in &base.storage.files {
+                if !meant.files.iter().any(|m| m.path == bf.path) {
+                    assert_eq!(
+                        got[&bf.path].1,
+                        ignition::decode(bf.contents.as_ref().unwrap()).unwrap(),
+                        "{}: base file {} changed",
+                        n.hostname,
+                        bf.path
+                    );
+                }
+            }
+            // The base's kubelet is kept (it bootstraps with /etc/kubernetes/kubeconfig).
+            assert!(unit(&cfg, "kubelet.service").contains("--bootstrap-kubeconfig=/etc/kubernetes/kubeconfig"));
+            assert_eq!(cfg.systemd.units.len(), base.systemd.units.len());
+        }
+        for p in got.keys() {
+            assert!(allowed.contains(&p.as_str()), "{}: unexpected file {p}", n.hostname);
+        }
+        // Private keys and secrets are 0600.
+        for (p, (mode, _)) in &got {
+            if p.ends_with(".key") || p.ends_with("config.json") || p.ends_with("kubeconfig") || p.contains("system-connections") {
+                assert_eq!(*mode, 0o600, "{}: {p}", n.hostname);
+            }
+        }
+    }
+    // Deterministic: the same inputs give byte-identical configs.
+    let again = assets::ignitions(&cluster, &issued, &extras);
+    for n in &again {
+        assert_eq!(
+            n.bytes,
+            std::fs::read(d.path().join(format!("ignition/{}.ign", n.hostname))).unwrap(),
+            "{}",
+            n.hostname
+        );
+    }
+}
+
+#[test]
+fn field_notes_lessons() {
+    let d = example_copy();
+    create(d.path(), &["--key-algorithm", "ecdsa-p256"]);
+    let refs: Value = serde_json::from_str(&std::fs::read_to_string(d.path().join("release/image-references")).unwrap()).unwrap();
+    let tag = |t: &str| {
+        refs["spec"]["tags"].as_array().unwrap().iter().find(|x| x["name"] == t).unwrap()["from"]["name"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let release_image = "quay.io/openshift-release-dev/ocp-release@sha256:453e99a5fd32a7611c440556bb35e504166f6284728e5b4953cac73f87a250f6";
+    let boot = load(d.path(), "bootstrap");
+    let bf = files(&boot);
+
+    // Bootstrap kubelet runs static pods only.
+    let kubelet = unit(&boot, "kubelet.service");
+    assert!(kubelet.contains("--pod-manifest-path=/etc/kubernetes/manifests"), "{kubelet}");
+    assert!(
+        !kubelet.contains("--kubeconfig") && !kubelet.contains("--bootstrap-kubeconfig"),
+        "{kubelet}"
+    );
+
+    // CRI-O uses the release's pause image, on every node.
+    for n in NODES {
+        let pause = file_text(&load(d.path(), n), "/etc/crio/crio.conf.d/00-pause.conf");
+        assert!(pause.contains(&format!("pause_image = \"{}\"", tag("pod"))), "{n}: {pause}");
+    }
+
+    // Static pods parse as Pods; images from the release.
+    let etcd = pod(&file_text(&boot, "/etc/kubernetes/manifests/etcd-bootstrap.yaml"));
+    let c = &etcd.spec.as_ref().unwrap().containers[0];
+    assert_eq!(c.image.as_deref(), Some(tag("etcd").as_str()));
+    assert!(c
+        .command
+        .as_ref()
+        .unwrap()
+        .contains(&"--initial-cluster=etcd-bootstrap=https://192.168.126.100:2380".to_string()));
+    for name in [
+        "kube-apiserver-bootstrap",
+        "kube-controller-manager-bootstrap",
+        "kube-scheduler-bootstrap",
+    ] {
+        let p = pod(&file_text(&boot, &format!("/etc/kubernetes/manifests/{name}.yaml")));
+        assert_eq!(
+            p.spec.as_ref().unwrap().containers[0].image.as_deref(),
+            Some(tag("hyperkube").as_str()),
+            "{name}"
+        );
+        assert_eq!(p.spec.as_ref().unwrap().host_network, Some(true));
+    }
+    let kas = pod(&file_text(&boot, "/etc/kubernetes/manifests/kube-apiserver-bootstrap.yaml"));
+    let kas_cmd = kas.spec.unwrap().containers[0].command.clone().unwrap();
+    assert!(kas_cmd.contains(&"--service-cluster-ip-range=172.30.0.0/16".to_string()));
+    // Every certificate a static pod names is on the node.
+    for f in kas_cmd
+        .iter()
+        .filter_map(|a| a.split_once("=/etc/kubernetes/secrets/").map(|x| x.1))
+    {
+        assert!(
+            bf.contains_key(&format!("/etc/kubernetes/bootstrap-secrets/{f}")),
+            "kube-apiserver needs {f}"
+        );
+    }
+
+    // CVO: the release image, --listen=, CLUSTER_PROFILE, privileged; staged until bootkube places it.
+    assert!(
+        !bf.contains_key("/etc/kubernetes/manifests/cvo-bootstrap.yaml"),
+        "CVO must not start before the CRDs"
+    );
+    let cvo = pod(&file_text(&boot, "/opt/openshift/cvo/cvo-bootstrap.yaml"));
+    let cc = &cvo.spec.as_ref().unwrap().containers[0];
+    assert_eq!(cc.image.as_deref(), Some(release_image));
+    assert!(cc.args.as_ref().unwrap().contains(&"--listen=".to_string()));
+    let env: BTreeMap<_, _> = cc
+        .env
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|e| (e.name.clone(), e.value.clone().unwrap_or_default()))
+        .collect();
+    assert_eq!(env["CLUSTER_PROFILE"], "self-managed-high-availability");
+    assert_eq!(cc.security_context.as_ref().unwrap().privileged, Some(true));
+
+    // bootkube: /usr/local/bin, 0755; CRDs, then manifests, then the status patch, then the CVO.
+    let (mode, script) = &bf["/usr/local/bin/bootkube.sh"];
+    assert_eq!(*mode, 0o755);
+    let script = String::from_utf8(script.clone()).unwrap();
+    let pos = |s: &str| script.find(s).unwrap_or_else(|| panic!("bootkube lacks {s}"));
+    assert!(pos("apply_dir crds") < pos("apply_dir manifests"));
+    assert!(pos("apply_dir manifests") < pos("--subresource=status"));
+    assert!(pos("--subresource=status") < pos("cp \"/opt/openshift/cvo/cvo-bootstrap.yaml\""));
+    assert!(script.contains("/var/lib/hardshift/bootkube.json"));
+    assert!(unit(&boot, "bootkube.service").contains("ExecStart=/usr/local/bin/bootkube.sh"));
+    let (ok, out) = run("bash", &["-n", "-c", &script]);
+    assert!(ok, "bootkube.sh does not parse: {out}");
+    let crds: Vec<&String> = bf.keys().filter(|p| p.starts_with("/opt/openshift/crds/")).collect();
+    assert_eq!(crds.len(), 9);
+
+    // Infrastructure status (patched: a subresource) and both Network CRs.
+    let status: Value = serde_json::from_str(&file_text(&boot, "/opt/openshift/infrastructure-status.json")).unwrap();
+    assert_eq!(status["status"]["controlPlaneTopology"], "HighlyAvailable");
+    assert_eq!(status["status"]["infrastructureTopology"], "HighlyAvailable");
+    assert_eq!(status["status"]["apiServerURL"], "https://api.ocp4.example.com:6443");
+    assert_eq!(status["status"]["apiServerInternalURL"], "https://api-int.ocp4.example.com:6443");
+    assert_eq!(status["status"]["platformStatus"]["type"], "None");
+    assert!(status["status"]["infrastructureName"].as_str().unwrap().starts_with("ocp4-"));
+    let m = |f: &str| docs(&file_text(&boot, &format!("/opt/openshift/manifests/{f}")));
+    assert_eq!(m("03-network-config.yaml")[0]["apiVersion"], "config.openshift.io/v1");
+    assert_eq!(m("03-network-operator.yaml")[0]["apiVersion"], "operator.openshift.io/v1");
+    assert_eq!(m("03-network-config.yaml")[0]["spec"]["clusterNetwork"][0]["hostPrefix"], 23);
+
+    // cluster-config-v1 holds the install-config, without the pull secret.
+    let cm = &m("06-cluster-config-v1.yaml")[0];
+    assert_eq!(cm["metadata"]["namespace"], "kube-system");
+    let ic = yaml(cm["data"]["install-config"].as_str().unwrap());
+    let mut original = yaml(&std::fs::read_to_string(d.path().join("install-config.yaml")).unwrap());
+    original.as_object_mut().unwrap().remove("pullSecret");
+    assert_eq!(ic, original);
+
+    // etcd-endpoints points at the bootstrap etcd.
+    let ep = &m("07-etcd-endpoints.yaml")[0];
+    assert_eq!(
+        ep["metadata"]["annotations"]["alpha.installer.openshift.io/etcd-bootstrap"],
+        "192.168.126.100"
+    );
+    // ClusterVersion without desiredUpdate; a FeatureGate.
+    let cv = &m("05-clusterversion.yaml")[0];
+    assert!(cv["spec"].get("desiredUpdate").is_none());
+    assert_eq!(cv["spec"]["channel"], "stable-4.18");
+    assert_eq!(m("04-featuregate.yaml")[0]["kind"], "FeatureGate");
+
+    // kube-proxy: masters only, the kube-proxy image, privileged, RBAC for system:bootstrapper.
+    for n in ["master-0", "master-1", "master-2"] {
+        let cfg = load(d.path(), n);
+        let p = pod(&file_text(&cfg, "/etc/kubernetes/manifests/kube-proxy.yaml"));
+        let c = &p.spec.as_ref().unwrap().containers[0];
+        assert_eq!(c.image.as_deref(), Some(tag("kube-proxy").as_str()));
+        assert_ne!(c.image.as_deref(), Some(tag("hyperkube").as_str()));
+        assert_eq!(c.security_context.as_ref().unwrap().privileged, Some(true));
+        assert!(file_text(&cfg, "/etc/kubernetes/apiserver-url.env").contains("KUBERNETES_SERVICE_HOST=api-int.ocp4.example.com"));
+        assert!(file_text(&cfg, "/etc/kubernetes/kubeconfig").contains("https://api-int.ocp4.example.com:6443"));
+    }
+    for n in ["worker-0", "worker-1"] {
+        assert!(!files(&load(d.path(), n)).contains_key("/etc/kubernetes/manifests/kube-proxy.yaml"));
+    }
+    let rbac = m("01-rbac.yaml");
+    assert!(rbac
+        .iter()
+        .any(|b| b["roleRef"]["name"] == "system:node-proxier" && b["subjects"][0]["name"] == "system:bootstrapper"));
+    assert!(rbac
+        .iter()
+        .any(|b| b["roleRef"]["name"] == "system:node-bootstrapper" && b["subjects"][0]["name"] == "system:bootstrapper"));
+
+    // Static network: a keyfile bound to the MAC.
+    let key = file_text(
+        &load(d.path(), "master-1"),
+        "/etc/NetworkManager/system-connections/enp1s0.nmconnection",
+    );
+    assert!(
+        key.contains("address1=192.168.126.102/24,192.168.126.1") && key.contains("mac-address=52:54:00:00:00:66"),
+        "{key}"
+    );
+
+    // Air gap: registries.conf by digest, and the IDMS.
+    let reg = file_text(&load(d.path(), "worker-0"), "/etc/containers/registries.conf");
+    assert!(
+        reg.contains("location = \"quay.io/openshift-release-dev/ocp-release\"\n  mirror-by-digest-only = true"),
+        "{reg}"
+    );
+    assert!(
+        reg.contains("location = \"registry.ocp4.example.com:5000/ocp4/openshift4\""),
+        "{reg}"
+    );
+    let idms = &m("09-image-digest-mirror-set.yaml")[0];
+    assert_eq!(
+        idms["spec"]["imageDigestMirrors"][0]["source"],
+        "quay.io/openshift-release-dev/ocp-release"
+    );
+    // The pull secret is on every node for the kubelet, and never in a world-readable file.
+    assert_eq!(bf["/var/lib/kubelet/config.json"].0, 0o600);
+    assert_eq!(bf["/opt/openshift/manifests/08-pull-secret.yaml"].0, 0o600);
+}
+
+#[test]
+fn a_release_without_a_needed_image_is_an_input_error() {
+    let d = example_copy();
+    edit(
+        d.path(),
+        "release/image-references",
+        "\"name\": \"kube-proxy\"",
+        "\"name\": \"kube-proxy-renamed\"",
+    );
+    let out = hardshift(&["create", "--dir", d.path().to_str().unwrap()]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("release/image-references: the release has no \"kube-proxy\" image"),
+        "{err}"
+    );
+    assert!(!d.path().join(".hardshift").exists());
+
+    let d = example_copy();
+    let bad = d.path().join("bad.ign");
+    std::fs::write(
+        &bad,
+        r#"{"ignition":{"version":"3.2.0","config":{"merge":[{"source":"https://api-int:22623/config/master"}]}}}"#,
+    )
+    .unwrap();
+    let out = hardshift(&[
+        "create",
+        "--dir",
+        d.path().to_str().unwrap(),
+        "--mco-base",
+        &format!("master={}", bad.display()),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("pointer config"), "{}", text(&out.stderr));
+    assert!(!d.path().join(".hardshift").exists());
+}
