@@ -44,11 +44,12 @@ impl Bundle {
 }
 
 /// Everything `create` writes for the foundation: PKI, kubeconfigs, the resolved cluster, sums.
-pub fn assemble(c: &Cluster, pki: &Pki, ignitions: &[crate::assets::NodeIgnition]) -> Bundle {
+/// The ignition bytes move into the bundle (they can be hundreds of MB for a large cluster).
+pub fn assemble(c: &Cluster, pki: &Pki, ignitions: &mut [crate::assets::NodeIgnition]) -> Bundle {
     let mut b = Bundle::default();
     for n in ignitions {
-        // Holds private keys (every node's config has its own or the cluster's).
-        b.add(format!("ignition/{}.ign", n.hostname), SECRET, n.bytes.clone());
+        // Holds secrets (the pull secret, kubeconfigs; the bootstrap's every key).
+        b.add(format!("ignition/{}.ign", n.hostname), SECRET, std::mem::take(&mut n.bytes));
     }
     for e in &pki.entries {
         let stem = e.spec.id();

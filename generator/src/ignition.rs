@@ -256,6 +256,11 @@ pub struct MergeReport {
 /// Build a node's config: the base (if any) with `node` merged in. Per-node files replace base files
 /// of the same path; units merge by name (contents and enablement from the node, drop-ins by name).
 pub fn build(node: &NodeConfig, base: Option<&Config>) -> (Config, MergeReport) {
+    build_with(node, base, &encode)
+}
+
+/// `build` with a chosen encoder (a cache, when many nodes share the same files).
+pub fn build_with(node: &NodeConfig, base: Option<&Config>, encode: &(dyn Fn(&[u8]) -> Contents + Sync)) -> (Config, MergeReport) {
     let mut cfg = base.cloned().unwrap_or_default();
     let mut report = MergeReport {
         base_files: cfg.storage.files.len(),

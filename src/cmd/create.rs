@@ -104,8 +104,8 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         PkiError::Refused { .. } => Failure::input(e),
         other => Failure::other(other),
     })?;
-    let nodes = assets::ignitions(&cluster, &pki, &extras);
-    let b = bundle::assemble(&cluster, &pki, &nodes);
+    let mut nodes = assets::ignitions(&cluster, &pki, &extras);
+    let b = bundle::assemble(&cluster, &pki, &mut nodes);
     let written = fsio::write(&a.dir, &b).map_err(Failure::other)?;
 
     let count = |r| cluster.nodes.iter().filter(|n| n.role == r).count();
@@ -156,7 +156,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
             n.role.as_str(),
             n.files,
             n.units,
-            n.bytes.len() as f64 / 1024.0
+            n.size as f64 / 1024.0
         );
     }
     match written {

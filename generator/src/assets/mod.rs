@@ -10,7 +10,10 @@ pub mod static_pods;
 use crate::cluster::{Cluster, Role};
 use crate::ignition::{self, Config, MergeReport};
 use crate::pki::Pki;
-use std::collections::BTreeMap;
+use rayon::prelude::*;
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
 
 /// A CRD from `DIR/crds/`, applied by bootkube before the cluster-version-operator starts.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,27 +34,42 @@ pub struct NodeIgnition {
     pub hostname: String,
     pub role: Role,
     pub bytes: Vec<u8>,
+    /// Size of the config (kept when the bytes move into the bundle).
+    pub size: usize,
     pub files: usize,
     pub units: usize,
     /// Some when merged into an MCO base.
     pub merge: Option<MergeReport>,
 }
 
-/// One complete Ignition config per node.
+/// One complete Ignition config per node, built in parallel. Files that many nodes share (the
+/// kubelet kubeconfig, the CA, the pull secret...) are compressed and encoded once.
 pub fn ignitions(c: &Cluster, pki: &Pki, extras: &Extras) -> Vec<NodeIgnition> {
     let shared = node::Shared::new(c, pki, extras);
+    let cache: Mutex<HashMap<[u8; 32], ignition::Contents>> = Mutex::new(HashMap::new());
+    let encode = |data: &[u8]| {
+        let key: [u8; 32] = Sha256::digest(data).into();
+        if let Some(hit) = cache.lock().expect("cache").get(&key) {
+            return hit.clone();
+        }
+        let enc = ignition::encode(data);
+        cache.lock().expect("cache").insert(key, enc.clone());
+        enc
+    };
     c.nodes
-        .iter()
+        .par_iter()
         .map(|n| {
             let add = node::node_config(c, n, &shared, extras.bases.contains_key(&n.role));
             let base = extras.bases.get(&n.role);
-            let (cfg, report) = ignition::build(&add, base);
+            let (cfg, report) = ignition::build_with(&add, base, &encode);
+            let bytes = ignition::render(&cfg);
             NodeIgnition {
                 hostname: n.hostname.clone(),
                 role: n.role,
                 files: cfg.storage.files.len(),
                 units: cfg.systemd.units.len(),
-                bytes: ignition::render(&cfg),
+                size: bytes.len(),
+                bytes,
                 merge: base.map(|_| report),
             }
         })
