@@ -469,3 +469,77 @@ fn a_release_without_a_needed_image_is_an_input_error() {
     assert!(text(&out.stderr).contains("pointer config"), "{}", text(&out.stderr));
     assert!(!d.path().join(".hardshift").exists());
 }
+
+#[test]
+fn every_manifest_parses_into_its_type_and_every_cr_has_a_crd() {
+    use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
+    use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
+    fn strict<T: serde::de::DeserializeOwned + serde::Serialize>(v: &Value) {
+        let t: T = serde_json::from_value(v.clone()).unwrap_or_else(|e| panic!("{e}: {v}"));
+        let mut back = serde_json::to_value(&t).unwrap();
+        back["apiVersion"] = v["apiVersion"].clone();
+        back["kind"] = v["kind"].clone();
+        assert_eq!(&back, v, "fields lost in a round trip");
+    }
+    let d = example_copy();
+    create(d.path(), &["--key-algorithm", "ecdsa-p256"]);
+    let boot = load(d.path(), "bootstrap");
+    let all = files(&boot);
+    // Kinds the CRDs in crds/ declare, by group.
+    let mut declared = Vec::new();
+    for (p, (_, bytes)) in all.iter().filter(|(p, _)| p.starts_with("/opt/openshift/crds/")) {
+        let crd = yaml(std::str::from_utf8(bytes).unwrap());
+        assert_eq!(crd["kind"], "CustomResourceDefinition", "{p}");
+        declared.push((
+            crd["spec"]["group"].as_str().unwrap().to_string(),
+            crd["spec"]["names"]["kind"].as_str().unwrap().to_string(),
+        ));
+    }
+    let mut count = 0;
+    for (p, (_, bytes)) in all.iter().filter(|(p, _)| p.starts_with("/opt/openshift/manifests/")) {
+        for doc in docs(std::str::from_utf8(bytes).unwrap()) {
+            count += 1;
+            let kind = doc["kind"].as_str().unwrap_or_else(|| panic!("{p}: no kind"));
+            assert!(doc["metadata"]["name"].is_string(), "{p}: no name");
+            match (doc["apiVersion"].as_str().unwrap(), kind) {
+                ("v1", "Namespace") => strict::<Namespace>(&doc),
+                ("v1", "ConfigMap") => strict::<ConfigMap>(&doc),
+                ("v1", "Secret") => strict::<Secret>(&doc),
+                ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding") => strict::<ClusterRoleBinding>(&doc),
+                (api, kind) => {
+                    let group = api.split('/').next().unwrap();
+                    assert!(
+                        declared.contains(&(group.to_string(), kind.to_string())),
+                        "{p}: no CRD declares {api} {kind}"
+                    );
+                }
+            }
+        }
+    }
+    assert!(count >= 20, "{count} objects");
+}
+
+#[test]
+fn a_single_master_cluster_reports_single_replica_control_plane() {
+    let d = example_copy();
+    edit(d.path(), "install-config.yaml", "  replicas: 3", "  replicas: 1");
+    edit(d.path(), "install-config.yaml", "  replicas: 2", "  replicas: 4");
+    edit(
+        d.path(),
+        "agent-config.yaml",
+        "- hostname: master-1\n  role: master",
+        "- hostname: master-1\n  role: worker",
+    );
+    edit(
+        d.path(),
+        "agent-config.yaml",
+        "- hostname: master-2\n  role: master",
+        "- hostname: master-2\n  role: worker",
+    );
+    create(d.path(), &["--key-algorithm", "ecdsa-p256"]);
+    let boot = load(d.path(), "bootstrap");
+    let status: Value = serde_json::from_str(&file_text(&boot, "/opt/openshift/infrastructure-status.json")).unwrap();
+    assert_eq!(status["status"]["controlPlaneTopology"], "SingleReplica");
+    assert_eq!(status["status"]["infrastructureTopology"], "HighlyAvailable");
+    assert!(!files(&load(d.path(), "master-1")).contains_key("/etc/kubernetes/manifests/kube-proxy.yaml"));
+}
