@@ -18,6 +18,8 @@ enum Command {
     Create(cmd::create::Args),
     /// Check a written bundle: sums, chains, key pairs, SANs, expiry, kubeconfigs.
     Verify(cmd::verify::Args),
+    /// Regenerate only DIR/lab/ (DNS, DHCP, PXE, HAProxy, libvirt, install commands).
+    Lab(cmd::lab::Args),
 }
 
 /// Failures carry their exit code: 2 for input and usage errors, 1 for everything else.
@@ -46,6 +48,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Create(a) => cmd::create::run(a),
         Command::Verify(a) => cmd::verify::run(a),
+        Command::Lab(a) => cmd::lab::run(a),
     };
     match result {
         Ok(code) => ExitCode::from(code),

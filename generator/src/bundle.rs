@@ -47,6 +47,8 @@ impl Bundle {
 /// The ignition bytes move into the bundle (they can be hundreds of MB for a large cluster).
 pub fn assemble(c: &Cluster, pki: &Pki, ignitions: &mut [crate::assets::NodeIgnition]) -> Bundle {
     let mut b = Bundle::default();
+    let hashes = crate::lab::ignition_hashes(ignitions.iter().map(|n| (n.hostname.as_str(), n.bytes.as_slice())));
+    add_lab(&mut b, c, &hashes);
     for n in ignitions {
         // Holds secrets (the pull secret, kubeconfigs; the bootstrap's every key).
         b.add(format!("ignition/{}.ign", n.hostname), SECRET, std::mem::take(&mut n.bytes));
@@ -83,4 +85,19 @@ pub fn sums(b: &Bundle) -> String {
         .filter(|(p, _)| p.as_str() != SUMS)
         .map(|(p, f)| format!("{}  {p}\n", sha256_hex(&f.contents)))
         .collect()
+}
+
+/// Put the lab files in (replacing any), for `create` and for `hardshift lab`.
+pub fn add_lab(b: &mut Bundle, c: &Cluster, hashes: &BTreeMap<String, String>) {
+    b.files.retain(|p, _| !p.starts_with("lab/"));
+    for (path, mode, text) in crate::lab::render(c, hashes) {
+        b.add(path, mode, text);
+    }
+}
+
+/// Recompute SHA256SUMS after a change to the files.
+pub fn reseal(b: &mut Bundle) {
+    b.files.remove(SUMS);
+    let s = sums(b);
+    b.add(SUMS, PUBLIC, s);
 }

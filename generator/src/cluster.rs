@@ -36,6 +36,8 @@ pub struct Node {
     pub prefix: u8,
     pub gateway: Option<IpAddr>,
     pub dns: Vec<IpAddr>,
+    /// agent-config `rootDeviceHints.deviceName`, where RHCOS is installed.
+    pub root_device: Option<String>,
 }
 
 impl Node {
@@ -101,6 +103,8 @@ pub struct Mirror {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LabSettings {
+    /// Install disk for nodes without `rootDeviceHints.deviceName` (KVM virtio: /dev/vda).
+    pub install_device: String,
     pub vcpus: u32,
     pub memory_mib: u32,
     pub disk_gib: u32,

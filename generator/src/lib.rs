@@ -10,6 +10,7 @@ pub mod config;
 pub mod fsio;
 pub mod ignition;
 pub mod kubeconfig;
+pub mod lab;
 pub mod pki;
 pub mod release;
 pub mod verify;

@@ -1,4 +1,5 @@
 pub mod create;
+pub mod lab;
 pub mod verify;
 
 use crate::Failure;

@@ -1,6 +1,8 @@
 //! Helpers for the end-to-end tests: a copy of the example lab in a temp dir, the real binary.
 #![allow(dead_code)]
 
+pub mod netns;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

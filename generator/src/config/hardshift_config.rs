@@ -79,4 +79,6 @@ pub struct Lab {
     #[serde(rename = "diskGiB")]
     pub disk_gib: Option<u32>,
     pub http_base_url: Option<String>,
+    /// Install disk when a host has no rootDeviceHints.deviceName (default /dev/vda).
+    pub install_device: Option<String>,
 }

@@ -89,6 +89,7 @@ pub(super) fn validate(
         fips: ic.fips,
         pki: settings.pki,
         lab: LabSettings {
+            install_device: hs.lab.install_device.clone().unwrap_or_else(|| "/dev/vda".into()),
             vcpus: hs.lab.vcpus.unwrap_or(4),
             memory_mib: hs.lab.memory_mib.unwrap_or(16384),
             disk_gib: hs.lab.disk_gib.unwrap_or(100),
@@ -850,5 +851,11 @@ fn host(h: &Host, p: &str, nets: &Networks, s: &Settings, r: &mut Reporter) -> O
         prefix: addr.prefix_length,
         gateway,
         dns,
+        root_device: h
+            .root_device_hints
+            .as_ref()
+            .and_then(|r| r.get("deviceName"))
+            .and_then(|v| v.as_str())
+            .map(String::from),
     })
 }

@@ -1,0 +1,358 @@
+//! The lab's configs, checked and run by the real programs: haproxy, dnsmasq, named-checkzone,
+//! dhcpd, dig; HAProxy forwarding between namespaces holding the lab's addresses.
+
+mod common;
+
+use common::netns::Netns;
+use common::*;
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+const NODES: [(&str, &str, &str); 6] = [
+    ("bootstrap", "192.168.126.100", "52:54:00:00:00:64"),
+    ("master-0", "192.168.126.101", "52:54:00:00:00:65"),
+    ("master-1", "192.168.126.102", "52:54:00:00:00:66"),
+    ("master-2", "192.168.126.103", "52:54:00:00:00:67"),
+    ("worker-0", "192.168.126.110", "52:54:00:00:00:6e"),
+    ("worker-1", "192.168.126.111", "52:54:00:00:00:6f"),
+];
+
+fn lab(d: &Path, f: &str) -> String {
+    d.join("lab").join(f).to_string_lossy().to_string()
+}
+
+fn bundle() -> tempfile::TempDir {
+    let d = example_copy();
+    create(d.path(), &["--key-algorithm", "ecdsa-p256"]);
+    d
+}
+
+#[test]
+fn validators_accept_every_generated_config() {
+    let d = bundle();
+    let p = d.path();
+    for f in ["haproxy/haproxy.cfg", "haproxy/haproxy-post-pivot.cfg"] {
+        let (ok, out) = run("haproxy", &["-c", "-f", &lab(p, f)]);
+        assert!(ok && out.contains("Configuration file is valid"), "{f}: {out}");
+    }
+    for f in ["dnsmasq/ocp4-dns.conf", "dnsmasq/ocp4-dhcp.conf"] {
+        let (ok, out) = run("dnsmasq", &["--test", "-C", &lab(p, f)]);
+        assert!(ok && out.contains("syntax check OK"), "{f}: {out}");
+    }
+    for (zone, f) in [
+        ("ocp4.example.com", "bind/db.ocp4.example.com"),
+        ("126.168.192.in-addr.arpa", "bind/db.126.168.192.in-addr.arpa"),
+    ] {
+        let (ok, out) = run("named-checkzone", &[zone, &lab(p, f)]);
+        assert!(ok && out.contains("OK"), "{f}: {out}");
+    }
+    let (ok, out) = run("dhcpd", &["-t", "-cf", &lab(p, "dhcpd/dhcpd.conf")]);
+    assert!(ok, "dhcpd: {out}");
+    // dhcpd -t lets a bare `bogus;` pass, so read the host blocks back too.
+    let conf = std::fs::read_to_string(lab(p, "dhcpd/dhcpd.conf")).unwrap();
+    let mut hosts = BTreeSet::new();
+    for block in conf.split("host ").skip(1) {
+        let name = block.split_whitespace().next().unwrap().to_string();
+        let field = |k: &str| {
+            block
+                .lines()
+                .find_map(|l| l.trim().strip_prefix(k))
+                .map(|v| v.trim().trim_end_matches(';').trim_matches('"').to_string())
+        };
+        hosts.insert((
+            name,
+            field("fixed-address").unwrap(),
+            field("hardware ethernet").unwrap(),
+            field("option host-name").unwrap(),
+        ));
+    }
+    let want: BTreeSet<_> = NODES
+        .iter()
+        .map(|(h, ip, mac)| (h.to_string(), ip.to_string(), mac.to_string(), h.to_string()))
+        .collect();
+    assert_eq!(hosts, want);
+    let (ok, out) = run(
+        "python3",
+        &[
+            "-c",
+            "import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])",
+            &lab(p, "libvirt/ocp4-network.xml"),
+        ],
+    );
+    assert!(ok, "libvirt XML: {out}");
+    // A broken config is caught by the same checks (so the checks mean something).
+    let bad = p.join("bad.cfg");
+    std::fs::write(
+        &bad,
+        std::fs::read_to_string(lab(p, "haproxy/haproxy.cfg"))
+            .unwrap()
+            .replace("balance roundrobin", "balance nonsense"),
+    )
+    .unwrap();
+    assert!(!run("haproxy", &["-c", "-f", bad.to_str().unwrap()]).0);
+}
+
+fn free_port() -> u16 {
+    let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = s.local_addr().unwrap().port();
+    let t = std::net::TcpListener::bind(("127.0.0.1", port));
+    if t.is_err() {
+        return free_port();
+    }
+    port
+}
+
+struct Kill(std::process::Child);
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn dnsmasq_serves_every_record() {
+    let d = bundle();
+    let port = free_port();
+    let conf = lab(d.path(), "dnsmasq/ocp4-dns.conf");
+    let _dns = Kill(
+        std::process::Command::new("dnsmasq")
+            .args([
+                "-d",
+                "-C",
+                &conf,
+                &format!("--port={port}"),
+                "--listen-address=127.0.0.1",
+                "--bind-interfaces",
+            ])
+            .args(["--no-resolv", "--no-hosts", "--pid-file=", "--user=root"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let p = port.to_string();
+    let dig = |args: &[&str]| {
+        let mut all = vec!["@127.0.0.1", "-p", p.as_str(), "+short", "+time=1", "+tries=1"];
+        all.extend_from_slice(args);
+        let (ok, out) = run("dig", &all);
+        assert!(ok, "dig {args:?}: {out}");
+        let mut lines: Vec<String> = out.lines().map(String::from).collect();
+        lines.sort();
+        lines
+    };
+    let start = Instant::now();
+    while dig(&["api.ocp4.example.com"]).is_empty() {
+        assert!(start.elapsed() < Duration::from_secs(10), "dnsmasq did not answer");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(dig(&["api.ocp4.example.com"]), vec!["192.168.126.10"]);
+    assert_eq!(dig(&["api-int.ocp4.example.com"]), vec!["192.168.126.10"]);
+    assert_eq!(dig(&["console-openshift-console.apps.ocp4.example.com"]), vec!["192.168.126.11"]);
+    for (host, ip, _) in NODES {
+        assert_eq!(dig(&[&format!("{host}.ocp4.example.com")]), vec![ip], "{host}");
+        assert_eq!(dig(&["-x", ip]), vec![format!("{host}.ocp4.example.com.")], "PTR of {ip}");
+    }
+    for i in 0..3 {
+        assert_eq!(
+            dig(&[&format!("etcd-{i}.ocp4.example.com")]),
+            vec![format!("192.168.126.{}", 101 + i)]
+        );
+    }
+    assert_eq!(
+        dig(&["SRV", "_etcd-server-ssl._tcp.ocp4.example.com"]),
+        vec![
+            "0 10 2380 etcd-0.ocp4.example.com.",
+            "0 10 2380 etcd-1.ocp4.example.com.",
+            "0 10 2380 etcd-2.ocp4.example.com."
+        ]
+    );
+    // Names outside the cluster are not invented.
+    assert!(dig(&["nothing.example.org"]).is_empty());
+}
+
+/// A TCP responder on the node's ports that answers with the node's name.
+const RESPONDER: &str = r#"
+import socket, sys, threading
+name = sys.argv[1]
+def serve(port):
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("0.0.0.0", port)); s.listen(64)
+    while True:
+        c, _ = s.accept(); c.sendall((name + "\n").encode()); c.close()
+for p in sys.argv[2:]:
+    threading.Thread(target=serve, args=(int(p),), daemon=True).start()
+threading.Event().wait()
+"#;
+
+const CLIENT: &str = r#"
+import socket, sys
+seen = []
+for _ in range(int(sys.argv[3])):
+    try:
+        c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=2)
+        seen.append(c.recv(100).decode().strip()); c.close()
+    except OSError as e:
+        seen.append("error:" + type(e).__name__)
+print(",".join(seen))
+"#;
+
+#[test]
+fn haproxy_forwards_to_the_right_nodes_before_and_after_the_pivot() {
+    let d = bundle();
+    let mut hosts: Vec<(&str, Vec<String>)> = vec![
+        (
+            "helper",
+            vec!["192.168.126.1/24".into(), "192.168.126.10/24".into(), "192.168.126.11/24".into()],
+        ),
+        ("client", vec!["192.168.126.99/24".into()]),
+    ];
+    for (h, ip, _) in NODES {
+        hosts.push((h, vec![format!("{ip}/24")]));
+    }
+    let spec: Vec<(&str, Vec<&str>)> = hosts.iter().map(|(h, a)| (*h, a.iter().map(String::as_str).collect())).collect();
+    let spec: Vec<(&str, &[&str])> = spec.iter().map(|(h, a)| (*h, a.as_slice())).collect();
+    let mut net = Netns::new("lb", &spec);
+    for (h, _, _) in NODES {
+        net.spawn(h, "python3", &["-c", RESPONDER, h, "6443", "22623", "80", "443"]);
+    }
+
+    let through = |net: &Netns, vip: &str, port: u16| -> BTreeSet<String> {
+        let (ok, out) = net.exec("client", "python3", &["-c", CLIENT, vip, &port.to_string(), "24"]);
+        assert!(ok, "{out}");
+        out.trim().split(',').map(String::from).collect()
+    };
+    let wait_ready = |net: &Netns| {
+        let start = Instant::now();
+        loop {
+            let (ok, out) = net.exec("client", "python3", &["-c", CLIENT, "192.168.126.10", "6443", "1"]);
+            if ok && !out.contains("error") && !out.trim().is_empty() {
+                break;
+            }
+            assert!(start.elapsed() < Duration::from_secs(15), "haproxy did not start: {out}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    // Every backend answers directly before HAProxy is judged.
+    let backends_up = |net: &Netns| {
+        for (h, ip, _) in NODES {
+            for port in ["6443", "22623", "80", "443"] {
+                let start = Instant::now();
+                loop {
+                    let (ok, out) = net.exec("client", "python3", &["-c", CLIENT, ip, port, "1"]);
+                    if ok && out.trim() == h {
+                        break;
+                    }
+                    assert!(start.elapsed() < Duration::from_secs(20), "{h}:{port} did not come up: {out}");
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            }
+        }
+    };
+    backends_up(&net);
+    let set = |names: &[&str]| names.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
+    let cp = set(&["bootstrap", "master-0", "master-1", "master-2"]);
+    let masters = set(&["master-0", "master-1", "master-2"]);
+    let workers = set(&["worker-0", "worker-1"]);
+
+    // Before the pivot: the bootstrap serves the API and machine-config with the masters.
+    net.spawn("helper", "haproxy", &["-db", "-f", &lab(d.path(), "haproxy/haproxy.cfg")]);
+    wait_ready(&net);
+    assert_eq!(through(&net, "192.168.126.10", 6443), cp);
+    assert_eq!(through(&net, "192.168.126.10", 22623), cp);
+    assert_eq!(through(&net, "192.168.126.11", 80), workers);
+    assert_eq!(through(&net, "192.168.126.11", 443), workers);
+
+    // After it: never the bootstrap.
+    net.kill_all();
+    for (h, _, _) in NODES {
+        net.spawn(h, "python3", &["-c", RESPONDER, h, "6443", "22623", "80", "443"]);
+    }
+    backends_up(&net);
+    net.spawn(
+        "helper",
+        "haproxy",
+        &["-db", "-f", &lab(d.path(), "haproxy/haproxy-post-pivot.cfg")],
+    );
+    wait_ready(&net);
+    assert_eq!(through(&net, "192.168.126.10", 6443), masters);
+    assert_eq!(through(&net, "192.168.126.10", 22623), masters);
+    assert_eq!(through(&net, "192.168.126.11", 443), workers);
+}
+
+#[test]
+fn install_commands_pin_each_ignition_by_its_sha512() {
+    let d = bundle();
+    let script = std::fs::read_to_string(lab(d.path(), "scripts/coreos-installer.sh")).unwrap();
+    let (ok, out) = run("bash", &["-n", &lab(d.path(), "scripts/coreos-installer.sh")]);
+    assert!(ok, "{out}");
+    for (host, ip, mac) in NODES {
+        let ign = d.path().join(format!("ignition/{host}.ign"));
+        let (ok, sum) = run("sha512sum", &[ign.to_str().unwrap()]);
+        assert!(ok);
+        let hex = sum.split_whitespace().next().unwrap();
+        let block = script.split(&format!("  {host})")).nth(1).unwrap().split(";;").next().unwrap();
+        assert!(block.contains(&format!("--ignition-hash sha512-{hex}")), "{host}: {block}");
+        assert!(
+            block.contains(&format!("--ignition-url http://192.168.126.1:8080/ignition/{host}.ign")),
+            "{host}: {block}"
+        );
+        assert!(block.contains("install /dev/vda"), "{host}: {block}");
+        // PXE: a config per MAC with the node's static ip= and its ignition URL.
+        let pxe = std::fs::read_to_string(lab(d.path(), &format!("pxe/pxelinux.cfg/01-{}", mac.replace(':', "-")))).unwrap();
+        assert!(
+            pxe.contains(&format!("ip={ip}::192.168.126.1:255.255.255.0:{host}:enp1s0:none")),
+            "{pxe}"
+        );
+        assert!(
+            pxe.contains(&format!("coreos.inst.ignition_url=http://192.168.126.1:8080/ignition/{host}.ign")),
+            "{pxe}"
+        );
+        assert!(
+            pxe.contains("coreos.live.rootfs_url=") && pxe.contains("coreos.inst.install_dev=/dev/vda"),
+            "{pxe}"
+        );
+    }
+    let virt = std::fs::read_to_string(lab(d.path(), "scripts/virt-install.sh")).unwrap();
+    assert!(
+        virt.contains("--vcpus 4 --memory 16384 --disk size=100") && virt.contains("mac=52:54:00:00:00:65"),
+        "{virt}"
+    );
+    let ipxe = std::fs::read_to_string(lab(d.path(), "pxe/boot.ipxe")).unwrap();
+    assert!(ipxe.starts_with("#!ipxe") && ipxe.contains(":mac-52-54-00-00-00-6f"), "{ipxe}");
+}
+
+#[test]
+fn hardshift_lab_regenerates_only_the_lab() {
+    let d = bundle();
+    let before = snapshot(d.path());
+    edit(
+        d.path(),
+        "hardshift.yaml",
+        "  diskGiB: 100",
+        "  diskGiB: 120\n  httpBaseUrl: http://192.168.126.1:8081",
+    );
+    let out = hardshift(&["lab", "--dir", d.path().to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let after = snapshot(d.path());
+    let changed: BTreeSet<String> = before
+        .keys()
+        .chain(after.keys())
+        .filter(|k| before.get(*k) != after.get(*k))
+        .cloned()
+        .collect();
+    assert!(
+        changed.contains("lab/scripts/virt-install.sh") && changed.contains("lab/pxe/boot.ipxe"),
+        "{changed:?}"
+    );
+    for c in &changed {
+        assert!(
+            c.starts_with("lab/") || c == "SHA256SUMS" || c == "hardshift.yaml",
+            "hardshift lab changed {c}"
+        );
+    }
+    assert!(String::from_utf8_lossy(&after["lab/scripts/virt-install.sh"]).contains("--disk size=120"));
+    let verify = hardshift(&["verify", "--dir", d.path().to_str().unwrap()]);
+    assert!(verify.status.success(), "{}", text(&verify.stdout));
+}
