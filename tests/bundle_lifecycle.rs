@@ -71,7 +71,14 @@ fn changing_a_master_ip_reissues_only_the_leaves_that_name_it() {
     .into_iter()
     .map(String::from)
     .collect();
-    assert_eq!(changed(&before, &after), want, "{stdout}");
+    let all = changed(&before, &after);
+    // The lab follows the address too (DNS, DHCP, PXE, HAProxy); nothing else changes.
+    assert!(
+        all.contains("lab/haproxy/haproxy.cfg") && all.contains("lab/bind/db.ocp4.example.com"),
+        "{all:?}"
+    );
+    let outside_lab: BTreeSet<String> = all.into_iter().filter(|p| !p.starts_with("lab/")).collect();
+    assert_eq!(outside_lab, want, "{stdout}");
     assert!(
         stdout.contains("re-issued pki/etcd-peer-master-1: SANs changed (added: [192.168.126.104], removed: [192.168.126.102])"),
         "{stdout}"
@@ -105,8 +112,12 @@ fn changing_a_master_ip_reissues_only_the_leaves_that_name_it() {
         sans.contains("IP Address:192.168.126.104") && !sans.contains("IP Address:192.168.126.102"),
         "{sans}"
     );
-    // The generation before the change is kept as a backup.
+    // The generation before the change is kept as a backup; unchanged files are shared with it
+    // (hard links), changed ones are not.
     assert!(d.path().join(".hardshift/previous").exists());
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(std::fs::metadata(pki(d.path(), "root-ca.key")).unwrap().nlink(), 2);
+    assert_eq!(std::fs::metadata(pki(d.path(), "kube-apiserver.crt")).unwrap().nlink(), 1);
     assert_eq!(generations(d.path()).len(), 2);
 }
 

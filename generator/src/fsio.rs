@@ -102,7 +102,7 @@ pub fn write(dir: &Path, b: &Bundle) -> Result<Written, WriteError> {
     if !unchanged {
         if !gen.exists() {
             let tmp = state.join(format!("tmp-{}-{}", std::process::id(), nanos()));
-            write_tree(&tmp, b)?;
+            write_tree(&tmp, b, current(dir).as_deref())?;
             fs::rename(&tmp, &gen).map_err(io_err(&gen))?;
         }
         if let Ok(old) = fs::read_link(state.join(CURRENT)) {
@@ -140,15 +140,36 @@ fn nanos() -> u128 {
         .unwrap_or(0)
 }
 
-fn write_tree(root: &Path, b: &Bundle) -> Result<(), WriteError> {
+/// The live generation's `SHA256SUMS`, path → hash.
+fn live_sums(live: &Path) -> std::collections::HashMap<String, String> {
+    let text = fs::read_to_string(live.join(bundle::SUMS)).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| l.split_once("  "))
+        .map(|(h, p)| (p.to_string(), h.to_string()))
+        .collect()
+}
+
+fn write_tree(root: &Path, b: &Bundle, live: Option<&Path>) -> Result<(), WriteError> {
     fs::create_dir_all(root).map_err(io_err(root))?;
     fs::set_permissions(root, fs::Permissions::from_mode(0o700)).map_err(io_err(root))?;
+    let old = live.map(live_sums).unwrap_or_default();
     for (rel, f) in &b.files {
         let path = root.join(rel);
         if let Some(parent) = path.parent() {
             if !parent.exists() {
                 fs::create_dir_all(parent).map_err(io_err(parent))?;
                 fs::set_permissions(parent, fs::Permissions::from_mode(0o755)).map_err(io_err(parent))?;
+            }
+        }
+        // A file the live generation already holds, byte for byte and with the same mode, is
+        // linked rather than written again: a re-run that changes one leaf rewrites one file.
+        if let (Some(live), Some(h)) = (live, old.get(rel)) {
+            let src = live.join(rel);
+            let same_mode = fs::metadata(&src)
+                .map(|m| m.permissions().mode() & 0o7777 == f.mode)
+                .unwrap_or(false);
+            if same_mode && *h == bundle::sha256_hex(&f.contents) && fs::hard_link(&src, &path).is_ok() {
+                continue;
             }
         }
         // The mode is set at creation, so a key is never readable by others, not even briefly.
