@@ -1,1 +1,5 @@
-//! The workstation side of the agent protocol (issue: live node health). Nothing here yet.
+//! The workstation side of the agent protocol: the mTLS server agents stream to, and the durable
+//! store of their reports.
+
+pub mod server;
+pub mod store;
