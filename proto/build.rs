@@ -5,5 +5,8 @@ fn main() {
     let fds = protox::compile([proto], ["proto"]).expect("agent.proto compiles");
     // No generated `AgentClient::connect(url)`: it would clash with the `Connect` rpc, and clients
     // build their own TLS channel anyway.
-    tonic_prost_build::configure().build_transport(false).compile_fds(fds).expect("code generation");
+    tonic_prost_build::configure()
+        .build_transport(false)
+        .compile_fds(fds)
+        .expect("code generation");
 }

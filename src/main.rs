@@ -20,6 +20,10 @@ enum Command {
     Verify(cmd::verify::Args),
     /// Regenerate only DIR/lab/ (DNS, DHCP, PXE, HAProxy, libvirt, install commands).
     Lab(cmd::lab::Args),
+    /// Receive the node agents' reports over mTLS and store them.
+    Collector(cmd::collector::Args),
+    /// What the collector knows: a row per node.
+    Status(cmd::status::Args),
 }
 
 /// Failures carry their exit code: 2 for input and usage errors, 1 for everything else.
@@ -49,6 +53,8 @@ fn main() -> ExitCode {
         Command::Create(a) => cmd::create::run(a),
         Command::Verify(a) => cmd::verify::run(a),
         Command::Lab(a) => cmd::lab::run(a),
+        Command::Collector(a) => cmd::collector::run(a),
+        Command::Status(a) => cmd::status::run(a),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -19,7 +19,10 @@ pub struct Collector {
 }
 
 fn now_ms() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
 }
 
 /// The CN of the verified client certificate (rustls checked it against the agent CA).
@@ -31,7 +34,13 @@ fn peer_cn<T>(req: &Request<T>) -> Option<String> {
 }
 
 fn ack(boot_id: &str, highest: u64) -> Result<CollectorMessage, Status> {
-    Ok(CollectorMessage { body: Some(Out::Ack(Ack { boot_id: boot_id.to_string(), highest_seq: highest, collector_time_ms: now_ms() })) })
+    Ok(CollectorMessage {
+        body: Some(Out::Ack(Ack {
+            boot_id: boot_id.to_string(),
+            highest_seq: highest,
+            collector_time_ms: now_ms(),
+        })),
+    })
 }
 
 type Outbound = Pin<Box<dyn Stream<Item = Result<CollectorMessage, Status>> + Send>>;
@@ -55,10 +64,14 @@ impl Agent for Collector {
         let (node, boot) = (cn.clone(), hello.boot_id.clone());
         let highest = {
             let s = store.lock().map_err(|_| Status::internal("store lock"))?;
-            s.hello(&node, &hello.role, &boot, &hello.agent_version, now_ms()).map_err(|e| Status::internal(e.to_string()))?;
+            s.hello(&node, &hello.role, &boot, &hello.agent_version, now_ms())
+                .map_err(|e| Status::internal(e.to_string()))?;
             s.highest(&node, &boot).map_err(|e| Status::internal(e.to_string()))?
         };
-        eprintln!("collector: {node} connected (boot {boot}, agent {}, stored up to {highest})", hello.agent_version);
+        eprintln!(
+            "collector: {node} connected (boot {boot}, agent {}, stored up to {highest})",
+            hello.agent_version
+        );
         let (tx, rx) = mpsc::channel(64);
         // Tell the agent at once what is already stored, so it resends only the rest.
         let _ = tx.send(ack(&boot, highest)).await;
@@ -110,11 +123,15 @@ pub struct Tls {
 
 /// Serve until `shutdown` resolves. Clients must present a certificate from `client_ca`.
 pub async fn serve(addr: SocketAddr, tls: Tls, store: Store, shutdown: impl std::future::Future<Output = ()>) -> Result<(), String> {
-    let cfg = ServerTlsConfig::new().identity(Identity::from_pem(tls.cert, tls.key)).client_ca_root(Certificate::from_pem(tls.client_ca));
+    let cfg = ServerTlsConfig::new()
+        .identity(Identity::from_pem(tls.cert, tls.key))
+        .client_ca_root(Certificate::from_pem(tls.client_ca));
     Server::builder()
         .tls_config(cfg)
         .map_err(|e| e.to_string())?
-        .add_service(AgentServer::new(Collector { store: Arc::new(Mutex::new(store)) }))
+        .add_service(AgentServer::new(Collector {
+            store: Arc::new(Mutex::new(store)),
+        }))
         .serve_with_shutdown(addr, shutdown)
         .await
         .map_err(|e| format!("{e}: {:?}", std::error::Error::source(&e)))

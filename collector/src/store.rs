@@ -63,16 +63,28 @@ impl Store {
         let n = self.db.execute(
             "INSERT OR IGNORE INTO reports (node, boot_id, seq, agent_time_ms, received_ms, dropped_before, body)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![node, boot_id, r.seq as i64, r.time_ms, now_ms, r.dropped_before as i64, r.encode_to_vec()],
+            params![
+                node,
+                boot_id,
+                r.seq as i64,
+                r.time_ms,
+                now_ms,
+                r.dropped_before as i64,
+                r.encode_to_vec()
+            ],
         )?;
-        self.db.execute("UPDATE nodes SET last_seen_ms = ?2 WHERE node = ?1", params![node, now_ms])?;
+        self.db
+            .execute("UPDATE nodes SET last_seen_ms = ?2 WHERE node = ?1", params![node, now_ms])?;
         Ok(n == 1)
     }
 
     /// Highest seq stored for this node and boot (what the agent may forget).
     pub fn highest(&self, node: &str, boot_id: &str) -> Result<u64, StoreError> {
-        let v: Option<i64> =
-            self.db.query_row("SELECT MAX(seq) FROM reports WHERE node = ?1 AND boot_id = ?2", params![node, boot_id], |r| r.get(0))?;
+        let v: Option<i64> = self.db.query_row(
+            "SELECT MAX(seq) FROM reports WHERE node = ?1 AND boot_id = ?2",
+            params![node, boot_id],
+            |r| r.get(0),
+        )?;
         Ok(v.unwrap_or(0) as u64)
     }
 
@@ -104,13 +116,18 @@ impl Store {
 
     /// (seq) of every stored report of a node and boot, ascending: for gap and duplicate checks.
     pub fn seqs(&self, node: &str, boot_id: &str) -> Result<Vec<u64>, StoreError> {
-        let mut stmt = self.db.prepare("SELECT seq FROM reports WHERE node = ?1 AND boot_id = ?2 ORDER BY seq")?;
+        let mut stmt = self
+            .db
+            .prepare("SELECT seq FROM reports WHERE node = ?1 AND boot_id = ?2 ORDER BY seq")?;
         let rows = stmt.query_map(params![node, boot_id], |r| r.get::<_, i64>(0))?;
         Ok(rows.map(|r| r.map(|v| v as u64)).collect::<Result<_, _>>()?)
     }
 
     pub fn boot_of(&self, node: &str) -> Result<Option<String>, StoreError> {
-        Ok(self.db.query_row("SELECT boot_id FROM nodes WHERE node = ?1", params![node], |r| r.get(0)).optional()?)
+        Ok(self
+            .db
+            .query_row("SELECT boot_id FROM nodes WHERE node = ?1", params![node], |r| r.get(0))
+            .optional()?)
     }
 }
 
@@ -123,7 +140,11 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let s = Store::open(&t.path().join("db")).unwrap();
         s.hello("m0", "master", "b1", "0.1", 1).unwrap();
-        let r = NodeReport { seq: 1, time_ms: 5, ..Default::default() };
+        let r = NodeReport {
+            seq: 1,
+            time_ms: 5,
+            ..Default::default()
+        };
         assert!(s.insert("m0", "b1", &r, 10).unwrap());
         assert!(!s.insert("m0", "b1", &r, 11).unwrap());
         assert!(s.insert("m0", "b2", &r, 12).unwrap(), "a new boot restarts seq");

@@ -1,7 +1,102 @@
-//! `hardshift-agent`: runs on every RHCOS node and reports its health to the collector.
-//! The probes and the protocol arrive with the live-node-health issue; until then it only says so.
+//! `hardshift-agent`: runs on every node from first boot; probes the node and streams reports to
+//! the collector on the admin's workstation. It never runs a command it was sent.
+//!
+//!   hardshift-agent [--config /etc/hardshift/agent.toml]          run
+//!   hardshift-agent status [--config ...]                          print the local view once
 
-fn main() {
-    eprintln!("hardshift-agent {}: probes are not built yet", env!("CARGO_PKG_VERSION"));
-    std::process::exit(1);
+mod client;
+mod config;
+mod host;
+mod outbox;
+mod probes;
+
+use hardshift_proto::v1::NodeReport;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+async fn report(cfg: &config::Config) -> NodeReport {
+    let host = host::probe();
+    let kubelet = probes::kubelet_healthz(&cfg.kubelet_healthz).await;
+    NodeReport {
+        seq: 0,
+        time_ms: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0),
+        dropped_before: 0,
+        components: vec![kubelet],
+        host: Some(host),
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let mut path = PathBuf::from("/etc/hardshift/agent.toml");
+    if let Some(i) = args.iter().position(|a| a == "--config") {
+        if i + 1 < args.len() {
+            path = PathBuf::from(args.remove(i + 1));
+            args.remove(i);
+        }
+    }
+    let cfg = match config::load(&path) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("hardshift-agent: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    match args.first().map(String::as_str) {
+        Some("status") => {
+            let r = rt.block_on(report(&cfg));
+            let host = r.host.unwrap_or_default();
+            println!(
+                "node {} ({}), boot {}, up {}s, load {:.2}",
+                cfg.node, cfg.role, host.boot_id, host.uptime_seconds, host.load1
+            );
+            println!(
+                "memory {} MiB free of {} MiB; / {} MiB free; /var {} MiB free",
+                host.memory_available_bytes >> 20,
+                host.memory_total_bytes >> 20,
+                host.root_free_bytes >> 20,
+                host.var_free_bytes >> 20
+            );
+            for c in r.components {
+                println!("{:<10} {:<16} {}", c.name, c.state, c.reason);
+            }
+            std::process::ExitCode::SUCCESS
+        }
+        None | Some("run") => {
+            rt.block_on(run(cfg));
+            std::process::ExitCode::SUCCESS
+        }
+        Some(other) => {
+            eprintln!("hardshift-agent: unknown command {other:?} (expected `run` or `status`)");
+            std::process::ExitCode::from(2)
+        }
+    }
+}
+
+async fn run(cfg: config::Config) {
+    let shared = Arc::new(client::Shared {
+        outbox: Mutex::new(outbox::Outbox::new(cfg.outbox_capacity)),
+        new_report: tokio::sync::Notify::new(),
+        boot_id: host::probe().boot_id,
+    });
+    let stream = tokio::spawn(client::run(cfg.clone(), shared.clone()));
+    let mut tick = tokio::time::interval(Duration::from_millis(cfg.interval_ms.max(100)));
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {
+                let r = report(&cfg).await;
+                if let Ok(mut o) = shared.outbox.lock() {
+                    o.push(r);
+                }
+                shared.new_report.notify_one();
+            }
+            _ = tokio::signal::ctrl_c() => break,
+        }
+    }
+    stream.abort();
 }

@@ -1,5 +1,7 @@
+pub mod collector;
 pub mod create;
 pub mod lab;
+pub mod status;
 pub mod verify;
 
 use crate::Failure;

@@ -1,0 +1,125 @@
+//! The stream to the collector: dial out over mTLS, say Hello, send every unacknowledged report,
+//! forget what is acknowledged; on any failure reconnect with backoff and jitter.
+
+use crate::config::Config;
+use crate::outbox::Outbox;
+use hardshift_proto::v1::agent_client::AgentClient;
+use hardshift_proto::v1::agent_message::Body;
+use hardshift_proto::v1::collector_message::Body as In;
+use hardshift_proto::v1::{AgentMessage, Hello};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{mpsc, Notify};
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Identity};
+
+pub struct Shared {
+    pub outbox: Mutex<Outbox>,
+    pub new_report: Notify,
+    pub boot_id: String,
+}
+
+async fn channel(cfg: &Config) -> Result<Channel, String> {
+    let read = |p: &std::path::Path| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()));
+    let tls = ClientTlsConfig::new()
+        .ca_certificate(Certificate::from_pem(read(&cfg.ca)?))
+        .identity(Identity::from_pem(read(&cfg.cert)?, read(&cfg.key)?))
+        .domain_name(cfg.server_name());
+    Channel::from_shared(format!("https://{}", cfg.collector))
+        .map_err(|e| e.to_string())?
+        .tls_config(tls)
+        .map_err(|e| e.to_string())?
+        .connect_timeout(Duration::from_secs(5))
+        .connect()
+        .await
+        .map_err(|e| format!("{e}: {:?}", std::error::Error::source(&e)))
+}
+
+/// One connection, until it fails.
+async fn session(cfg: &Config, shared: &Shared) -> Result<(), String> {
+    let ch = channel(cfg).await?;
+    let (tx, rx) = mpsc::channel::<AgentMessage>(256);
+    let hello = Hello {
+        agent_version: env!("CARGO_PKG_VERSION").into(),
+        node: cfg.node.clone(),
+        boot_id: shared.boot_id.clone(),
+        role: cfg.role.clone(),
+        last_seq: shared.outbox.lock().map(|o| o.last_seq()).unwrap_or(0),
+    };
+    tx.send(AgentMessage {
+        body: Some(Body::Hello(hello)),
+    })
+    .await
+    .map_err(|e| e.to_string())?;
+    let mut inbound = AgentClient::new(ch)
+        .connect(tokio_stream::wrappers::ReceiverStream::new(rx))
+        .await
+        .map_err(|s| format!("{}: {}", s.code(), s.message()))?
+        .into_inner();
+    eprintln!("hardshift-agent: connected to {}", cfg.collector);
+
+    let sender = async {
+        let mut sent = 0u64;
+        loop {
+            let batch: Vec<_> = shared.outbox.lock().map(|o| o.after(sent).cloned().collect()).unwrap_or_default();
+            for r in batch {
+                sent = r.seq;
+                if tx
+                    .send(AgentMessage {
+                        body: Some(Body::Report(r)),
+                    })
+                    .await
+                    .is_err()
+                {
+                    return Err("stream closed".to_string());
+                }
+            }
+            // Wake on a new report, or now and then to resend anything an ack did not cover.
+            let _ = tokio::time::timeout(Duration::from_secs(30), shared.new_report.notified()).await;
+        }
+    };
+    let receiver = async {
+        loop {
+            match inbound.message().await {
+                Ok(Some(msg)) => {
+                    if let Some(In::Ack(a)) = msg.body {
+                        if a.boot_id == shared.boot_id {
+                            if let Ok(mut o) = shared.outbox.lock() {
+                                o.ack(a.highest_seq);
+                            }
+                        }
+                    }
+                }
+                Ok(None) => return Err("collector closed the stream".to_string()),
+                Err(s) => return Err(format!("{}: {}", s.code(), s.message())),
+            }
+        }
+    };
+    tokio::select! {
+        r = sender => r,
+        r = receiver => r,
+    }
+}
+
+/// Jitter from the clock's nanoseconds: enough to spread a thousand agents, no RNG needed.
+fn jitter(max_ms: u64) -> Duration {
+    let n = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos() as u64)
+        .unwrap_or(0);
+    Duration::from_millis(n % max_ms.max(1))
+}
+
+pub async fn run(cfg: Config, shared: Arc<Shared>) {
+    let mut backoff = Duration::from_millis(500);
+    loop {
+        let started = std::time::Instant::now();
+        if let Err(e) = session(&cfg, &shared).await {
+            eprintln!("hardshift-agent: {e}; retrying");
+        }
+        if started.elapsed() > Duration::from_secs(30) {
+            backoff = Duration::from_millis(500);
+        }
+        tokio::time::sleep(backoff + jitter(backoff.as_millis() as u64)).await;
+        backoff = (backoff * 2).min(Duration::from_secs(30));
+    }
+}

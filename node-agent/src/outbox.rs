@@ -1,0 +1,73 @@
+//! Reports not yet acknowledged by the collector. Bounded: when full, the oldest is dropped and
+//! counted, and the count travels with the next report so the collector can show the gap.
+
+use hardshift_proto::v1::NodeReport;
+use std::collections::VecDeque;
+
+pub struct Outbox {
+    queue: VecDeque<NodeReport>,
+    capacity: usize,
+    next_seq: u64,
+    dropped: u64,
+}
+
+impl Outbox {
+    pub fn new(capacity: usize) -> Self {
+        Outbox {
+            queue: VecDeque::new(),
+            capacity: capacity.max(1),
+            next_seq: 1,
+            dropped: 0,
+        }
+    }
+
+    /// Number and queue a report; returns its seq.
+    pub fn push(&mut self, mut r: NodeReport) -> u64 {
+        if self.queue.len() == self.capacity {
+            self.queue.pop_front();
+            self.dropped += 1;
+        }
+        r.seq = self.next_seq;
+        r.dropped_before = std::mem::take(&mut self.dropped);
+        self.next_seq += 1;
+        self.queue.push_back(r);
+        self.next_seq - 1
+    }
+
+    /// Forget everything the collector has stored.
+    pub fn ack(&mut self, highest: u64) {
+        while self.queue.front().is_some_and(|r| r.seq <= highest) {
+            self.queue.pop_front();
+        }
+    }
+
+    /// Reports with seq > `after`, in order: what to (re)send.
+    pub fn after(&self, after: u64) -> impl Iterator<Item = &NodeReport> {
+        self.queue.iter().filter(move |r| r.seq > after)
+    }
+
+    pub fn last_seq(&self) -> u64 {
+        self.next_seq - 1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_acks_and_counts_overflow() {
+        let mut o = Outbox::new(3);
+        for _ in 0..5 {
+            o.push(NodeReport::default());
+        }
+        // 1 and 2 were dropped to keep the newest three; the count rides on the report after.
+        let seqs: Vec<u64> = o.after(0).map(|r| r.seq).collect();
+        assert_eq!(seqs, vec![3, 4, 5]);
+        assert_eq!(o.after(0).map(|r| r.dropped_before).sum::<u64>(), 2);
+        o.ack(4);
+        assert_eq!(o.after(0).map(|r| r.seq).collect::<Vec<_>>(), vec![5]);
+        assert_eq!(o.after(5).count(), 0);
+        assert_eq!(o.last_seq(), 5);
+    }
+}
