@@ -17,7 +17,7 @@ fn meminfo(key: &str, text: &str) -> u64 {
 /// Bytes available to unprivileged writers on the filesystem holding `path` (0 if unknown).
 fn free_bytes(path: &str) -> u64 {
     nix::sys::statvfs::statvfs(path)
-        .map(|s| s.blocks_available() as u64 * s.fragment_size() as u64)
+        .map(|s| s.blocks_available() * s.fragment_size())
         .unwrap_or(0)
 }
 
