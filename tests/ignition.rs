@@ -191,9 +191,11 @@ fn decoded_files_are_exactly_what_the_generator_placed() {
         });
     }
     let base = ignition::parse_base(&std::fs::read_to_string(format!("{MCO}/master.ign")).unwrap()).unwrap();
+    let agent_bin = std::fs::read(Path::new(env!("CARGO_BIN_EXE_hardshift")).with_file_name("hardshift-agent")).unwrap();
     let extras = Extras {
         crds,
         bases: BTreeMap::from([(Role::Master, base.clone())]),
+        agent: Some(assets::agent::Binary::new(agent_bin)),
     };
     let shared = node::Shared::new(&cluster, &issued, &extras);
     for n in &cluster.nodes {
@@ -203,7 +205,7 @@ fn decoded_files_are_exactly_what_the_generator_placed() {
         for f in &meant.files {
             let (mode, bytes) = got.get(&f.path).unwrap_or_else(|| panic!("{}: {} missing", n.hostname, f.path));
             assert_eq!(*mode, f.mode, "{}: {} mode", n.hostname, f.path);
-            assert_eq!(bytes, &f.contents, "{}: {} contents", n.hostname, f.path);
+            assert_eq!(bytes.as_slice(), &f.contents[..], "{}: {} contents", n.hostname, f.path);
         }
         let placed = cfg.storage.files.iter().find(|f| f.path == "/etc/hostname").unwrap();
         assert_eq!(placed.user.as_ref().unwrap().name, "root");
@@ -225,7 +227,8 @@ fn decoded_files_are_exactly_what_the_generator_placed() {
             }
             // The base's kubelet is kept (it bootstraps with /etc/kubernetes/kubeconfig).
             assert!(unit(&cfg, "kubelet.service").contains("--bootstrap-kubeconfig=/etc/kubernetes/kubeconfig"));
-            assert_eq!(cfg.systemd.units.len(), base.systemd.units.len());
+            // The base's units, plus hardshift-agent.service.
+            assert_eq!(cfg.systemd.units.len(), base.systemd.units.len() + 1);
         }
         for p in got.keys() {
             assert!(allowed.contains(&p.as_str()), "{}: unexpected file {p}", n.hostname);
@@ -542,4 +545,74 @@ fn a_single_master_cluster_reports_single_replica_control_plane() {
     assert_eq!(status["status"]["controlPlaneTopology"], "SingleReplica");
     assert_eq!(status["status"]["infrastructureTopology"], "HighlyAvailable");
     assert!(!files(&load(d.path(), "master-1")).contains_key("/etc/kubernetes/manifests/kube-proxy.yaml"));
+}
+
+#[test]
+fn the_node_agent_is_on_every_node_with_its_own_identity() {
+    let d = example_copy();
+    create(d.path(), &["--key-algorithm", "ecdsa-p256"]);
+    let agent = std::fs::read(Path::new(env!("CARGO_BIN_EXE_hardshift")).with_file_name("hardshift-agent")).unwrap();
+    for n in NODES {
+        let cfg = load(d.path(), n);
+        let f = files(&cfg);
+        let (mode, bin) = &f["/usr/local/bin/hardshift-agent"];
+        assert_eq!((*mode, bin.len()), (0o755, agent.len()), "{n}");
+        assert!(bin == &agent, "{n}: the binary must be the agent, byte for byte");
+        assert_eq!(f["/etc/hardshift/agent.key"].0, 0o600);
+        let conf = file_text(&cfg, "/etc/hardshift/agent.toml");
+        assert!(
+            conf.contains(&format!("node = \"{n}\"")) && conf.contains("collector = \"192.168.126.1:9443\""),
+            "{conf}"
+        );
+        let unit_text = unit(&cfg, "hardshift-agent.service");
+        assert!(
+            unit_text.contains("Restart=always") && unit_text.contains("After=network-online.target"),
+            "{unit_text}"
+        );
+        assert_eq!(
+            cfg.systemd
+                .units
+                .iter()
+                .find(|u| u.name == "hardshift-agent.service")
+                .unwrap()
+                .enabled,
+            Some(true)
+        );
+        // Its certificate names this node and chains to the agent CA placed beside it.
+        let t = tempfile::tempdir().unwrap();
+        std::fs::write(t.path().join("ca.crt"), &f["/etc/hardshift/agent-ca.crt"].1).unwrap();
+        std::fs::write(t.path().join("me.crt"), &f["/etc/hardshift/agent.crt"].1).unwrap();
+        let (ok, out) = run(
+            "openssl",
+            &[
+                "verify",
+                "-purpose",
+                "sslclient",
+                "-CAfile",
+                t.path().join("ca.crt").to_str().unwrap(),
+                t.path().join("me.crt").to_str().unwrap(),
+            ],
+        );
+        assert!(ok, "{n}: {out}");
+        let (_, subj) = run(
+            "openssl",
+            &["x509", "-noout", "-subject", "-in", t.path().join("me.crt").to_str().unwrap()],
+        );
+        assert!(subj.trim().ends_with(&format!("CN = {n}")), "{n}: {subj}");
+    }
+    // The agent config is one the agent itself accepts.
+    let t = tempfile::tempdir().unwrap();
+    let conf = t.path().join("agent.toml");
+    std::fs::write(&conf, file_text(&load(d.path(), "worker-0"), "/etc/hardshift/agent.toml")).unwrap();
+    let (ok, out) = run(
+        Path::new(env!("CARGO_BIN_EXE_hardshift"))
+            .with_file_name("hardshift-agent")
+            .to_str()
+            .unwrap(),
+        &["--config", conf.to_str().unwrap(), "status"],
+    );
+    assert!(ok && out.contains("node worker-0 (worker)"), "{out}");
+
+    create(d.path(), &["--no-agent"]);
+    assert!(!files(&load(d.path(), "worker-0")).contains_key("/usr/local/bin/hardshift-agent"));
 }

@@ -6,6 +6,7 @@ use flate2::{write::GzEncoder, Compression};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::sync::Arc;
 
 pub const VERSION: &str = "3.2.0";
 
@@ -150,11 +151,14 @@ pub struct Dropin {
 }
 
 /// A file hardshift places on a node, before encoding.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct NodeFile {
     pub path: String,
     pub mode: u32,
-    pub contents: Vec<u8>,
+    /// Shared: the same large file (the agent binary) goes to every node without copies.
+    pub contents: Arc<[u8]>,
+    /// Already encoded (once for all nodes), for large shared files.
+    pub encoded: Option<Arc<Contents>>,
 }
 
 pub const SECRET: u32 = 0o600;
@@ -166,7 +170,18 @@ impl NodeFile {
         NodeFile {
             path: path.into(),
             mode,
-            contents: contents.into(),
+            contents: Arc::from(contents.into()),
+            encoded: None,
+        }
+    }
+
+    /// A file encoded once and shared by many nodes.
+    pub fn shared(path: impl Into<String>, mode: u32, contents: Arc<[u8]>, encoded: Arc<Contents>) -> Self {
+        NodeFile {
+            path: path.into(),
+            mode,
+            contents,
+            encoded: Some(encoded),
         }
     }
 }
@@ -295,7 +310,10 @@ pub fn build_with(node: &NodeConfig, base: Option<&Config>, encode: &(dyn Fn(&[u
     for f in &node.files {
         let new = File {
             path: f.path.clone(),
-            contents: Some(encode(&f.contents)),
+            contents: Some(match &f.encoded {
+                Some(e) => Contents::clone(e),
+                None => encode(&f.contents),
+            }),
             mode: Some(f.mode),
             overwrite: Some(true),
             user: Some(Owner { name: "root".into() }),

@@ -1,6 +1,6 @@
 use super::load_cluster;
 use crate::Failure;
-use hardshift_generator::assets::{self, Crd, Extras};
+use hardshift_generator::assets::{self, agent, Crd, Extras};
 use hardshift_generator::bundle;
 use hardshift_generator::cluster::{KeyAlgorithm, Role};
 use hardshift_generator::config::Overrides;
@@ -32,6 +32,39 @@ pub struct Args {
     /// the rendered MachineConfig). Without one, nodes get a self-contained config.
     #[arg(long, value_delimiter = ',', value_parser = parse_base)]
     mco_base: Vec<(Role, PathBuf)>,
+    /// The hardshift-agent binary to place on every node. Default: the one built with this
+    /// `hardshift` (next to its executable).
+    #[arg(long)]
+    agent_binary: Option<PathBuf>,
+    /// Leave the node agent out of the Ignition configs.
+    #[arg(long, conflicts_with = "agent_binary")]
+    no_agent: bool,
+}
+
+/// The agent binary: as given, else the sibling of this executable; None (with a warning) if absent.
+fn agent_binary(a: &Args) -> Result<Option<agent::Binary>, Failure> {
+    if a.no_agent {
+        return Ok(None);
+    }
+    let path = match &a.agent_binary {
+        Some(p) => p.clone(),
+        None => match std::env::current_exe()
+            .ok()
+            .map(|e| e.with_file_name("hardshift-agent"))
+            .filter(|p| p.is_file())
+        {
+            Some(p) => p,
+            None => {
+                eprintln!("warning: no hardshift-agent next to this executable: the nodes get no agent (build it with `cargo build --release --workspace`, or pass --agent-binary PATH or --no-agent)");
+                return Ok(None);
+            }
+        },
+    };
+    let bytes = std::fs::read(&path).map_err(|e| Failure::input(format!("--agent-binary {}: {e}", path.display())))?;
+    if !bytes.starts_with(b"\x7fELF") {
+        return Err(Failure::input(format!("--agent-binary {}: not an ELF executable", path.display())));
+    }
+    Ok(Some(agent::Binary::new(bytes)))
 }
 
 fn parse_base(part: &str) -> Result<(Role, PathBuf), String> {
@@ -96,7 +129,8 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         release_image: a.release_image.clone(),
     };
     let cluster = load_cluster(&a.dir, a.release_refs.as_deref(), &overrides)?;
-    let extras = read_extras(&a.dir, &a.mco_base)?;
+    let mut extras = read_extras(&a.dir, &a.mco_base)?;
+    extras.agent = agent_binary(&a)?;
     let now = time::OffsetDateTime::now_utc();
     let specs = pki::plan(&cluster);
     let existing = fsio::read_existing(&a.dir, &specs);
@@ -136,7 +170,15 @@ pub fn run(a: Args) -> Result<u8, Failure> {
             _ => {}
         }
     }
-    println!("ignition (spec {}), {} CRDs for bootkube:", ignition::VERSION, extras.crds.len());
+    println!(
+        "ignition (spec {}), {} CRDs for bootkube, {}:",
+        ignition::VERSION,
+        extras.crds.len(),
+        match &extras.agent {
+            Some(b) => format!("hardshift-agent ({:.1} MiB) on every node", b.bytes.len() as f64 / 1048576.0),
+            None => "no node agent".to_string(),
+        }
+    );
     for n in &nodes {
         let how = match &n.merge {
             Some(m) => format!(

@@ -1,6 +1,7 @@
 //! Everything placed on the nodes: static pods, cluster manifests, per-node files, and the
 //! Ignition config of each node.
 
+pub mod agent;
 pub mod bootkube;
 pub mod manifests;
 pub mod node;
@@ -23,10 +24,12 @@ pub struct Crd {
 }
 
 /// What `create` got besides the cluster: CRDs and, per role, an MCO-rendered base.
-#[derive(Debug, Clone, Default)]
+#[derive(Default)]
 pub struct Extras {
     pub crds: Vec<Crd>,
     pub bases: BTreeMap<Role, Config>,
+    /// The hardshift-agent binary to place on every node; None leaves the agent out.
+    pub agent: Option<agent::Binary>,
 }
 
 #[derive(Debug, Clone)]

@@ -2,7 +2,7 @@
 //! bootstrap node, kubelet bootstrapping (and kube-proxy on masters) for the others.
 
 use super::paths::*;
-use super::{bootkube, manifests, static_pods, Extras};
+use super::{agent, bootkube, manifests, static_pods, Extras};
 use crate::cluster::{Cluster, Node, Role};
 use crate::ignition::{Dropin, NodeConfig, NodeFile, Unit, PUBLIC, SCRIPT, SECRET};
 use crate::kubeconfig;
@@ -10,7 +10,9 @@ use crate::pki::{Kind, Pki};
 use std::net::IpAddr;
 
 /// What every node's config is built from, computed once.
-pub struct Shared {
+pub struct Shared<'a> {
+    pub pki: &'a Pki,
+    pub agent: Option<&'a agent::Binary>,
     pub bootstrap_files: Vec<NodeFile>,
     pub kubelet_kubeconfig: String,
     pub node_ca: String,
@@ -18,11 +20,13 @@ pub struct Shared {
     pub registries: Option<String>,
 }
 
-impl Shared {
-    pub fn new(c: &Cluster, pki: &Pki, extras: &Extras) -> Shared {
+impl<'a> Shared<'a> {
+    pub fn new(c: &Cluster, pki: &'a Pki, extras: &'a Extras) -> Shared<'a> {
         let kc = kubeconfig::plan(c);
         let find = |p: &str| kc.iter().find(|k| k.path == p).expect("planned kubeconfig");
         Shared {
+            pki,
+            agent: extras.agent.as_ref(),
             bootstrap_files: bootstrap_files(c, pki, extras),
             kubelet_kubeconfig: kubeconfig::render(find("kubeconfigs/kubelet-bootstrap.kubeconfig"), pki),
             node_ca: format!("{}{}", pki.get("pki/kubernetes-ca").cert_pem, pki.get("pki/root-ca").cert_pem),
@@ -320,6 +324,11 @@ pub fn node_config(c: &Cluster, n: &Node, shared: &Shared, has_base: bool) -> No
                 });
             }
         }
+    }
+    if let Some(bin) = &shared.agent {
+        files.extend(agent::files(c, n, shared.pki, bin));
+        directories.push((agent::DROPINS.to_string(), 0o755));
+        units.push(agent::unit());
     }
     units.extend(proxy_dropins(c));
     NodeConfig {
