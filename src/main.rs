@@ -24,6 +24,8 @@ enum Command {
     Collector(cmd::collector::Args),
     /// What the collector knows: a row per node.
     Status(cmd::status::Args),
+    /// State changes over time ("kubelet healthy → not listening"), from the stored reports.
+    Events(cmd::events::Args),
 }
 
 /// Failures carry their exit code: 2 for input and usage errors, 1 for everything else.
@@ -55,6 +57,7 @@ fn main() -> ExitCode {
         Command::Lab(a) => cmd::lab::run(a),
         Command::Collector(a) => cmd::collector::run(a),
         Command::Status(a) => cmd::status::run(a),
+        Command::Events(a) => cmd::events::run(a),
     };
     match result {
         Ok(code) => ExitCode::from(code),

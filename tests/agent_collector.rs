@@ -46,12 +46,16 @@ fn collector(dir: &Path, port: u16) -> Proc {
 
 /// An agent reporting as `node` with the certificate of `cert_of` from bundle `pki_dir`.
 fn agent(dir: &Path, port: u16, node: &str, cert_of: &str, pki_dir: &Path) -> (Proc, PathBuf) {
+    agent_with(dir, port, node, cert_of, pki_dir, "")
+}
+
+fn agent_with(dir: &Path, port: u16, node: &str, cert_of: &str, pki_dir: &Path, extra: &str) -> (Proc, PathBuf) {
     let cfg = dir.join(format!("agent-{node}-{cert_of}.toml"));
     let f = |n: &str| pki_dir.join(n).to_string_lossy().to_string();
     std::fs::write(
         &cfg,
         format!(
-            "collector = \"127.0.0.1:{port}\"\nnode = \"{node}\"\nrole = \"master\"\nca = \"{}\"\ncert = \"{}\"\nkey = \"{}\"\ninterval_ms = 100\n",
+            "collector = \"127.0.0.1:{port}\"\nnode = \"{node}\"\nrole = \"master\"\nca = \"{}\"\ncert = \"{}\"\nkey = \"{}\"\ninterval_ms = 100\n{extra}",
             f("agent-ca.crt"),
             f(&format!("agent-{cert_of}.crt")),
             f(&format!("agent-{cert_of}.key"))
@@ -179,4 +183,68 @@ fn reports_survive_a_killed_collector_and_identities_are_enforced() {
         ],
     );
     assert!(!ok, "a client without a certificate must be refused: {out}");
+}
+
+/// A kubelet stand-in serving /healthz like the kubelet does, until dropped.
+fn healthz_server() -> (u16, std::sync::Arc<std::sync::atomic::AtomicBool>) {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let s2 = stop.clone();
+    l.set_nonblocking(true).unwrap();
+    std::thread::spawn(move || {
+        while !s2.load(std::sync::atomic::Ordering::SeqCst) {
+            match l.accept() {
+                Ok((mut c, _)) => {
+                    let mut buf = [0u8; 512];
+                    let _ = c.read(&mut buf);
+                    let _ = c.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(10)),
+            }
+        }
+    });
+    (port, stop)
+}
+
+#[test]
+fn a_kubelet_failure_becomes_an_event() {
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "-q", "-p", "hardshift-agent"])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let d = example_copy();
+    create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    let dir = d.path();
+    let port = free_port();
+    let _col = collector(dir, port);
+    let (kport, stop) = healthz_server();
+    let _a = agent_with(
+        dir,
+        port,
+        "master-0",
+        "master-0",
+        &dir.join("agent-pki"),
+        &format!("kubelet_healthz = \"127.0.0.1:{kport}\"\n"),
+    );
+    let events = || {
+        let out = hardshift(&["events", "master-0", "--dir", dir.to_str().unwrap(), "-o", "json"]);
+        if !out.status.success() {
+            return vec![];
+        }
+        serde_json::from_slice::<Vec<serde_json::Value>>(&out.stdout).unwrap_or_default()
+    };
+    wait_for("a healthy kubelet", 30, || events().iter().any(|e| e["to"] == "healthy"));
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    wait_for("the kubelet failure", 30, || {
+        events().iter().any(|e| e["from"] == "healthy" && e["to"] == "not listening")
+    });
+    let e = events();
+    let fail = e.iter().find(|e| e["to"] == "not listening").unwrap();
+    assert_eq!(fail["component"], "kubelet");
+    assert!(fail["reason"].as_str().unwrap().contains("connection refused"), "{fail}");
+    let table = text(&hardshift(&["status", "--dir", dir.to_str().unwrap()]).stdout);
+    assert!(table.contains("master-0") && table.contains("not listening"), "{table}");
 }

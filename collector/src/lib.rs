@@ -1,5 +1,6 @@
 //! The workstation side of the agent protocol: the mTLS server agents stream to, and the durable
 //! store of their reports.
 
+pub mod events;
 pub mod server;
 pub mod store;

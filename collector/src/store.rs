@@ -123,6 +123,23 @@ impl Store {
         Ok(rows.map(|r| r.map(|v| v as u64)).collect::<Result<_, _>>()?)
     }
 
+    /// Every stored report of a node, in (boot, seq) order (boots in order of first arrival).
+    pub fn reports(&self, node: &str) -> Result<Vec<(String, NodeReport)>, StoreError> {
+        let mut stmt = self.db.prepare(
+            "SELECT boot_id, body FROM reports WHERE node = ?1
+             ORDER BY (SELECT MIN(received_ms) FROM reports r2 WHERE r2.node = ?1 AND r2.boot_id = reports.boot_id), seq",
+        )?;
+        let rows = stmt.query_map(params![node], |r| Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?)))?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (b, body) = row?;
+            if let Ok(rep) = NodeReport::decode(body.as_slice()) {
+                out.push((b, rep));
+            }
+        }
+        Ok(out)
+    }
+
     pub fn boot_of(&self, node: &str) -> Result<Option<String>, StoreError> {
         Ok(self
             .db

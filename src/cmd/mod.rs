@@ -1,5 +1,6 @@
 pub mod collector;
 pub mod create;
+pub mod events;
 pub mod lab;
 pub mod status;
 pub mod verify;

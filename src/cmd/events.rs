@@ -1,0 +1,52 @@
+use crate::Failure;
+use hardshift_collector::{events, store::Store};
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Only this node.
+    node: Option<String>,
+    #[arg(long, default_value = ".")]
+    dir: PathBuf,
+    #[arg(long)]
+    db: Option<PathBuf>,
+    #[arg(short, long, default_value = "table", value_parser = ["table", "json"])]
+    output: String,
+}
+
+/// State changes over time, oldest first.
+pub fn run(a: Args) -> Result<u8, Failure> {
+    let db = super::collector::db_path(&a.dir, a.db);
+    if !db.exists() {
+        return Err(Failure::input(format!(
+            "{}: no reports yet (is `hardshift collector` running?)",
+            db.display()
+        )));
+    }
+    let store = Store::open(&db).map_err(Failure::other)?;
+    let nodes: Vec<String> = match &a.node {
+        Some(n) => vec![n.clone()],
+        None => store.nodes().map_err(Failure::other)?.into_iter().map(|r| r.node).collect(),
+    };
+    let mut all = Vec::new();
+    for n in &nodes {
+        all.extend(events::changes(n, &store.reports(n).map_err(Failure::other)?));
+    }
+    all.sort_by_key(|e| e.time_ms);
+    if a.output == "json" {
+        println!("{}", serde_json::to_string_pretty(&all).map_err(Failure::other)?);
+        return Ok(0);
+    }
+    for e in &all {
+        let t = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(e.time_ms) * 1_000_000)
+            .map(|t| format!("{:02}:{:02}:{:02}", t.hour(), t.minute(), t.second()))
+            .unwrap_or_default();
+        let why = if e.reason.is_empty() {
+            String::new()
+        } else {
+            format!("  ({})", e.reason)
+        };
+        println!("{t}  {:<16} {:<10} {} → {}{why}", e.node, e.component, e.from, e.to);
+    }
+    Ok(0)
+}
