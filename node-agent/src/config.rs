@@ -24,6 +24,19 @@ pub struct Config {
     pub outbox_capacity: usize,
     #[serde(default = "default_healthz")]
     pub kubelet_healthz: String,
+    /// `system` (default), `session`, or a D-Bus address.
+    #[serde(default = "default_bus")]
+    pub systemd_bus: String,
+    /// systemd units to watch.
+    #[serde(default = "default_units")]
+    pub units: Vec<String>,
+}
+
+fn default_bus() -> String {
+    "system".into()
+}
+fn default_units() -> Vec<String> {
+    vec!["kubelet.service".into(), "crio.service".into()]
 }
 
 fn default_interval() -> u64 {

@@ -9,15 +9,31 @@ mod config;
 mod host;
 mod outbox;
 mod probes;
+mod systemd;
 
 use hardshift_proto::v1::NodeReport;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-async fn report(cfg: &config::Config) -> NodeReport {
+async fn report(cfg: &config::Config, bus: Option<&zbus::Connection>) -> NodeReport {
     let host = host::probe();
-    let kubelet = probes::kubelet_healthz(&cfg.kubelet_healthz).await;
+    let mut components = vec![probes::kubelet_healthz(&cfg.kubelet_healthz).await];
+    match bus {
+        Some(conn) => {
+            for u in &cfg.units {
+                components.push(systemd::unit(conn, u).await);
+            }
+        }
+        None if !cfg.units.is_empty() => components.push(hardshift_proto::v1::ComponentState {
+            name: "systemd".into(),
+            health: hardshift_proto::v1::Health::Unknown as i32,
+            state: "unreachable".into(),
+            reason: format!("cannot reach the D-Bus {} bus", cfg.systemd_bus),
+            details: Default::default(),
+        }),
+        None => {}
+    }
     NodeReport {
         seq: 0,
         time_ms: std::time::SystemTime::now()
@@ -25,8 +41,19 @@ async fn report(cfg: &config::Config) -> NodeReport {
             .map(|d| d.as_millis() as i64)
             .unwrap_or(0),
         dropped_before: 0,
-        components: vec![kubelet],
+        components,
         host: Some(host),
+    }
+}
+
+async fn bus(cfg: &config::Config) -> Option<zbus::Connection> {
+    match tokio::time::timeout(Duration::from_secs(2), systemd::connect(&cfg.systemd_bus)).await {
+        Ok(Ok(c)) => Some(c),
+        Ok(Err(e)) => {
+            eprintln!("hardshift-agent: D-Bus {}: {e}", cfg.systemd_bus);
+            None
+        }
+        Err(_) => None,
     }
 }
 
@@ -49,7 +76,16 @@ fn main() -> std::process::ExitCode {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     match args.first().map(String::as_str) {
         Some("status") => {
-            let r = rt.block_on(report(&cfg));
+            let r = rt.block_on(async { report(&cfg, bus(&cfg).await.as_ref()).await });
+            if args.iter().any(|a| a == "--json") {
+                let comps: Vec<serde_json::Value> = r
+                    .components
+                    .iter()
+                    .map(|c| serde_json::json!({"name": c.name, "health": c.health, "state": c.state, "reason": c.reason, "details": c.details}))
+                    .collect();
+                println!("{}", serde_json::json!({"node": cfg.node, "components": comps}));
+                return std::process::ExitCode::SUCCESS;
+            }
             let host = r.host.unwrap_or_default();
             println!(
                 "node {} ({}), boot {}, up {}s, load {:.2}",
@@ -85,11 +121,24 @@ async fn run(cfg: config::Config) {
         boot_id: host::probe().boot_id,
     });
     let stream = tokio::spawn(client::run(cfg.clone(), shared.clone()));
+    let conn = bus(&cfg).await;
+    let changed = Arc::new(tokio::sync::Notify::new());
+    if let Some(c) = &conn {
+        tokio::spawn(systemd::watch(c.clone(), cfg.units.clone(), changed.clone()));
+    }
     let mut tick = tokio::time::interval(Duration::from_millis(cfg.interval_ms.max(100)));
     loop {
         tokio::select! {
+            // A unit changed state: report now rather than at the next tick.
+            _ = changed.notified() => {
+                let r = report(&cfg, conn.as_ref()).await;
+                if let Ok(mut o) = shared.outbox.lock() {
+                    o.push(r);
+                }
+                shared.new_report.notify_one();
+            }
             _ = tick.tick() => {
-                let r = report(&cfg).await;
+                let r = report(&cfg, conn.as_ref()).await;
                 if let Ok(mut o) = shared.outbox.lock() {
                     o.push(r);
                 }

@@ -1,0 +1,136 @@
+//! Unit states over D-Bus (org.freedesktop.systemd1): ActiveState/SubState on the Unit interface,
+//! NRestarts/Result/ExecMainStatus on the Service interface; and a watch on ActiveState changes so a
+//! failing kubelet or crio is reported at once, not at the next tick.
+
+use futures_util::StreamExt;
+use hardshift_proto::v1::{ComponentState, Health};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Notify;
+use zbus::proxy::CacheProperties;
+use zbus::Connection;
+use zbus_systemd::systemd1::{ManagerProxy, ServiceProxy, UnitProxy};
+
+const TIMEOUT: Duration = Duration::from_secs(2);
+
+/// `system`, `session`, or a D-Bus address (`unix:path=...`).
+pub async fn connect(bus: &str) -> zbus::Result<Connection> {
+    match bus {
+        "system" => Connection::system().await,
+        "session" => Connection::session().await,
+        addr => zbus::connection::Builder::address(addr).build().await,
+    }
+}
+
+struct Raw {
+    load: String,
+    active: String,
+    sub: String,
+    restarts: u32,
+    result: String,
+    status: i32,
+}
+
+async fn read(conn: &Connection, unit: &str) -> zbus::Result<Raw> {
+    let path = ManagerProxy::new(conn).await?.load_unit(unit.to_string()).await?;
+    let u = UnitProxy::builder(conn)
+        .path(path.clone())
+        .cache_properties(CacheProperties::No)
+        .build()
+        .await?;
+    let s = ServiceProxy::builder(conn)
+        .path(path)
+        .cache_properties(CacheProperties::No)
+        .build()
+        .await?;
+    Ok(Raw {
+        load: u.load_state().await?,
+        active: u.active_state().await?,
+        sub: u.sub_state().await?,
+        restarts: s.n_restarts().await.unwrap_or(0),
+        result: s.result().await.unwrap_or_default(),
+        status: s.exec_main_status().await.unwrap_or(0),
+    })
+}
+
+/// The state of one unit as a component.
+pub async fn unit(conn: &Connection, unit: &str) -> ComponentState {
+    let mut c = ComponentState {
+        name: unit.to_string(),
+        ..Default::default()
+    };
+    let raw = match tokio::time::timeout(TIMEOUT, read(conn, unit)).await {
+        Err(_) => {
+            c.health = Health::Unknown as i32;
+            c.reason = "systemd did not answer within 2s".into();
+            return c;
+        }
+        Ok(Err(e)) => {
+            c.health = Health::Unknown as i32;
+            c.reason = format!("D-Bus: {e}");
+            return c;
+        }
+        Ok(Ok(r)) => r,
+    };
+    c.state = format!("{}/{}", raw.active, raw.sub);
+    c.details = BTreeMap::from([
+        ("NRestarts".to_string(), raw.restarts.to_string()),
+        ("Result".to_string(), raw.result.clone()),
+        ("ExecMainStatus".to_string(), raw.status.to_string()),
+    ])
+    .into_iter()
+    .collect();
+    let (health, reason) = match (raw.load.as_str(), raw.active.as_str(), raw.sub.as_str()) {
+        ("not-found", _, _) => (Health::Absent, "unit not found".to_string()),
+        (_, "active", _) if raw.restarts > 0 => (Health::Warning, format!("running, but restarted {} times", raw.restarts)),
+        (_, "active", _) => (Health::Ok, String::new()),
+        (_, "activating", "auto-restart") => (
+            Health::Failing,
+            format!(
+                "crash-looping: {} restarts, last result {} (exit status {})",
+                raw.restarts, raw.result, raw.status
+            ),
+        ),
+        (_, "activating", _) | (_, "reloading", _) => (Health::Warning, "starting".to_string()),
+        (_, "failed", _) => (
+            Health::Failing,
+            format!("failed: result {} (exit status {})", raw.result, raw.status),
+        ),
+        _ => (Health::Failing, "not running".to_string()),
+    };
+    c.health = health as i32;
+    c.reason = reason;
+    c
+}
+
+/// Wake `changed` whenever one of `units` changes ActiveState (PropertiesChanged).
+pub async fn watch(conn: Connection, units: Vec<String>, changed: Arc<Notify>) {
+    // systemd sends unit signals only to clients that subscribed.
+    match ManagerProxy::new(&conn).await {
+        Ok(m) => {
+            if let Err(e) = m.subscribe().await {
+                eprintln!("hardshift-agent: systemd Subscribe: {e}; unit changes wait for the next tick");
+            }
+        }
+        Err(e) => eprintln!("hardshift-agent: systemd: {e}"),
+    }
+    let mut tasks = Vec::new();
+    for name in units {
+        let (conn, changed) = (conn.clone(), changed.clone());
+        tasks.push(tokio::spawn(async move {
+            let Ok(m) = ManagerProxy::new(&conn).await else { return };
+            let Ok(path) = m.load_unit(name.clone()).await else { return };
+            let Ok(u) = UnitProxy::builder(&conn).path(path).build().await else {
+                return;
+            };
+            let mut stream = u.receive_active_state_changed().await;
+            while stream.next().await.is_some() {
+                changed.notify_one();
+            }
+        }));
+    }
+    for t in tasks {
+        let _ = t.await;
+    }
+}

@@ -1,0 +1,288 @@
+//! The agent's unit probes against a real systemd (a user manager on its own D-Bus): a running
+//! unit serving healthz, a crash-looping one whose NRestarts rises, a stopped one, a missing one;
+//! and a unit stopping reaches the collector through the PropertiesChanged watch, long before
+//! the next tick.
+
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct UserSystemd {
+    runtime: tempfile::TempDir,
+    config: tempfile::TempDir,
+    dbus_pid: i32,
+    manager: Child,
+}
+
+impl UserSystemd {
+    fn start(units: &[(&str, String)]) -> UserSystemd {
+        std::fs::create_dir_all("/run/systemd/system").unwrap();
+        let runtime = tempfile::tempdir().unwrap();
+        let config = tempfile::tempdir().unwrap();
+        let unit_dir = config.path().join("systemd/user");
+        std::fs::create_dir_all(&unit_dir).unwrap();
+        for (name, text) in units {
+            std::fs::write(unit_dir.join(name), text).unwrap();
+        }
+        let bus = format!("unix:path={}/bus", runtime.path().display());
+        let out = Command::new("dbus-daemon")
+            .args(["--session", &format!("--address={bus}"), "--fork", "--print-pid"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "dbus-daemon: {}", text(&out.stderr));
+        let dbus_pid: i32 = text(&out.stdout).trim().parse().unwrap();
+        let manager = Command::new("/lib/systemd/systemd")
+            .arg("--user")
+            .env("XDG_RUNTIME_DIR", runtime.path())
+            .env("DBUS_SESSION_BUS_ADDRESS", &bus)
+            .env("XDG_CONFIG_HOME", config.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let me = UserSystemd {
+            runtime,
+            config,
+            dbus_pid,
+            manager,
+        };
+        let start = Instant::now();
+        while !me.systemctl(&["is-system-running"]).1.contains("running") && !me.systemctl(&["is-system-running"]).1.contains("degraded") {
+            assert!(start.elapsed() < Duration::from_secs(15), "the user manager did not come up");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        me
+    }
+
+    fn bus(&self) -> String {
+        format!("unix:path={}/bus", self.runtime.path().display())
+    }
+
+    fn systemctl(&self, args: &[&str]) -> (bool, String) {
+        let out = Command::new("systemctl")
+            .arg("--user")
+            .args(args)
+            .env("XDG_RUNTIME_DIR", self.runtime.path())
+            .env("DBUS_SESSION_BUS_ADDRESS", self.bus())
+            .env("XDG_CONFIG_HOME", self.config.path())
+            .output()
+            .unwrap();
+        (out.status.success(), format!("{}{}", text(&out.stdout), text(&out.stderr)))
+    }
+}
+
+impl Drop for UserSystemd {
+    fn drop(&mut self) {
+        // `exit` stops every unit the manager started (a session bus it may have activated too).
+        let _ = self.systemctl(&["exit"]);
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(5) {
+            if let Ok(Some(_)) = self.manager.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.manager.kill();
+        let _ = self.manager.wait();
+        let _ = Command::new("kill").arg(self.dbus_pid.to_string()).status();
+    }
+}
+
+const HEALTHZ: &str = r#"
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200 if self.path == "/healthz" else 404); self.end_headers(); self.wfile.write(b"ok")
+    def log_message(self, *a): pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+"#;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn agent_bin() -> PathBuf {
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "-q", "-p", "hardshift-agent"])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    Path::new(env!("CARGO_BIN_EXE_hardshift")).with_file_name("hardshift-agent")
+}
+
+fn units(script: &Path, port: u16) -> Vec<(&'static str, String)> {
+    vec![
+        (
+            "kubelet.service",
+            format!("[Service]\nExecStart=/usr/bin/env python3 {} {port}\n", script.display()),
+        ),
+        // Crash-loops forever: no start limit.
+        (
+            "crio.service",
+            "[Unit]\nStartLimitIntervalSec=0\n[Service]\nExecStart=/bin/false\nRestart=always\nRestartSec=1\n".to_string(),
+        ),
+        ("stopped.service", "[Service]\nType=oneshot\nExecStart=/bin/true\n".to_string()),
+    ]
+}
+
+fn component<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    v["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no {name} in {v}"))
+}
+
+// One test, not two: two user managers started from one process share a cgroup, and stopping a
+// unit in one would kill the other's.
+#[test]
+fn unit_probes_and_the_change_watch_against_a_real_systemd() {
+    unit_states_from_a_real_systemd();
+    a_stopped_unit_reaches_the_collector_before_the_next_tick();
+}
+
+fn unit_states_from_a_real_systemd() {
+    let bin = agent_bin();
+    let work = tempfile::tempdir().unwrap();
+    let script = work.path().join("healthz.py");
+    std::fs::write(&script, HEALTHZ).unwrap();
+    let port = free_port();
+    let sd = UserSystemd::start(&units(&script, port));
+    let (ok, out) = sd.systemctl(&["start", "kubelet.service", "crio.service"]);
+    assert!(ok, "{out}");
+    let cfg = work.path().join("agent.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "collector = \"127.0.0.1:1\"\nnode = \"master-0\"\nca = \"x\"\ncert = \"x\"\nkey = \"x\"\nsystemd_bus = \"{}\"\nkubelet_healthz = \"127.0.0.1:{port}\"\nunits = [\"kubelet.service\", \"crio.service\", \"stopped.service\", \"missing.service\"]\n",
+            sd.bus()
+        ),
+    )
+    .unwrap();
+    let status = || {
+        let (ok, out) = run(bin.to_str().unwrap(), &["--config", cfg.to_str().unwrap(), "status", "--json"]);
+        assert!(ok, "{out}");
+        serde_json::from_str::<serde_json::Value>(out.lines().last().unwrap()).unwrap()
+    };
+    // Let the healthz server start and crio fail a few times.
+    let start = Instant::now();
+    loop {
+        let v = status();
+        if component(&v, "kubelet")["health"] == 1 && component(&v, "crio.service")["details"]["NRestarts"].as_str().unwrap_or("0") >= "2" {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "units did not settle: {v}");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let v = status();
+    let k = component(&v, "kubelet.service");
+    assert_eq!(
+        (k["state"].as_str(), k["health"].as_i64()),
+        (Some("active/running"), Some(1)),
+        "{k}"
+    );
+    let c = component(&v, "crio.service");
+    assert_eq!(c["health"], 3, "{c}");
+    assert!(
+        c["reason"].as_str().unwrap().contains("crash-looping") || c["state"] == "activating/auto-restart",
+        "{c}"
+    );
+    let n1: u32 = c["details"]["NRestarts"].as_str().unwrap().parse().unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    let n2: u32 = component(&status(), "crio.service")["details"]["NRestarts"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(n2 > n1, "NRestarts must rise: {n1} then {n2}");
+    let s = component(&v, "stopped.service");
+    assert_eq!((s["state"].as_str(), s["health"].as_i64()), (Some("inactive/dead"), Some(3)), "{s}");
+    assert_eq!(component(&v, "missing.service")["health"], 4);
+}
+
+fn a_stopped_unit_reaches_the_collector_before_the_next_tick() {
+    let bin = agent_bin();
+    let d = example_copy();
+    create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    let dir = d.path();
+    let work = tempfile::tempdir().unwrap();
+    let script = work.path().join("healthz.py");
+    std::fs::write(&script, HEALTHZ).unwrap();
+    let sd = UserSystemd::start(&units(&script, free_port()));
+    assert!(sd.systemctl(&["start", "kubelet.service"]).0);
+    let cport = free_port();
+    let log = std::fs::File::create(dir.join("collector.log")).unwrap();
+    let _col = Kill(
+        Command::new(env!("CARGO_BIN_EXE_hardshift"))
+            .args([
+                "collector",
+                "--dir",
+                dir.to_str().unwrap(),
+                "--listen",
+                &format!("127.0.0.1:{cport}"),
+            ])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap(),
+    );
+    let cfg = work.path().join("agent.toml");
+    let pki = dir.join("agent-pki");
+    // One report a minute: only the watch can bring the change sooner.
+    std::fs::write(
+        &cfg,
+        format!(
+            "collector = \"127.0.0.1:{cport}\"\nnode = \"master-0\"\nca = \"{}\"\ncert = \"{}\"\nkey = \"{}\"\ninterval_ms = 60000\nsystemd_bus = \"{}\"\nunits = [\"kubelet.service\"]\n",
+            pki.join("agent-ca.crt").display(),
+            pki.join("agent-master-0.crt").display(),
+            pki.join("agent-master-0.key").display(),
+            sd.bus()
+        ),
+    )
+    .unwrap();
+    let _agent = Kill(
+        Command::new(&bin)
+            .args(["--config", cfg.to_str().unwrap()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let events = || {
+        let out = hardshift(&["events", "master-0", "--dir", dir.to_str().unwrap(), "-o", "json"]);
+        serde_json::from_slice::<Vec<serde_json::Value>>(&out.stdout).unwrap_or_default()
+    };
+    let start = Instant::now();
+    while !events()
+        .iter()
+        .any(|e| e["component"] == "kubelet.service" && e["to"] == "active/running")
+    {
+        assert!(start.elapsed() < Duration::from_secs(30), "no first report");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let stopped_at = Instant::now();
+    assert!(sd.systemctl(&["stop", "kubelet.service"]).0);
+    while !events()
+        .iter()
+        .any(|e| e["component"] == "kubelet.service" && e["from"] == "active/running")
+    {
+        assert!(
+            stopped_at.elapsed() < Duration::from_secs(30),
+            "the stop was not reported before the next tick (60 s)"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    eprintln!("kubelet.service stop known to the collector after {:?}", stopped_at.elapsed());
+}
+
+struct Kill(Child);
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
