@@ -616,3 +616,34 @@ fn the_node_agent_is_on_every_node_with_its_own_identity() {
     create(d.path(), &["--no-agent"]);
     assert!(!files(&load(d.path(), "worker-0")).contains_key("/usr/local/bin/hardshift-agent"));
 }
+
+#[test]
+fn with_agent_url_the_agent_is_fetched_and_pinned_by_its_hash() {
+    let d = example_copy();
+    let url = "http://192.168.126.1:8080/hardshift-agent";
+    create(d.path(), &["--key-algorithm", "ecdsa-p256", "--agent-url", url]);
+    let served = std::fs::read(d.path().join("http/hardshift-agent")).unwrap();
+    let agent = std::fs::read(Path::new(env!("CARGO_BIN_EXE_hardshift")).with_file_name("hardshift-agent")).unwrap();
+    assert!(served == agent, "the served file is the agent");
+    let (_, sum) = run("sha512sum", &[d.path().join("http/hardshift-agent").to_str().unwrap()]);
+    let hex = sum.split_whitespace().next().unwrap().to_string();
+    for n in NODES {
+        let p = d.path().join(format!("ignition/{n}.ign"));
+        let (ok, out) = run("ignition-validate", &[p.to_str().unwrap()]);
+        assert!(ok, "{n}: {out}");
+        let cfg = load(d.path(), n);
+        let f = cfg
+            .storage
+            .files
+            .iter()
+            .find(|f| f.path == "/usr/local/bin/hardshift-agent")
+            .unwrap();
+        let c = f.contents.as_ref().unwrap();
+        assert_eq!(c.source.as_deref(), Some(url));
+        assert_eq!(c.other["verification"]["hash"], format!("sha512-{hex}"));
+        assert!(
+            std::fs::metadata(&p).unwrap().len() < 1_000_000,
+            "{n}: the config no longer carries the binary"
+        );
+    }
+}

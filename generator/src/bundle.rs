@@ -45,8 +45,11 @@ impl Bundle {
 
 /// Everything `create` writes for the foundation: PKI, kubeconfigs, the resolved cluster, sums.
 /// The ignition bytes move into the bundle (they can be hundreds of MB for a large cluster).
-pub fn assemble(c: &Cluster, pki: &Pki, ignitions: &mut [crate::assets::NodeIgnition]) -> Bundle {
+pub fn assemble(c: &Cluster, pki: &Pki, ignitions: &mut [crate::assets::NodeIgnition], served: &[(&str, &[u8])]) -> Bundle {
     let mut b = Bundle::default();
+    for (path, bytes) in served {
+        b.add(*path, 0o755, bytes.to_vec());
+    }
     let hashes = crate::lab::ignition_hashes(ignitions.iter().map(|n| (n.hostname.as_str(), n.bytes.as_slice())));
     add_lab(&mut b, c, &hashes);
     for n in ignitions {

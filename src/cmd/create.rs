@@ -39,6 +39,10 @@ pub struct Args {
     /// Leave the node agent out of the Ignition configs.
     #[arg(long, conflicts_with = "agent_binary")]
     no_agent: bool,
+    /// Have Ignition fetch the agent from this URL (pinned by SHA-512) instead of embedding it in
+    /// every config; serve DIR/http/ there. For clusters with many nodes.
+    #[arg(long)]
+    agent_url: Option<String>,
 }
 
 /// The agent binary: as given, else the sibling of this executable; None (with a warning) if absent.
@@ -64,7 +68,11 @@ fn agent_binary(a: &Args) -> Result<Option<agent::Binary>, Failure> {
     if !bytes.starts_with(b"\x7fELF") {
         return Err(Failure::input(format!("--agent-binary {}: not an ELF executable", path.display())));
     }
-    Ok(Some(agent::Binary::new(bytes)))
+    Ok(Some(match &a.agent_url {
+        Some(url) if url.starts_with("http://") || url.starts_with("https://") => agent::Binary::remote(bytes, url),
+        Some(url) => return Err(Failure::input(format!("--agent-url {url:?}: expected an http:// or https:// URL"))),
+        None => agent::Binary::new(bytes),
+    }))
 }
 
 fn parse_base(part: &str) -> Result<(Role, PathBuf), String> {
@@ -139,7 +147,13 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         other => Failure::other(other),
     })?;
     let mut nodes = assets::ignitions(&cluster, &pki, &extras);
-    let b = bundle::assemble(&cluster, &pki, &mut nodes);
+    let served: Vec<(&str, &[u8])> = extras
+        .agent
+        .iter()
+        .filter(|b| b.is_remote())
+        .map(|b| (agent::SERVED, &b.bytes[..]))
+        .collect();
+    let b = bundle::assemble(&cluster, &pki, &mut nodes, &served);
     let written = fsio::write(&a.dir, &b).map_err(Failure::other)?;
 
     let count = |r| cluster.nodes.iter().filter(|n| n.role == r).count();
@@ -175,6 +189,11 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         ignition::VERSION,
         extras.crds.len(),
         match &extras.agent {
+            Some(b) if b.is_remote() => format!(
+                "hardshift-agent fetched from {} (serve {}/http/ there)",
+                b.encoded.source.as_deref().unwrap_or(""),
+                a.dir.display()
+            ),
             Some(b) => format!("hardshift-agent ({:.1} MiB) on every node", b.bytes.len() as f64 / 1048576.0),
             None => "no node agent".to_string(),
         }
@@ -199,6 +218,12 @@ pub fn run(a: Args) -> Result<u8, Failure> {
             n.files,
             n.units,
             n.size as f64 / 1024.0
+        );
+    }
+    if extras.agent.as_ref().is_some_and(|b| !b.is_remote()) && cluster.nodes.len() > 50 {
+        println!(
+            "hint: every config carries the agent binary; with {} nodes, --agent-url serves it once from the helper",
+            cluster.nodes.len()
         );
     }
     match written {

@@ -4,7 +4,11 @@
 use crate::cluster::{Cluster, Node};
 use crate::ignition::{self, Contents, NodeFile, Unit, PUBLIC, SCRIPT, SECRET};
 use crate::pki::Pki;
+use sha2::{Digest, Sha512};
 use std::sync::Arc;
+
+/// Where a remotely fetched agent binary sits in the bundle, to be served by the helper.
+pub const SERVED: &str = "http/hardshift-agent";
 
 pub const BINARY: &str = "/usr/local/bin/hardshift-agent";
 pub const CONFIG: &str = "/etc/hardshift/agent.toml";
@@ -34,12 +38,34 @@ pub struct Binary {
 }
 
 impl Binary {
+    /// Embedded in every node's config (compressed).
     pub fn new(bytes: Vec<u8>) -> Binary {
         let encoded = Arc::new(ignition::encode(&bytes));
         Binary {
             bytes: Arc::from(bytes),
             encoded,
         }
+    }
+
+    /// Fetched by Ignition from `url` (the helper's HTTP server, which serves `DIR/http/`), pinned
+    /// by its SHA-512: node configs stay small when there are hundreds of nodes.
+    pub fn remote(bytes: Vec<u8>, url: &str) -> Binary {
+        let hash: String = Sha512::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
+        let mut c = Contents {
+            compression: None,
+            source: Some(url.to_string()),
+            ..Default::default()
+        };
+        c.other
+            .insert("verification".into(), serde_json::json!({ "hash": format!("sha512-{hash}") }));
+        Binary {
+            bytes: Arc::from(bytes),
+            encoded: Arc::new(c),
+        }
+    }
+
+    pub fn is_remote(&self) -> bool {
+        self.encoded.source.as_deref().is_some_and(|s| !s.starts_with("data:"))
     }
 }
 

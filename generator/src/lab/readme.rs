@@ -41,7 +41,8 @@ API and api-int: {api} · `*.apps`: {ingress} · helper (DNS, DHCP, HAProxy, HTT
    Put `undionly.kpxe`/`ipxe.efi` in the TFTP root; iPXE then fetches `{base}/pxe/boot.ipxe`. For
    PXELINUX instead, copy `pxe/pxelinux.cfg/` into the TFTP root.
 4. **HTTP** on the helper at `{base}`: serve `ignition/` (this bundle's `ignition/*.ign`), `pxe/boot.ipxe`,
-   and the RHCOS live kernel, initramfs and rootfs under `rhcos/`.
+   the RHCOS live kernel, initramfs and rootfs under `rhcos/`, and, if `create` ran with `--agent-url`,
+   the bundle's `http/hardshift-agent` at that URL (Ignition checks its SHA-512).
 5. **HAProxy**: `haproxy/haproxy.cfg` as `/etc/haproxy/haproxy.cfg`; check with
    `haproxy -c -f haproxy/haproxy.cfg`. TCP mode, TCP checks only. Stats on :9000/stats.
 6. **Machines**: `scripts/virt-install.sh` creates the VMs (PXE, then disk). On bare metal, or when
