@@ -3,6 +3,7 @@
 # workers, for each key algorithm; fresh bundles and re-runs. Median of RUNS runs.
 #   hack/bench-create.sh            (RUNS=5 by default)
 #   MCO=1 hack/bench-create.sh      merge every master and worker into the ~350 KB MCO fixture base
+#   AGENT_URL=1 hack/bench-create.sh    nodes fetch the agent (--agent-url) instead of embedding it
 #   ALGS="ecdsa-p256" WORKERS="1000" to narrow the matrix
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,9 +11,12 @@ RUNS=${RUNS:-5}
 cargo build --release --quiet
 bin=$PWD/target/release/hardshift
 extra=()
+if [ "${AGENT_URL:-0}" = 1 ]; then
+  extra+=(--agent-url http://192.168.126.1:8080/hardshift-agent)
+fi
 if [ "${MCO:-0}" = 1 ]; then
   base=$PWD/tests/fixtures/mco/master-large.ign
-  extra=(--mco-base "master=$base,worker=$base")
+  extra+=(--mco-base "master=$base,worker=$base")
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
