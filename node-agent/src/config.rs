@@ -30,6 +30,9 @@ pub struct Config {
     /// systemd units to watch.
     #[serde(default = "default_units")]
     pub units: Vec<String>,
+    /// The local etcd member (bootstrap and masters).
+    #[serde(default)]
+    pub etcd: Option<crate::etcd::EtcdConfig>,
 }
 
 fn default_bus() -> String {

@@ -6,6 +6,7 @@
 
 mod client;
 mod config;
+mod etcd;
 mod host;
 mod outbox;
 mod probes;
@@ -19,6 +20,9 @@ use std::time::Duration;
 async fn report(cfg: &config::Config, bus: Option<&zbus::Connection>) -> NodeReport {
     let host = host::probe();
     let mut components = vec![probes::kubelet_healthz(&cfg.kubelet_healthz).await];
+    if let Some(e) = &cfg.etcd {
+        components.push(etcd::probe(e).await);
+    }
     match bus {
         Some(conn) => {
             for u in &cfg.units {
@@ -47,6 +51,9 @@ async fn report(cfg: &config::Config, bus: Option<&zbus::Connection>) -> NodeRep
 }
 
 async fn bus(cfg: &config::Config) -> Option<zbus::Connection> {
+    if cfg.units.is_empty() {
+        return None;
+    }
     match tokio::time::timeout(Duration::from_secs(2), systemd::connect(&cfg.systemd_bus)).await {
         Ok(Ok(c)) => Some(c),
         Ok(Err(e)) => {
