@@ -7,28 +7,16 @@ mod common;
 use common::*;
 use hardshift_collector::store::Store;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-struct Proc(Child);
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-fn collector(dir: &Path, port: u16) -> Proc {
+fn collector(dir: &Path, port: u16) -> Kill {
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(dir.join("collector.log"))
         .unwrap();
-    Proc(
+    Kill(
         Command::new(env!("CARGO_BIN_EXE_hardshift"))
             .args([
                 "collector",
@@ -45,11 +33,11 @@ fn collector(dir: &Path, port: u16) -> Proc {
 }
 
 /// An agent reporting as `node` with the certificate of `cert_of` from bundle `pki_dir`.
-fn agent(dir: &Path, port: u16, node: &str, cert_of: &str, pki_dir: &Path) -> (Proc, PathBuf) {
+fn agent(dir: &Path, port: u16, node: &str, cert_of: &str, pki_dir: &Path) -> (Kill, PathBuf) {
     agent_with(dir, port, node, cert_of, pki_dir, "")
 }
 
-fn agent_with(dir: &Path, port: u16, node: &str, cert_of: &str, pki_dir: &Path, extra: &str) -> (Proc, PathBuf) {
+fn agent_with(dir: &Path, port: u16, node: &str, cert_of: &str, pki_dir: &Path, extra: &str) -> (Kill, PathBuf) {
     let cfg = dir.join(format!("agent-{node}-{cert_of}.toml"));
     let f = |n: &str| pki_dir.join(n).to_string_lossy().to_string();
     std::fs::write(
@@ -64,14 +52,14 @@ fn agent_with(dir: &Path, port: u16, node: &str, cert_of: &str, pki_dir: &Path, 
     .unwrap();
     let log_path = dir.join(format!("agent-{node}-{cert_of}.log"));
     let log = std::fs::File::create(&log_path).unwrap();
-    let bin = Path::new(env!("CARGO_BIN_EXE_hardshift")).with_file_name("hardshift-agent");
+    let bin = agent_bin();
     let p = Command::new(bin)
         .args(["--config", cfg.to_str().unwrap()])
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()
         .expect("hardshift-agent built");
-    (Proc(p), log_path)
+    (Kill(p), log_path)
 }
 
 fn db(dir: &Path) -> Store {
@@ -96,12 +84,7 @@ fn stored(dir: &Path, node: &str) -> Vec<u64> {
 
 #[test]
 fn reports_survive_a_killed_collector_and_identities_are_enforced() {
-    // The agent binary is another package's: build it (a no-op when it is fresh).
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "-q", "-p", "hardshift-agent"])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    agent_bin();
 
     let d = example_copy();
     create(d.path(), &["--key-algorithm", "ecdsa-p256"]);
@@ -210,11 +193,7 @@ fn healthz_server() -> (u16, std::sync::Arc<std::sync::atomic::AtomicBool>) {
 
 #[test]
 fn a_kubelet_failure_becomes_an_event() {
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "-q", "-p", "hardshift-agent"])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    agent_bin();
     let d = example_copy();
     create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
     let dir = d.path();

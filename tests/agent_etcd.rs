@@ -4,30 +4,8 @@
 mod common;
 
 use common::*;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-struct Kill(Child);
-impl Drop for Kill {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-fn agent_bin() -> PathBuf {
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "-q", "-p", "hardshift-agent"])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    Path::new(env!("CARGO_BIN_EXE_hardshift")).with_file_name("hardshift-agent")
-}
 
 #[test]
 fn etcd_probe_reports_a_healthy_cluster_and_a_stopped_member() {

@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -99,19 +99,6 @@ class H(http.server.BaseHTTPRequestHandler):
     def log_message(self, *a): pass
 http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 "#;
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-fn agent_bin() -> PathBuf {
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "-q", "-p", "hardshift-agent"])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    Path::new(env!("CARGO_BIN_EXE_hardshift")).with_file_name("hardshift-agent")
-}
 
 fn units(script: &Path, port: u16) -> Vec<(&'static str, String)> {
     vec![
@@ -277,12 +264,4 @@ fn a_stopped_unit_reaches_the_collector_before_the_next_tick() {
         std::thread::sleep(Duration::from_millis(50));
     }
     eprintln!("kubelet.service stop known to the collector after {:?}", stopped_at.elapsed());
-}
-
-struct Kill(Child);
-impl Drop for Kill {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }

@@ -93,28 +93,21 @@ fn validators_accept_every_generated_config() {
     assert!(!run("haproxy", &["-c", "-f", bad.to_str().unwrap()]).0);
 }
 
-fn free_port() -> u16 {
+/// A port free for both UDP and TCP (dnsmasq serves both).
+fn free_dns_port() -> u16 {
     let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let port = s.local_addr().unwrap().port();
     let t = std::net::TcpListener::bind(("127.0.0.1", port));
     if t.is_err() {
-        return free_port();
+        return free_dns_port();
     }
     port
-}
-
-struct Kill(std::process::Child);
-impl Drop for Kill {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 #[test]
 fn dnsmasq_serves_every_record() {
     let d = bundle();
-    let port = free_port();
+    let port = free_dns_port();
     let conf = lab(d.path(), "dnsmasq/ocp4-dns.conf");
     let _dns = Kill(
         std::process::Command::new("dnsmasq")

@@ -90,3 +90,28 @@ pub fn run(program: &str, args: &[&str]) -> (bool, String) {
 pub fn pki(dir: &Path, name: &str) -> PathBuf {
     dir.join("pki").join(name)
 }
+
+/// A child process killed (and reaped) when dropped, so a failing test leaves nothing running.
+pub struct Kill(pub std::process::Child);
+
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A TCP port free on loopback right now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// The hardshift-agent binary of this build (built first: it is another package's).
+pub fn agent_bin() -> PathBuf {
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "-q", "-p", "hardshift-agent"])
+        .status()
+        .unwrap();
+    assert!(status.success(), "building hardshift-agent");
+    Path::new(env!("CARGO_BIN_EXE_hardshift")).with_file_name("hardshift-agent")
+}
