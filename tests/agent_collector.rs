@@ -10,28 +10,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn collector(dir: &Path, port: u16) -> Kill {
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(dir.join("collector.log"))
-        .unwrap();
-    Kill(
-        Command::new(env!("CARGO_BIN_EXE_hardshift"))
-            .args([
-                "collector",
-                "--dir",
-                dir.to_str().unwrap(),
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-            ])
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap(),
-    )
-}
-
 /// An agent reporting as `node` with the certificate of `cert_of` from bundle `pki_dir`.
 fn agent(dir: &Path, port: u16, node: &str, cert_of: &str, pki_dir: &Path) -> (Kill, PathBuf) {
     agent_with(dir, port, node, cert_of, pki_dir, "")

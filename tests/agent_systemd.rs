@@ -202,21 +202,7 @@ fn a_stopped_unit_reaches_the_collector_before_the_next_tick() {
     let sd = UserSystemd::start(&units(&script, free_port()));
     assert!(sd.systemctl(&["start", "kubelet.service"]).0);
     let cport = free_port();
-    let log = std::fs::File::create(dir.join("collector.log")).unwrap();
-    let _col = Kill(
-        Command::new(env!("CARGO_BIN_EXE_hardshift"))
-            .args([
-                "collector",
-                "--dir",
-                dir.to_str().unwrap(),
-                "--listen",
-                &format!("127.0.0.1:{cport}"),
-            ])
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap(),
-    );
+    let _col = collector(dir, cport);
     let cfg = work.path().join("agent.toml");
     let pki = dir.join("agent-pki");
     // One report a minute: only the watch can bring the change sooner.

@@ -137,22 +137,15 @@ async fn run(cfg: config::Config) {
     loop {
         tokio::select! {
             // A unit changed state: report now rather than at the next tick.
-            _ = changed.notified() => {
-                let r = report(&cfg, conn.as_ref()).await;
-                if let Ok(mut o) = shared.outbox.lock() {
-                    o.push(r);
-                }
-                shared.new_report.notify_one();
-            }
-            _ = tick.tick() => {
-                let r = report(&cfg, conn.as_ref()).await;
-                if let Ok(mut o) = shared.outbox.lock() {
-                    o.push(r);
-                }
-                shared.new_report.notify_one();
-            }
+            _ = changed.notified() => {}
+            _ = tick.tick() => {}
             _ = tokio::signal::ctrl_c() => break,
         }
+        let r = report(&cfg, conn.as_ref()).await;
+        if let Ok(mut o) = shared.outbox.lock() {
+            o.push(r);
+        }
+        shared.new_report.notify_one();
     }
     stream.abort();
 }

@@ -20,6 +20,18 @@ pub fn db_path(dir: &std::path::Path, db: Option<PathBuf>) -> PathBuf {
     db.unwrap_or_else(|| dir.join("collector").join("reports.db"))
 }
 
+/// The collector's store, for the commands that read it (`status`, `events`).
+pub fn open_existing(dir: &std::path::Path, db: Option<PathBuf>) -> Result<Store, Failure> {
+    let db = db_path(dir, db);
+    if !db.exists() {
+        return Err(Failure::input(format!(
+            "{}: no reports yet (is `hardshift collector` running?)",
+            db.display()
+        )));
+    }
+    Store::open(&db).map_err(|e| Failure::other(format!("{}: {e}", db.display())))
+}
+
 /// Serve the agents with the bundle's collector certificate until Ctrl-C.
 pub fn run(a: Args) -> Result<u8, Failure> {
     let read = |rel: &str| {

@@ -1,5 +1,5 @@
 use crate::Failure;
-use hardshift_collector::{events, store::Store};
+use hardshift_collector::events;
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -16,14 +16,7 @@ pub struct Args {
 
 /// State changes over time, oldest first.
 pub fn run(a: Args) -> Result<u8, Failure> {
-    let db = super::collector::db_path(&a.dir, a.db);
-    if !db.exists() {
-        return Err(Failure::input(format!(
-            "{}: no reports yet (is `hardshift collector` running?)",
-            db.display()
-        )));
-    }
-    let store = Store::open(&db).map_err(Failure::other)?;
+    let store = super::collector::open_existing(&a.dir, a.db)?;
     let nodes: Vec<String> = match &a.node {
         Some(n) => vec![n.clone()],
         None => store.nodes().map_err(Failure::other)?.into_iter().map(|r| r.node).collect(),

@@ -1,5 +1,4 @@
 use crate::Failure;
-use hardshift_collector::store::Store;
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -16,14 +15,7 @@ const HEALTH: [&str; 5] = ["unknown", "ok", "warning", "failing", "absent"];
 
 /// One row per node from the collector's store.
 pub fn run(a: Args) -> Result<u8, Failure> {
-    let db = super::collector::db_path(&a.dir, a.db);
-    if !db.exists() {
-        return Err(Failure::input(format!(
-            "{}: no reports yet (is `hardshift collector` running?)",
-            db.display()
-        )));
-    }
-    let store = Store::open(&db).map_err(|e| Failure::other(format!("{}: {e}", db.display())))?;
+    let store = super::collector::open_existing(&a.dir, a.db)?;
     let rows = store.nodes().map_err(Failure::other)?;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

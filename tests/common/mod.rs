@@ -115,3 +115,26 @@ pub fn agent_bin() -> PathBuf {
     assert!(status.success(), "building hardshift-agent");
     Path::new(env!("CARGO_BIN_EXE_hardshift")).with_file_name("hardshift-agent")
 }
+
+/// `hardshift collector` for bundle `dir` on 127.0.0.1:`port`, logging to `dir/collector.log`.
+pub fn collector(dir: &Path, port: u16) -> Kill {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("collector.log"))
+        .unwrap();
+    Kill(
+        Command::new(env!("CARGO_BIN_EXE_hardshift"))
+            .args([
+                "collector",
+                "--dir",
+                dir.to_str().unwrap(),
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap(),
+    )
+}
