@@ -124,7 +124,10 @@ fn etcd_probe_reports_a_healthy_cluster_and_a_stopped_member() {
         if e["health"] == 1 {
             break e;
         }
-        assert!(start.elapsed() < Duration::from_secs(30), "no healthy quorum after a member stopped: {e}");
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no healthy quorum after a member stopped: {e}"
+        );
         std::thread::sleep(Duration::from_millis(300));
     };
     assert_eq!(still["state"].as_str().unwrap().split(' ').next(), Some("3"), "{still}");

@@ -16,6 +16,14 @@ pub struct Shared {
     pub outbox: Mutex<Outbox>,
     pub new_report: Notify,
     pub boot_id: String,
+    /// This node's clock minus the collector's (ms), from the last Ack; None until one arrives.
+    pub clock: Mutex<Option<i64>>,
+}
+
+impl Shared {
+    pub fn clock_offset(&self) -> Option<i64> {
+        self.clock.lock().ok().and_then(|c| *c)
+    }
 }
 
 async fn channel(cfg: &Config) -> Result<Channel, String> {
@@ -82,6 +90,13 @@ async fn session(cfg: &Config, shared: &Shared) -> Result<(), String> {
             match inbound.message().await {
                 Ok(Some(msg)) => {
                     if let Some(In::Ack(a)) = msg.body {
+                        // The Ack left the collector at collector_time_ms and arrived now; on a
+                        // LAN the transit is well under the seconds that break certificates.
+                        if a.collector_time_ms > 0 {
+                            if let Ok(mut c) = shared.clock.lock() {
+                                *c = Some(crate::now_ms() - a.collector_time_ms);
+                            }
+                        }
                         if a.boot_id == shared.boot_id {
                             if let Ok(mut o) = shared.outbox.lock() {
                                 o.ack(a.highest_seq);

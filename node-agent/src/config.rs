@@ -30,6 +30,12 @@ pub struct Config {
     /// systemd units to watch.
     #[serde(default = "default_units")]
     pub units: Vec<String>,
+    /// The CRI socket of the container runtime; "" turns the CRI probe off.
+    #[serde(default = "default_cri")]
+    pub cri_socket: PathBuf,
+    /// The kubelet's client certificate: absent while its CSR waits for approval.
+    #[serde(default = "default_kubelet_cert")]
+    pub kubelet_cert: PathBuf,
     /// The local etcd member (bootstrap and masters).
     #[serde(default)]
     pub etcd: Option<crate::etcd::EtcdConfig>,
@@ -40,6 +46,13 @@ fn default_bus() -> String {
 }
 fn default_units() -> Vec<String> {
     vec!["kubelet.service".into(), "crio.service".into()]
+}
+
+fn default_cri() -> PathBuf {
+    "/var/run/crio/crio.sock".into()
+}
+fn default_kubelet_cert() -> PathBuf {
+    "/var/lib/kubelet/pki/kubelet-client-current.pem".into()
 }
 
 fn default_interval() -> u64 {

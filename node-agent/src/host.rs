@@ -44,5 +44,6 @@ pub fn probe() -> HostState {
         root_free_bytes: free_bytes("/"),
         var_free_bytes: free_bytes("/var"),
         addresses,
+        ..Default::default()
     }
 }

@@ -6,6 +6,7 @@
 
 mod client;
 mod config;
+mod cri;
 mod etcd;
 mod host;
 mod outbox;
@@ -17,9 +18,31 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-async fn report(cfg: &config::Config, bus: Option<&zbus::Connection>) -> NodeReport {
-    let host = host::probe();
-    let mut components = vec![probes::kubelet_healthz(&cfg.kubelet_healthz).await];
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// One report: every probe, each bounded by its own timeout. `clock` is this node's offset to
+/// the collector's clock when known.
+async fn report(cfg: &config::Config, bus: Option<&zbus::Connection>, clock: Option<i64>) -> NodeReport {
+    let mut host = host::probe();
+    if let Some(off) = clock {
+        host.clock_offset_ms = off;
+        host.clock_offset_known = true;
+    }
+    let mut components = vec![
+        probes::kubelet_healthz(&cfg.kubelet_healthz).await,
+        probes::kubelet_cert(&cfg.kubelet_cert, now_ms() / 1000),
+    ];
+    let (mut pods, mut containers) = (vec![], vec![]);
+    if !cfg.cri_socket.as_os_str().is_empty() {
+        let (c, p, k) = cri::probe(&cfg.cri_socket).await;
+        components.push(c);
+        (pods, containers) = (p, k);
+    }
     if let Some(e) = &cfg.etcd {
         components.push(etcd::probe(e).await);
     }
@@ -40,13 +63,12 @@ async fn report(cfg: &config::Config, bus: Option<&zbus::Connection>) -> NodeRep
     }
     NodeReport {
         seq: 0,
-        time_ms: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as i64)
-            .unwrap_or(0),
+        time_ms: now_ms(),
         dropped_before: 0,
         components,
         host: Some(host),
+        pods,
+        containers,
     }
 }
 
@@ -83,14 +105,30 @@ fn main() -> std::process::ExitCode {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     match args.first().map(String::as_str) {
         Some("status") => {
-            let r = rt.block_on(async { report(&cfg, bus(&cfg).await.as_ref()).await });
+            let r = rt.block_on(async { report(&cfg, bus(&cfg).await.as_ref(), None).await });
             if args.iter().any(|a| a == "--json") {
                 let comps: Vec<serde_json::Value> = r
                     .components
                     .iter()
                     .map(|c| serde_json::json!({"name": c.name, "health": c.health, "state": c.state, "reason": c.reason, "details": c.details}))
                     .collect();
-                println!("{}", serde_json::json!({"node": cfg.node, "components": comps}));
+                let pods: Vec<serde_json::Value> = r
+                    .pods
+                    .iter()
+                    .map(|p| serde_json::json!({"id": p.id, "namespace": p.namespace, "name": p.name, "ready": p.ready}))
+                    .collect();
+                let containers: Vec<serde_json::Value> = r
+                    .containers
+                    .iter()
+                    .map(|c| {
+                        serde_json::json!({"id": c.id, "pod": c.pod, "name": c.name, "state": c.state, "attempt": c.attempt,
+                        "exitCode": c.exit_code, "reason": c.reason, "message": c.message, "image": c.image})
+                    })
+                    .collect();
+                println!(
+                    "{}",
+                    serde_json::json!({"node": cfg.node, "components": comps, "pods": pods, "containers": containers})
+                );
                 return std::process::ExitCode::SUCCESS;
             }
             let host = r.host.unwrap_or_default();
@@ -105,8 +143,11 @@ fn main() -> std::process::ExitCode {
                 host.root_free_bytes >> 20,
                 host.var_free_bytes >> 20
             );
-            for c in r.components {
-                println!("{:<10} {:<16} {}", c.name, c.state, c.reason);
+            for c in &r.components {
+                println!("{:<16} {:<24} {}", c.name, c.state, c.reason);
+            }
+            for c in cri::failing(&r.containers) {
+                println!("container {}/{} exited {} {} {}", c.pod, c.name, c.exit_code, c.reason, c.message);
             }
             std::process::ExitCode::SUCCESS
         }
@@ -126,6 +167,7 @@ async fn run(cfg: config::Config) {
         outbox: Mutex::new(outbox::Outbox::new(cfg.outbox_capacity)),
         new_report: tokio::sync::Notify::new(),
         boot_id: host::probe().boot_id,
+        clock: Default::default(),
     });
     let stream = tokio::spawn(client::run(cfg.clone(), shared.clone()));
     let conn = bus(&cfg).await;
@@ -141,7 +183,7 @@ async fn run(cfg: config::Config) {
             _ = tick.tick() => {}
             _ = tokio::signal::ctrl_c() => break,
         }
-        let r = report(&cfg, conn.as_ref()).await;
+        let r = report(&cfg, conn.as_ref(), shared.clock_offset()).await;
         if let Ok(mut o) = shared.outbox.lock() {
             o.push(r);
         }

@@ -55,3 +55,78 @@ pub async fn kubelet_healthz(addr: &str) -> ComponentState {
         }
     }
 }
+
+/// The kubelet's client certificate (`kubelet-client-current.pem`): absent means the kubelet is
+/// still bootstrapping, its CSR waiting for approval; a validity window that does not contain
+/// now means a clock or rotation problem.
+pub fn kubelet_cert(path: &std::path::Path, now_s: i64) -> ComponentState {
+    let name = "kubelet-cert";
+    let pem = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return state(
+                name,
+                Health::Warning,
+                "bootstrapping",
+                &format!(
+                    "{} absent: the kubelet's client CSR waits for approval (`hardshift csr` or `oc get csr`)",
+                    path.display()
+                ),
+            )
+        }
+        Err(e) => return state(name, Health::Failing, "unreadable", &format!("{}: {e}", path.display())),
+    };
+    // The file holds the certificate and the key; the first CERTIFICATE block is the leaf.
+    let cert = x509_parser::pem::Pem::iter_from_buffer(&pem)
+        .flatten()
+        .find(|p| p.label == "CERTIFICATE")
+        .ok_or_else(|| "no CERTIFICATE block".to_string())
+        .and_then(|p| {
+            let (_, c) = x509_parser::parse_x509_certificate(&p.contents).map_err(|e| e.to_string())?;
+            Ok((
+                c.validity().not_before.timestamp(),
+                c.validity().not_after.timestamp(),
+                c.subject().to_string(),
+            ))
+        });
+    let (nb, na, subject) = match cert {
+        Ok(v) => v,
+        Err(e) => return state(name, Health::Failing, "invalid", &format!("{}: {e}", path.display())),
+    };
+    let mut c = if now_s < nb {
+        state(
+            name,
+            Health::Failing,
+            "not yet valid",
+            &format!(
+                "valid only from {} s from now: this node's clock is behind (check chrony/NTP)",
+                nb - now_s
+            ),
+        )
+    } else if now_s >= na {
+        state(
+            name,
+            Health::Failing,
+            "expired",
+            &format!(
+                "expired {} s ago: the kubelet could not rotate it (pending CSR?) or the clock is ahead",
+                now_s - na
+            ),
+        )
+    } else if na - now_s < 24 * 3600 {
+        state(
+            name,
+            Health::Warning,
+            "expiring",
+            &format!("expires in {} h: its rotation CSR needs approval", (na - now_s) / 3600),
+        )
+    } else {
+        state(name, Health::Ok, "valid", "")
+    };
+    c.details = std::collections::HashMap::from([
+        ("subject".to_string(), subject),
+        ("notBefore".to_string(), nb.to_string()),
+        ("notAfter".to_string(), na.to_string()),
+    ]);
+    c
+}

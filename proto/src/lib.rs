@@ -1,6 +1,32 @@
-//! The versioned wire contract `hardshift.agent.v1` between node agent and collector.
-//! Source: `proto/hardshift/agent/v1/agent.proto`.
+//! Wire contracts. `v1`: the versioned `hardshift.agent.v1` stream between node agent and
+//! collector (`proto/hardshift/agent/v1/agent.proto`). `cri`: the subset of the Kubernetes CRI
+//! (`runtime.v1`) the agent reads from CRI-O (`proto/cri/runtime/v1/api.proto`).
 
 pub mod v1 {
     tonic::include_proto!("hardshift.agent.v1");
+}
+
+pub mod cri {
+    tonic::include_proto!("runtime.v1");
+}
+
+/// A CRI RuntimeService client on a runtime's unix socket (CRI-O: `/var/run/crio/crio.sock`).
+pub async fn cri_client(
+    socket: &std::path::Path,
+    timeout: std::time::Duration,
+) -> Result<cri::runtime_service_client::RuntimeServiceClient<tonic::transport::Channel>, String> {
+    let path = socket.to_path_buf();
+    // The URI is a placeholder: every connection goes to the socket.
+    let ch = tonic::transport::Endpoint::from_static("http://cri.invalid")
+        .connect_timeout(timeout)
+        .connect_with_connector(tower::service_fn(move |_: tonic::transport::Uri| {
+            let p = path.clone();
+            async move { Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(tokio::net::UnixStream::connect(p).await?)) }
+        }))
+        .await
+        .map_err(|e| match std::error::Error::source(&e) {
+            Some(s) => format!("{}: {s}", socket.display()),
+            None => format!("{}: {e}", socket.display()),
+        })?;
+    Ok(cri::runtime_service_client::RuntimeServiceClient::new(ch))
 }
