@@ -208,4 +208,19 @@ fn a_kubelet_failure_becomes_an_event() {
     assert!(fail["reason"].as_str().unwrap().contains("connection refused"), "{fail}");
     let table = text(&hardshift(&["status", "--dir", dir.to_str().unwrap()]).stdout);
     assert!(table.contains("master-0") && table.contains("not listening"), "{table}");
+    // Same machine, same clock: the offset the agent measured from the Acks is known and small.
+    let json: serde_json::Value =
+        serde_json::from_slice(&hardshift(&["status", "--dir", dir.to_str().unwrap(), "-o", "json"]).stdout).unwrap();
+    let off = json[0]["clock_offset_ms"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("no clock offset: {json}"));
+    assert!(off.abs() < 2_000, "{json}");
+    assert!(
+        json[0]["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().starts_with("kubelet: ")),
+        "{json}"
+    );
 }

@@ -4,3 +4,4 @@
 pub mod events;
 pub mod server;
 pub mod store;
+pub mod summary;

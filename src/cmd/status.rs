@@ -21,48 +21,47 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0);
+    let sums: Vec<hardshift_collector::summary::Summary> = rows.iter().map(|r| hardshift_collector::summary::summarize(r, now)).collect();
     if a.output == "json" {
         let v: Vec<serde_json::Value> = rows
             .iter()
-            .map(|r| {
+            .zip(&sums)
+            .map(|(r, s)| {
                 let comps: Vec<serde_json::Value> = r
                     .last
                     .iter()
                     .flat_map(|l| &l.components)
-                    .map(|c| serde_json::json!({"name": c.name, "health": HEALTH.get(c.health as usize).unwrap_or(&"unknown"), "state": c.state, "reason": c.reason}))
+                    .map(|c| serde_json::json!({"name": c.name, "health": HEALTH.get(c.health as usize).unwrap_or(&"unknown"), "state": c.state, "reason": c.reason, "details": c.details}))
                     .collect();
-                serde_json::json!({"node": r.node, "role": r.role, "boot_id": r.boot_id, "last_seq": r.last_seq, "reports": r.reports,
-                    "dropped": r.dropped, "last_seen_ms": r.last_seen_ms, "components": comps})
+                let mut v = serde_json::to_value(s).unwrap_or_default();
+                v["boot_id"] = r.boot_id.clone().into();
+                v["last_seq"] = r.last_seq.into();
+                v["components"] = comps.into();
+                v
             })
             .collect();
         println!("{}", serde_json::to_string_pretty(&v).map_err(Failure::other)?);
         return Ok(0);
     }
     println!(
-        "{:<20} {:<10} {:>10} {:>8} {:>8}  KUBELET",
-        "NODE", "ROLE", "LAST SEEN", "REPORTS", "DROPPED"
+        "{:<18} {:<9} {:>6}  {:<18} {:<22} {:<18} {:>4}  WARNINGS",
+        "NODE", "ROLE", "SEEN", "KUBELET", "CRI", "ETCD", "PODS"
     );
-    for r in &rows {
-        let kubelet = r
-            .last
-            .iter()
-            .flat_map(|l| &l.components)
-            .find(|c| c.name == "kubelet")
-            .map(|c| {
-                if c.reason.is_empty() {
-                    c.state.clone()
-                } else {
-                    format!("{}: {}", c.state, c.reason)
-                }
-            })
-            .unwrap_or_default();
+    for s in &sums {
+        let warn = if s.warnings.is_empty() {
+            "-".to_string()
+        } else {
+            s.warnings.join("; ")
+        };
         println!(
-            "{:<20} {:<10} {:>9}s {:>8} {:>8}  {kubelet}",
-            r.node,
-            r.role,
-            (now - r.last_seen_ms) / 1000,
-            r.reports,
-            r.dropped
+            "{:<18} {:<9} {:>5}s  {:<18} {:<22} {:<18} {:>4}  {warn}",
+            s.node,
+            s.role,
+            s.seen_ago_s,
+            s.kubelet,
+            s.cri,
+            s.etcd,
+            s.pods_not_running.len()
         );
     }
     Ok(0)
