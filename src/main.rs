@@ -26,6 +26,8 @@ enum Command {
     Status(cmd::status::Args),
     /// State changes over time ("kubelet healthy → not listening"), from the stored reports.
     Events(cmd::events::Args),
+    /// A node's journal (allow-listed units), a container's log, or etcd's members, via the collector.
+    Logs(cmd::logs::Args),
 }
 
 /// Failures carry their exit code: 2 for input and usage errors, 1 for everything else.
@@ -58,6 +60,7 @@ fn main() -> ExitCode {
         Command::Collector(a) => cmd::collector::run(a),
         Command::Status(a) => cmd::status::run(a),
         Command::Events(a) => cmd::events::run(a),
+        Command::Logs(a) => cmd::logs::run(a),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -224,3 +224,73 @@ fn a_kubelet_failure_becomes_an_event() {
         "{json}"
     );
 }
+
+/// A real journal file (systemd-journal-remote writes it from the export-format fixture), read by
+/// the real journalctl on the agent's side.
+fn journal_dir(dir: &Path) -> PathBuf {
+    let j = dir.join("journal");
+    std::fs::create_dir_all(&j).unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/journal/master-0.export");
+    let (ok, out) = run(
+        "/lib/systemd/systemd-journal-remote",
+        &[
+            "-o",
+            j.join("master-0.journal").to_str().unwrap(),
+            "--split-mode=none",
+            fixture.to_str().unwrap(),
+        ],
+    );
+    assert!(ok, "systemd-journal-remote (hack/setup.sh installs it): {out}");
+    j
+}
+
+#[test]
+fn logs_come_through_the_collector_read_only_and_bounded() {
+    agent_bin();
+    let d = example_copy();
+    create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    let dir = d.path();
+    let port = free_port();
+    let _col = collector(dir, port);
+    let j = journal_dir(dir);
+    let _a = agent_with(
+        dir,
+        port,
+        "master-0",
+        "master-0",
+        &dir.join("agent-pki"),
+        &format!("journal_directory = \"{}\"\nunits = []\n", j.display()),
+    );
+    let d_ = dir.to_str().unwrap();
+    wait_for("master-0 to connect", 30, || !stored(dir, "master-0").is_empty());
+    let sock = dir.join("collector/admin.sock");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&sock).unwrap().permissions().mode() & 0o777, 0o600);
+
+    let out = hardshift(&["logs", "master-0", "kubelet", "-n", "2", "--dir", d_]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let lines: Vec<String> = text(&out.stdout).lines().map(String::from).collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(lines[0].contains("csr-7xk2p is issued"), "{lines:?}");
+    assert!(lines[1].contains("Unable to register node with API server"), "{lines:?}");
+
+    // Only the allow-listed units: sshd's journal never leaves the node.
+    let out = hardshift(&["logs", "master-0", "sshd", "--dir", d_]);
+    assert_eq!(out.status.code(), Some(2));
+    let all = text(&out.stdout) + &text(&out.stderr);
+    assert!(all.contains("not one a debug request may read"), "{all}");
+    assert!(!all.contains("SECRET-SHOULD-NOT-LEAK"), "{all}");
+    // Not even smuggled into journalctl's arguments.
+    let out = hardshift(&["logs", "master-0", "kubelet.service -o export", "--dir", d_]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+
+    // A node that is not connected is named as such.
+    let out = hardshift(&["logs", "master-1", "kubelet", "--dir", d_]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("master-1 is not connected"), "{}", text(&out.stderr));
+
+    // No etcd on this agent: a clear answer, not a hang.
+    let out = hardshift(&["logs", "master-0", "etcd-members", "--dir", d_]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("no etcd member"), "{}", text(&out.stderr));
+}

@@ -346,6 +346,25 @@ fn cri_probe_against_a_real_containerd() {
     );
     assert_eq!(c["details"]["running"], "1", "{c}");
 
+    // Its log, found through the CRI's log path, by name and by id prefix.
+    let logs = |sel: &str| {
+        run(
+            agent.to_str().unwrap(),
+            &["--config", cfg.to_str().unwrap(), "logs", "--container", sel, "-n", "5"],
+        )
+    };
+    let (ok, out) = logs("openshift-etcd/etcd-master-0/etcd-ensure-env");
+    assert!(ok, "{out}");
+    assert!(out.contains("stdout F starting"), "{out}");
+    assert!(
+        out.contains("stderr F fatal: cannot reach https://api-int.ocp4.example.com:6443"),
+        "{out}"
+    );
+    let (ok, out) = logs(&bad["id"].as_str().unwrap()[..12]);
+    assert!(ok && out.contains("fatal: cannot reach"), "{out}");
+    let (ok, out) = logs("openshift-etcd/etcd-master-0/nope");
+    assert!(!ok && out.contains("no container"), "{out}");
+
     // A CNI config appears (the network operator's job on a real node): NetworkReady turns true
     // without restarting the runtime.
     std::fs::write(

@@ -2,20 +2,114 @@
 //! stream whose Hello names another node is refused and logged.
 
 use crate::store::Store;
+use hardshift_proto::v1::admin_server::{Admin, AdminServer};
 use hardshift_proto::v1::agent_message::Body as In;
 use hardshift_proto::v1::agent_server::{Agent, AgentServer};
 use hardshift_proto::v1::collector_message::Body as Out;
-use hardshift_proto::v1::{Ack, AgentMessage, CollectorMessage};
+use hardshift_proto::v1::{Ack, AdminDebugRequest, AgentMessage, CollectorMessage, DebugRequest, DebugResponse};
+use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use tokio::sync::mpsc;
-use tokio_stream::{wrappers::ReceiverStream, Stream};
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+use tokio_stream::{
+    wrappers::{ReceiverStream, UnixListenerStream},
+    Stream,
+};
 use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
 use tonic::{Request, Response, Status, Streaming};
 
 pub struct Collector {
     store: Arc<Mutex<Store>>,
+    agents: Arc<Agents>,
+}
+
+type Outbox = mpsc::Sender<Result<CollectorMessage, Status>>;
+
+/// The connected agents, and the debug requests waiting for their answers.
+#[derive(Default)]
+pub struct Agents {
+    /// node → (connection number, its outbound stream). A reconnect replaces the entry.
+    conns: Mutex<HashMap<String, (u64, Outbox)>>,
+    /// request id → (the node asked, who waits).
+    pending: Mutex<HashMap<u64, (String, oneshot::Sender<DebugResponse>)>>,
+    next: AtomicU64,
+}
+
+/// How long `hardshift logs` waits for a node's answer.
+const DEBUG_TIMEOUT: Duration = Duration::from_secs(20);
+
+impl Agents {
+    fn id(&self) -> u64 {
+        self.next.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Ask `node` one debug request and wait for its answer.
+    pub async fn ask(&self, node: &str, mut req: DebugRequest) -> Result<DebugResponse, Status> {
+        let tx = self
+            .conns
+            .lock()
+            .map_err(|_| Status::internal("lock"))?
+            .get(node)
+            .map(|c| c.1.clone())
+            .ok_or_else(|| Status::unavailable(format!("{node} is not connected to this collector")))?;
+        req.id = self.id();
+        let (otx, orx) = oneshot::channel();
+        self.pending
+            .lock()
+            .map_err(|_| Status::internal("lock"))?
+            .insert(req.id, (node.to_string(), otx));
+        let id = req.id;
+        let sent = tx
+            .send(Ok(CollectorMessage {
+                body: Some(Out::DebugRequest(req)),
+            }))
+            .await;
+        let answer = match sent {
+            Err(_) => Err(Status::unavailable(format!("{node} disconnected"))),
+            Ok(()) => match tokio::time::timeout(DEBUG_TIMEOUT, orx).await {
+                Ok(Ok(r)) => Ok(r),
+                Ok(Err(_)) => Err(Status::unavailable(format!("{node} disconnected before answering"))),
+                Err(_) => Err(Status::deadline_exceeded(format!(
+                    "{node} did not answer within {}s",
+                    DEBUG_TIMEOUT.as_secs()
+                ))),
+            },
+        };
+        if let Ok(mut p) = self.pending.lock() {
+            p.remove(&id);
+        }
+        answer
+    }
+
+    /// An answer from `node`: delivered only to a request that was sent to that node.
+    fn answered(&self, node: &str, r: DebugResponse) {
+        let Ok(mut p) = self.pending.lock() else { return };
+        if p.get(&r.id).is_some_and(|(n, _)| n == node) {
+            if let Some((_, w)) = p.remove(&r.id) {
+                let _ = w.send(r);
+            }
+        } else {
+            eprintln!("collector: {node} answered request {} it was not asked; ignored", r.id);
+        }
+    }
+}
+
+/// The local admin API (unix socket): debug requests on behalf of the workstation CLI.
+pub struct AdminApi {
+    agents: Arc<Agents>,
+}
+
+#[tonic::async_trait]
+impl Admin for AdminApi {
+    async fn debug(&self, req: Request<AdminDebugRequest>) -> Result<Response<DebugResponse>, Status> {
+        let AdminDebugRequest { node, request } = req.into_inner();
+        let request = request.ok_or_else(|| Status::invalid_argument("no request"))?;
+        Ok(Response::new(self.agents.ask(&node, request).await?))
+    }
 }
 
 fn now_ms() -> i64 {
@@ -75,6 +169,11 @@ impl Agent for Collector {
         let (tx, rx) = mpsc::channel(64);
         // Tell the agent at once what is already stored, so it resends only the rest.
         let _ = tx.send(ack(&boot, highest)).await;
+        let agents = self.agents.clone();
+        let conn = agents.id();
+        if let Ok(mut c) = agents.conns.lock() {
+            c.insert(node.clone(), (conn, tx.clone()));
+        }
         tokio::spawn(async move {
             loop {
                 let msg = match inbound.message().await {
@@ -85,7 +184,14 @@ impl Agent for Collector {
                         break;
                     }
                 };
-                let Some(In::Report(report)) = msg.body else { continue };
+                let report = match msg.body {
+                    Some(In::Report(r)) => r,
+                    Some(In::DebugResponse(r)) => {
+                        agents.answered(&node, r);
+                        continue;
+                    }
+                    _ => continue,
+                };
                 let (s, n, b) = (store.clone(), node.clone(), boot.clone());
                 let stored = tokio::task::spawn_blocking(move || {
                     let s = s.lock().map_err(|_| "store lock".to_string())?;
@@ -109,6 +215,11 @@ impl Agent for Collector {
                     }
                 }
             }
+            if let Ok(mut c) = agents.conns.lock() {
+                if c.get(&node).is_some_and(|(n, _)| *n == conn) {
+                    c.remove(&node);
+                }
+            }
         });
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }
@@ -121,18 +232,56 @@ pub struct Tls {
     pub client_ca: String,
 }
 
-/// Serve until `shutdown` resolves. Clients must present a certificate from `client_ca`.
-pub async fn serve(addr: SocketAddr, tls: Tls, store: Store, shutdown: impl std::future::Future<Output = ()>) -> Result<(), String> {
+/// Serve agents on `addr` (mTLS) and, when given, the admin API on a unix socket, until
+/// `shutdown` resolves. Agents must present a certificate from `client_ca`.
+pub async fn serve(
+    addr: SocketAddr,
+    tls: Tls,
+    store: Store,
+    admin_socket: Option<&Path>,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> Result<(), String> {
     let cfg = ServerTlsConfig::new()
         .identity(Identity::from_pem(tls.cert, tls.key))
         .client_ca_root(Certificate::from_pem(tls.client_ca));
-    Server::builder()
+    let agents = Arc::new(Agents::default());
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|s| *s).await;
+    };
+    let agent_server = Server::builder()
         .tls_config(cfg)
         .map_err(|e| e.to_string())?
         .add_service(AgentServer::new(Collector {
             store: Arc::new(Mutex::new(store)),
+            agents: agents.clone(),
         }))
-        .serve_with_shutdown(addr, shutdown)
-        .await
-        .map_err(|e| format!("{e}: {:?}", std::error::Error::source(&e)))
+        .serve_with_shutdown(addr, stopped(stop_rx.clone()));
+    let admin = async {
+        let Some(path) = admin_socket else { return Ok(()) };
+        // A stale socket from a killed collector would make bind fail.
+        let _ = std::fs::remove_file(path);
+        let listener = tokio::net::UnixListener::bind(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        Server::builder()
+            .add_service(AdminServer::new(AdminApi { agents }))
+            .serve_with_incoming_shutdown(UnixListenerStream::new(listener), stopped(stop_rx.clone()))
+            .await
+            .map_err(|e| format!("admin socket: {e}"))
+    };
+    let watcher = async {
+        shutdown.await;
+        let _ = stop_tx.send(true);
+        Ok::<(), String>(())
+    };
+    let (a, b, _) = tokio::join!(
+        async { agent_server.await.map_err(|e| format!("{e}: {:?}", std::error::Error::source(&e))) },
+        admin,
+        watcher
+    );
+    if let Some(p) = admin_socket {
+        let _ = std::fs::remove_file(p);
+    }
+    a.and(b)
 }

@@ -6,7 +6,7 @@ use crate::outbox::Outbox;
 use hardshift_proto::v1::agent_client::AgentClient;
 use hardshift_proto::v1::agent_message::Body;
 use hardshift_proto::v1::collector_message::Body as In;
-use hardshift_proto::v1::{AgentMessage, Hello};
+use hardshift_proto::v1::{AgentMessage, CollectorMessage, Hello};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{mpsc, Notify};
@@ -85,9 +85,32 @@ async fn session(cfg: &Config, shared: &Shared) -> Result<(), String> {
             let _ = tokio::time::timeout(Duration::from_secs(30), shared.new_report.notified()).await;
         }
     };
+    // At most a few debug answers in flight: a flood of requests cannot load the node.
+    let busy = Arc::new(tokio::sync::Semaphore::new(4));
     let receiver = async {
         loop {
             match inbound.message().await {
+                Ok(Some(CollectorMessage {
+                    body: Some(In::DebugRequest(d)),
+                })) => {
+                    let (cfg, tx) = (cfg.clone(), tx.clone());
+                    let permit = busy.clone().try_acquire_owned();
+                    tokio::spawn(async move {
+                        let resp = match permit {
+                            Ok(_p) => crate::debug::answer(&cfg, d).await,
+                            Err(_) => hardshift_proto::v1::DebugResponse {
+                                id: d.id,
+                                error: "the agent is busy with other debug requests; retry".into(),
+                                ..Default::default()
+                            },
+                        };
+                        let _ = tx
+                            .send(AgentMessage {
+                                body: Some(Body::DebugResponse(resp)),
+                            })
+                            .await;
+                    });
+                }
                 Ok(Some(msg)) => {
                     if let Some(In::Ack(a)) = msg.body {
                         // The Ack left the collector at collector_time_ms and arrived now; on a

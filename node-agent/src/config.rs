@@ -36,6 +36,9 @@ pub struct Config {
     /// The kubelet's client certificate: absent while its CSR waits for approval.
     #[serde(default = "default_kubelet_cert")]
     pub kubelet_cert: PathBuf,
+    /// Where journalctl reads (`--directory`); default: the system journal.
+    #[serde(default)]
+    pub journal_directory: Option<PathBuf>,
     /// The local etcd member (bootstrap and masters).
     #[serde(default)]
     pub etcd: Option<crate::etcd::EtcdConfig>,

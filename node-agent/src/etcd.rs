@@ -125,9 +125,46 @@ struct Members {
 }
 
 #[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
 struct Member {
+    #[serde(default, rename = "ID")]
+    id: String,
     #[serde(default)]
     name: String,
+    #[serde(default, rename = "peerURLs")]
+    peer_urls: Vec<String>,
+    #[serde(default, rename = "clientURLs")]
+    client_urls: Vec<String>,
+    #[serde(default)]
+    is_learner: bool,
+}
+
+/// The member list, one line per member (a debug request's answer).
+pub async fn members(cfg: &EtcdConfig) -> Result<Vec<String>, String> {
+    let run = async {
+        let (code, body) = request(cfg, tls(cfg)?, "POST", "/v3/cluster/member/list", "{}").await?;
+        if code != 200 {
+            return Err(format!("member list: HTTP {code}: {}", body.trim()));
+        }
+        let ms: Members = serde_json::from_str(&body).map_err(|e| format!("member list: {e}"))?;
+        Ok(ms
+            .members
+            .iter()
+            .map(|m| {
+                format!(
+                    "{} name={} peers={} clients={}{}",
+                    m.id,
+                    if m.name.is_empty() { "(unstarted)" } else { &m.name },
+                    m.peer_urls.join(","),
+                    m.client_urls.join(","),
+                    if m.is_learner { " learner" } else { "" }
+                )
+            })
+            .collect())
+    };
+    tokio::time::timeout(TIMEOUT, run)
+        .await
+        .map_err(|_| format!("etcd at {} did not answer within 3s", cfg.endpoint))?
 }
 
 #[derive(Deserialize, Default)]

@@ -2,11 +2,13 @@
 //! the collector on the admin's workstation. It never runs a command it was sent.
 //!
 //!   hardshift-agent [--config /etc/hardshift/agent.toml]          run
-//!   hardshift-agent status [--config ...]                          print the local view once
+//!   hardshift-agent status [--config ...] [--json]                 print the local view once
+//!   hardshift-agent logs UNIT [-n N] | logs --container SEL [-n N] the bounded debug answers, locally
 
 mod client;
 mod config;
 mod cri;
+mod debug;
 mod etcd;
 mod host;
 mod outbox;
@@ -148,6 +150,40 @@ fn main() -> std::process::ExitCode {
             }
             for c in cri::failing(&r.containers) {
                 println!("container {}/{} exited {} {} {}", c.pod, c.name, c.exit_code, c.reason, c.message);
+            }
+            std::process::ExitCode::SUCCESS
+        }
+        Some("logs") => {
+            // On the node itself: the same bounded, read-only answers a debug request gets.
+            let lines = args
+                .iter()
+                .position(|a| a == "-n")
+                .and_then(|i| args.get(i + 1))
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(debug::DEFAULT_LINES);
+            let kind = match (args.iter().position(|a| a == "--container"), args.get(1)) {
+                (Some(i), _) => args.get(i + 1).map(|c| {
+                    hardshift_proto::v1::debug_request::Kind::ContainerLog(hardshift_proto::v1::ContainerLogRequest {
+                        container: c.clone(),
+                        lines,
+                    })
+                }),
+                (None, Some(u)) if u != "-n" => Some(hardshift_proto::v1::debug_request::Kind::Journal(
+                    hardshift_proto::v1::JournalRequest { unit: u.clone(), lines },
+                )),
+                _ => None,
+            };
+            let Some(kind) = kind else {
+                eprintln!("usage: hardshift-agent logs UNIT [-n N] | logs --container ID|NS/POD/NAME [-n N]");
+                return std::process::ExitCode::from(2);
+            };
+            let r = rt.block_on(debug::answer(&cfg, hardshift_proto::v1::DebugRequest { id: 0, kind: Some(kind) }));
+            for l in &r.lines {
+                println!("{l}");
+            }
+            if !r.error.is_empty() {
+                eprintln!("hardshift-agent: {}", r.error);
+                return std::process::ExitCode::from(2);
             }
             std::process::ExitCode::SUCCESS
         }

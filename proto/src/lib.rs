@@ -10,14 +10,11 @@ pub mod cri {
     tonic::include_proto!("runtime.v1");
 }
 
-/// A CRI RuntimeService client on a runtime's unix socket (CRI-O: `/var/run/crio/crio.sock`).
-pub async fn cri_client(
-    socket: &std::path::Path,
-    timeout: std::time::Duration,
-) -> Result<cri::runtime_service_client::RuntimeServiceClient<tonic::transport::Channel>, String> {
+/// A gRPC channel over a unix socket (the CRI runtime's, or the collector's admin socket).
+pub async fn unix_channel(socket: &std::path::Path, timeout: std::time::Duration) -> Result<tonic::transport::Channel, String> {
     let path = socket.to_path_buf();
     // The URI is a placeholder: every connection goes to the socket.
-    let ch = tonic::transport::Endpoint::from_static("http://cri.invalid")
+    tonic::transport::Endpoint::from_static("http://unix.invalid")
         .connect_timeout(timeout)
         .connect_with_connector(tower::service_fn(move |_: tonic::transport::Uri| {
             let p = path.clone();
@@ -27,6 +24,15 @@ pub async fn cri_client(
         .map_err(|e| match std::error::Error::source(&e) {
             Some(s) => format!("{}: {s}", socket.display()),
             None => format!("{}: {e}", socket.display()),
-        })?;
-    Ok(cri::runtime_service_client::RuntimeServiceClient::new(ch))
+        })
+}
+
+/// A CRI RuntimeService client on a runtime's unix socket (CRI-O: `/var/run/crio/crio.sock`).
+pub async fn cri_client(
+    socket: &std::path::Path,
+    timeout: std::time::Duration,
+) -> Result<cri::runtime_service_client::RuntimeServiceClient<tonic::transport::Channel>, String> {
+    Ok(cri::runtime_service_client::RuntimeServiceClient::new(
+        unix_channel(socket, timeout).await?,
+    ))
 }

@@ -54,10 +54,25 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     if let Some(p) = db.parent() {
         std::fs::create_dir_all(p).map_err(|e| Failure::other(format!("{}: {e}", p.display())))?;
     }
+    // The admin socket asks nodes for their logs: only this user may reach it.
+    let admin = super::logs::admin_socket(&a.dir);
+    std::fs::create_dir_all(admin.parent().unwrap_or(&a.dir))
+        .and_then(|_| {
+            std::fs::set_permissions(
+                admin.parent().unwrap_or(&a.dir),
+                std::os::unix::fs::PermissionsExt::from_mode(0o700),
+            )
+        })
+        .map_err(|e| Failure::other(format!("{}: {e}", admin.display())))?;
     let store = Store::open(&db).map_err(|e| Failure::other(format!("{}: {e}", db.display())))?;
     let rt = tokio::runtime::Runtime::new().map_err(Failure::other)?;
-    eprintln!("collector: listening on {} (reports in {})", a.listen, db.display());
-    rt.block_on(server::serve(a.listen, tls, store, async {
+    eprintln!(
+        "collector: listening on {} (reports in {}, admin socket {})",
+        a.listen,
+        db.display(),
+        admin.display()
+    );
+    rt.block_on(server::serve(a.listen, tls, store, Some(&admin), async {
         let _ = tokio::signal::ctrl_c().await;
     }))
     .map_err(Failure::other)?;

@@ -2,6 +2,7 @@ pub mod collector;
 pub mod create;
 pub mod events;
 pub mod lab;
+pub mod logs;
 pub mod status;
 pub mod verify;
 

@@ -1,0 +1,75 @@
+use crate::Failure;
+use hardshift_proto::v1::admin_client::AdminClient;
+use hardshift_proto::v1::debug_request::Kind;
+use hardshift_proto::v1::{AdminDebugRequest, ContainerLogRequest, DebugRequest, EtcdMembersRequest, JournalRequest};
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The node, as its agent certificate names it.
+    node: String,
+    /// An allow-listed unit (kubelet, crio, bootkube, release-image, hardshift-agent), `etcd-members`,
+    /// or with --container a container id or namespace/pod/container.
+    what: String,
+    /// WHAT is a container: its log through the CRI.
+    #[arg(long)]
+    container: bool,
+    /// Lines, newest last (the agent caps it at 2000).
+    #[arg(short = 'n', long, default_value_t = 100)]
+    lines: u32,
+    #[arg(long, default_value = ".")]
+    dir: PathBuf,
+    /// The collector's admin socket. Default: DIR/collector/admin.sock
+    #[arg(long)]
+    socket: Option<PathBuf>,
+}
+
+pub fn admin_socket(dir: &std::path::Path) -> PathBuf {
+    dir.join("collector").join("admin.sock")
+}
+
+/// Ask a connected node, through the running collector, for bounded read-only output.
+pub fn run(a: Args) -> Result<u8, Failure> {
+    let kind = if a.container {
+        Kind::ContainerLog(ContainerLogRequest {
+            container: a.what.clone(),
+            lines: a.lines,
+        })
+    } else if a.what == "etcd-members" {
+        Kind::EtcdMembers(EtcdMembersRequest {})
+    } else {
+        Kind::Journal(JournalRequest {
+            unit: a.what.clone(),
+            lines: a.lines,
+        })
+    };
+    let socket = a.socket.clone().unwrap_or_else(|| admin_socket(&a.dir));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(Failure::other)?;
+    let resp = rt.block_on(async {
+        let ch = hardshift_proto::unix_channel(&socket, std::time::Duration::from_secs(3))
+            .await
+            .map_err(|e| Failure::other(format!("{e} (is `hardshift collector` running for this bundle?)")))?;
+        AdminClient::new(ch)
+            .debug(AdminDebugRequest {
+                node: a.node.clone(),
+                request: Some(DebugRequest { id: 0, kind: Some(kind) }),
+            })
+            .await
+            .map(|r| r.into_inner())
+            .map_err(|s| Failure::other(s.message()))
+    })?;
+    for l in &resp.lines {
+        println!("{l}");
+    }
+    if resp.truncated {
+        eprintln!("(cut at the agent's bound)");
+    }
+    if !resp.error.is_empty() {
+        // The node refused or could not answer: name it, as the node said it.
+        return Err(Failure::input(format!("{}: {}", a.node, resp.error)));
+    }
+    Ok(0)
+}
