@@ -2,6 +2,7 @@
 //! store of their reports.
 
 pub mod events;
+pub mod ingest;
 pub mod server;
 pub mod store;
 pub mod summary;

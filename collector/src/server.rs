@@ -1,6 +1,7 @@
 //! The mTLS gRPC server agents stream to. A node's identity is its client certificate's CN; a
 //! stream whose Hello names another node is refused and logged.
 
+use crate::ingest::{Ingest, Stored};
 use crate::store::Store;
 use hardshift_proto::v1::admin_server::{Admin, AdminServer};
 use hardshift_proto::v1::agent_message::Body as In;
@@ -23,7 +24,7 @@ use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
 use tonic::{Request, Response, Status, Streaming};
 
 pub struct Collector {
-    store: Arc<Mutex<Store>>,
+    ingest: Ingest,
     agents: Arc<Agents>,
 }
 
@@ -154,14 +155,12 @@ impl Agent for Collector {
             eprintln!("collector: refused a stream: certificate {cn:?} claims to be node {:?}", hello.node);
             return Err(Status::permission_denied(format!("certificate {cn:?} may only report as itself")));
         }
-        let store = self.store.clone();
+        let ingest = self.ingest.clone();
         let (node, boot) = (cn.clone(), hello.boot_id.clone());
-        let highest = {
-            let s = store.lock().map_err(|_| Status::internal("store lock"))?;
-            s.hello(&node, &hello.role, &boot, &hello.agent_version, now_ms())
-                .map_err(|e| Status::internal(e.to_string()))?;
-            s.highest(&node, &boot).map_err(|e| Status::internal(e.to_string()))?
-        };
+        let highest = ingest
+            .hello(&node, &hello.role, &boot, &hello.agent_version)
+            .await
+            .map_err(Status::internal)?;
         eprintln!(
             "collector: {node} connected (boot {boot}, agent {}, stored up to {highest})",
             hello.agent_version
@@ -174,6 +173,29 @@ impl Agent for Collector {
         if let Ok(mut c) = agents.conns.lock() {
             c.insert(node.clone(), (conn, tx.clone()));
         }
+        // Reports are queued as they arrive and acked in order as their commits land, so a
+        // backlog resent after a reconnect is not stored one fsync at a time.
+        let (stored_tx, mut stored_rx) = mpsc::channel::<Stored>(256);
+        let acker = {
+            let (tx, boot, node) = (tx.clone(), boot.clone(), node.clone());
+            tokio::spawn(async move {
+                while let Some(s) = stored_rx.recv().await {
+                    match s.await {
+                        Ok(Ok(h)) => {
+                            if tx.send(ack(&boot, h)).await.is_err() {
+                                break;
+                            }
+                        }
+                        Ok(Err(e)) => {
+                            eprintln!("collector: {node}: not stored: {e}");
+                            let _ = tx.send(Err(Status::unavailable(format!("not stored: {e}")))).await;
+                            break;
+                        }
+                        Err(_) => break,
+                    }
+                }
+            })
+        };
         tokio::spawn(async move {
             loop {
                 let msg = match inbound.message().await {
@@ -192,29 +214,19 @@ impl Agent for Collector {
                     }
                     _ => continue,
                 };
-                let (s, n, b) = (store.clone(), node.clone(), boot.clone());
-                let stored = tokio::task::spawn_blocking(move || {
-                    let s = s.lock().map_err(|_| "store lock".to_string())?;
-                    s.insert(&n, &b, &report, now_ms()).map_err(|e| e.to_string())?;
-                    s.highest(&n, &b).map_err(|e| e.to_string())
-                })
-                .await;
-                match stored {
-                    Ok(Ok(h)) => {
-                        if tx.send(ack(&boot, h)).await.is_err() {
-                            break;
-                        }
-                    }
-                    Ok(Err(e)) => {
+                let queued = match ingest.report(&node, &boot, report).await {
+                    Ok(q) => q,
+                    Err(e) => {
                         eprintln!("collector: {node}: not stored: {e}");
                         break;
                     }
-                    Err(e) => {
-                        eprintln!("collector: {node}: {e}");
-                        break;
-                    }
+                };
+                if stored_tx.send(queued).await.is_err() {
+                    break;
                 }
             }
+            drop(stored_tx);
+            let _ = acker.await;
             if let Ok(mut c) = agents.conns.lock() {
                 if c.get(&node).is_some_and(|(n, _)| *n == conn) {
                     c.remove(&node);
@@ -253,7 +265,7 @@ pub async fn serve(
         .tls_config(cfg)
         .map_err(|e| e.to_string())?
         .add_service(AgentServer::new(Collector {
-            store: Arc::new(Mutex::new(store)),
+            ingest: Ingest::start(store),
             agents: agents.clone(),
         }))
         .serve_with_shutdown(addr, stopped(stop_rx.clone()));

@@ -49,6 +49,21 @@ impl Store {
         Ok(Store { db })
     }
 
+    /// Run `f` in one transaction: all of it is stored (one fsync), or none.
+    pub fn batch<T>(&mut self, f: impl FnOnce(&Store) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        self.db.execute_batch("BEGIN IMMEDIATE")?;
+        match f(self) {
+            Ok(v) => {
+                self.db.execute_batch("COMMIT")?;
+                Ok(v)
+            }
+            Err(e) => {
+                let _ = self.db.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+
     pub fn hello(&self, node: &str, role: &str, boot_id: &str, version: &str, now_ms: i64) -> Result<(), StoreError> {
         self.db.execute(
             "INSERT INTO nodes (node, role, boot_id, agent_version, last_seen_ms) VALUES (?1, ?2, ?3, ?4, ?5)

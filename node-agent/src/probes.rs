@@ -69,7 +69,7 @@ pub fn kubelet_cert(path: &std::path::Path, now_s: i64) -> ComponentState {
                 Health::Warning,
                 "bootstrapping",
                 &format!(
-                    "{} absent: the kubelet's client CSR waits for approval (`hardshift csr` or `oc get csr`)",
+                    "{} absent: the kubelet's client CSR waits for approval (`oc get csr`, then `oc adm certificate approve`)",
                     path.display()
                 ),
             )

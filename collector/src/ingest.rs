@@ -1,0 +1,141 @@
+//! One writer thread owns the database. Reports from every stream queue up; the writer stores
+//! whatever has arrived in one transaction (one fsync for the lot, not one per report) and only
+//! then answers each sender, whose Ack therefore always means "on disk".
+
+use crate::store::Store;
+use hardshift_proto::v1::NodeReport;
+use tokio::sync::{mpsc, oneshot};
+
+/// Reports stored per transaction at most: bounds the latency one commit adds.
+const BATCH: usize = 1024;
+
+enum Job {
+    Hello {
+        node: String,
+        role: String,
+        boot: String,
+        version: String,
+        reply: oneshot::Sender<Result<u64, String>>,
+    },
+    Report {
+        node: String,
+        boot: String,
+        report: Box<NodeReport>,
+        reply: oneshot::Sender<Result<u64, String>>,
+    },
+}
+
+#[derive(Clone)]
+pub struct Ingest {
+    tx: mpsc::Sender<Job>,
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+impl Ingest {
+    /// Start the writer on its own thread; it ends when every `Ingest` handle is dropped.
+    pub fn start(mut store: Store) -> Ingest {
+        let (tx, mut rx) = mpsc::channel::<Job>(16 * BATCH);
+        std::thread::Builder::new()
+            .name("collector-writer".into())
+            .spawn(move || {
+                while let Some(first) = rx.blocking_recv() {
+                    let mut jobs = vec![first];
+                    while jobs.len() < BATCH {
+                        match rx.try_recv() {
+                            Ok(j) => jobs.push(j),
+                            Err(_) => break,
+                        }
+                    }
+                    write(&mut store, jobs);
+                }
+            })
+            .expect("writer thread");
+        Ingest { tx }
+    }
+
+    /// Record a stream's Hello; returns the highest seq already stored for this boot.
+    pub async fn hello(&self, node: &str, role: &str, boot: &str, version: &str) -> Result<u64, String> {
+        let (reply, rx) = oneshot::channel();
+        self.tx
+            .send(Job::Hello {
+                node: node.into(),
+                role: role.into(),
+                boot: boot.into(),
+                version: version.into(),
+                reply,
+            })
+            .await
+            .map_err(|_| "writer stopped".to_string())?;
+        rx.await.map_err(|_| "writer stopped".to_string())?
+    }
+
+    /// Queue a report; the receiver yields, once it is on disk, the highest seq stored for this
+    /// node and boot. A stream queues its next report without waiting for the last commit.
+    pub async fn report(&self, node: &str, boot: &str, report: NodeReport) -> Result<Stored, String> {
+        let (reply, rx) = oneshot::channel();
+        self.tx
+            .send(Job::Report {
+                node: node.into(),
+                boot: boot.into(),
+                report: Box::new(report),
+                reply,
+            })
+            .await
+            .map_err(|_| "writer stopped".to_string())?;
+        Ok(rx)
+    }
+}
+
+pub type Stored = oneshot::Receiver<Result<u64, String>>;
+
+fn write(store: &mut Store, jobs: Vec<Job>) {
+    let now = now_ms();
+    let result = store.batch(|tx| {
+        let mut out = Vec::with_capacity(jobs.len());
+        for j in &jobs {
+            out.push(match j {
+                Job::Hello {
+                    node,
+                    role,
+                    boot,
+                    version,
+                    ..
+                } => {
+                    tx.hello(node, role, boot, version, now)?;
+                    tx.highest(node, boot)?
+                }
+                Job::Report { node, boot, report, .. } => {
+                    tx.insert(node, boot, report, now)?;
+                    tx.highest(node, boot)?
+                }
+            });
+        }
+        Ok(out)
+    });
+    // Answer only after the commit: an error fails the whole batch, and nobody is acked.
+    match result {
+        Ok(highest) => {
+            for (j, h) in jobs.into_iter().zip(highest) {
+                let reply = match j {
+                    Job::Hello { reply, .. } | Job::Report { reply, .. } => reply,
+                };
+                let _ = reply.send(Ok(h));
+            }
+        }
+        Err(e) => {
+            eprintln!("collector: not stored: {e}");
+            for j in jobs {
+                let reply = match j {
+                    Job::Hello { reply, .. } | Job::Report { reply, .. } => reply,
+                };
+                let _ = reply.send(Err(e.to_string()));
+            }
+        }
+    }
+}
