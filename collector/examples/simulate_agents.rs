@@ -23,6 +23,11 @@ struct Totals {
     acked: AtomicU64,
     failed: AtomicU64,
     latencies_us: Mutex<Vec<u64>>,
+    /// Only reports sent once every agent had connected: the steady state, without the ramp-up's
+    /// thousands of TLS handshakes on the same two cores.
+    steady_us: Mutex<Vec<u64>>,
+    connected: AtomicU64,
+    agents: u64,
 }
 
 fn report(seq: u64, node: &str) -> NodeReport {
@@ -71,7 +76,10 @@ async fn agent(
     until: Instant,
     totals: Arc<Totals>,
 ) -> Result<(), String> {
-    let tls = ClientTlsConfig::new().ca_certificate(ca).identity(identity).domain_name("127.0.0.1");
+    let tls = ClientTlsConfig::new()
+        .ca_certificate(ca)
+        .identity(identity)
+        .domain_name("127.0.0.1");
     let ch: Channel = Channel::from_shared(format!("https://{addr}"))
         .map_err(|e| e.to_string())?
         .tls_config(tls)
@@ -100,7 +108,8 @@ async fn agent(
         .into_inner();
     // The initial Ack (what is already stored).
     inbound.message().await.map_err(|s| s.message().to_string())?;
-    let sent_at: Arc<Mutex<HashMap<u64, Instant>>> = Default::default();
+    totals.connected.fetch_add(1, Ordering::Relaxed);
+    let sent_at: Arc<Mutex<HashMap<u64, (Instant, bool)>>> = Default::default();
     let (s2, t2) = (sent_at.clone(), totals.clone());
     let last_acked = Arc::new(AtomicU64::new(0));
     let la = last_acked.clone();
@@ -111,9 +120,13 @@ async fn agent(
                 let mut s = s2.lock().unwrap();
                 let done: Vec<u64> = s.keys().copied().filter(|k| *k <= a.highest_seq).collect();
                 let mut l = t2.latencies_us.lock().unwrap();
+                let mut st = t2.steady_us.lock().unwrap();
                 for k in done {
-                    if let Some(t) = s.remove(&k) {
+                    if let Some((t, steady)) = s.remove(&k) {
                         l.push((now - t).as_micros() as u64);
+                        if steady {
+                            st.push((now - t).as_micros() as u64);
+                        }
                         t2.acked.fetch_add(1, Ordering::Relaxed);
                     }
                 }
@@ -129,7 +142,8 @@ async fn agent(
     while Instant::now() < until {
         tick.tick().await;
         seq += 1;
-        sent_at.lock().unwrap().insert(seq, Instant::now());
+        let steady = totals.connected.load(Ordering::Relaxed) == totals.agents;
+        sent_at.lock().unwrap().insert(seq, (Instant::now(), steady));
         totals.sent.fetch_add(1, Ordering::Relaxed);
         if tx
             .send(AgentMessage {
@@ -165,8 +179,7 @@ fn main() {
     let duration = Duration::from_secs(duration_s.parse().expect("DURATION_S"));
     let dir = std::path::Path::new(dir);
     let ca_pem = std::fs::read_to_string(dir.join("agent-pki/agent-ca.crt")).expect("agent-ca.crt");
-    let ca_key = KeyPair::from_pem(&std::fs::read_to_string(dir.join("agent-pki/agent-ca.key")).expect("agent-ca.key"))
-        .expect("CA key");
+    let ca_key = KeyPair::from_pem(&std::fs::read_to_string(dir.join("agent-pki/agent-ca.key")).expect("agent-ca.key")).expect("CA key");
     let issuer = Issuer::from_ca_cert_pem(&ca_pem, ca_key).expect("CA");
     let t = Instant::now();
     let identities: Vec<(String, Identity)> = (0..n)
@@ -187,6 +200,9 @@ fn main() {
         acked: AtomicU64::new(0),
         failed: AtomicU64::new(0),
         latencies_us: Mutex::new(Vec::new()),
+        steady_us: Mutex::new(Vec::new()),
+        connected: AtomicU64::new(0),
+        agents: n as u64,
     });
     let ca = Certificate::from_pem(ca_pem);
     let until = Instant::now() + duration;
@@ -209,18 +225,28 @@ fn main() {
             let _ = t.await;
         }
     });
-    let mut l = totals.latencies_us.lock().unwrap().clone();
-    l.sort_unstable();
-    let pct = |p: f64| l.get(((l.len() as f64 * p) as usize).min(l.len().saturating_sub(1))).copied().unwrap_or(0) as f64 / 1000.0;
+    let pct = |v: &mut Vec<u64>, p: f64| {
+        v.sort_unstable();
+        v.get(((v.len() as f64 * p) as usize).min(v.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or(0) as f64
+            / 1000.0
+    };
+    let mut all = totals.latencies_us.lock().unwrap().clone();
+    let mut steady = totals.steady_us.lock().unwrap().clone();
     println!(
-        "agents={n} interval_ms={} duration_s={} sent={} acked={} failed_agents={} p50_ms={:.1} p99_ms={:.1} max_ms={:.1}",
+        "agents={n} interval_ms={} duration_s={} sent={} acked={} failed_agents={} p50_ms={:.1} p99_ms={:.1} max_ms={:.1} steady_n={} steady_p50_ms={:.1} steady_p99_ms={:.1} steady_max_ms={:.1}",
         interval.as_millis(),
         duration.as_secs(),
         totals.sent.load(Ordering::Relaxed),
         totals.acked.load(Ordering::Relaxed),
         totals.failed.load(Ordering::Relaxed),
-        pct(0.50),
-        pct(0.99),
-        l.last().copied().unwrap_or(0) as f64 / 1000.0
+        pct(&mut all, 0.50),
+        pct(&mut all, 0.99),
+        pct(&mut all, 1.0),
+        steady.len(),
+        pct(&mut steady, 0.50),
+        pct(&mut steady, 0.99),
+        pct(&mut steady, 1.0),
     );
 }

@@ -101,11 +101,7 @@ fn write(store: &mut Store, jobs: Vec<Job>) {
         for j in &jobs {
             out.push(match j {
                 Job::Hello {
-                    node,
-                    role,
-                    boot,
-                    version,
-                    ..
+                    node, role, boot, version, ..
                 } => {
                     tx.hello(node, role, boot, version, now)?;
                     tx.highest(node, boot)?
