@@ -549,6 +549,7 @@ fn a_single_master_cluster_reports_single_replica_control_plane() {
 
 #[test]
 fn the_node_agent_is_on_every_node_with_its_own_identity() {
+    agent_bin();
     let d = example_copy();
     create(d.path(), &["--key-algorithm", "ecdsa-p256"]);
     let agent = std::fs::read(Path::new(env!("CARGO_BIN_EXE_hardshift")).with_file_name("hardshift-agent")).unwrap();
@@ -612,6 +613,34 @@ fn the_node_agent_is_on_every_node_with_its_own_identity() {
         &["--config", conf.to_str().unwrap(), "status"],
     );
     assert!(ok && out.contains("node worker-0 (worker)"), "{out}");
+    // A master's agent watches the etcd the operator will roll out there: until its certificates
+    // exist, that is reported as a phase (warning), not a failure.
+    std::fs::write(&conf, file_text(&load(d.path(), "master-0"), "/etc/hardshift/agent.toml")).unwrap();
+    let (ok, out) = run(
+        Path::new(env!("CARGO_BIN_EXE_hardshift"))
+            .with_file_name("hardshift-agent")
+            .to_str()
+            .unwrap(),
+        &["--config", conf.to_str().unwrap(), "status", "--json"],
+    );
+    assert!(ok, "{out}");
+    let v: serde_json::Value = serde_json::from_str(out.lines().find(|l| l.starts_with('{')).unwrap()).unwrap();
+    let etcd = v["components"].as_array().unwrap().iter().find(|c| c["name"] == "etcd").unwrap();
+    assert_eq!(
+        (etcd["health"].as_i64(), etcd["state"].as_str()),
+        (Some(2), Some("no certificates yet")),
+        "{etcd}"
+    );
+    assert!(
+        etcd["reason"]
+            .as_str()
+            .unwrap()
+            .contains("/etc/kubernetes/static-pod-resources/etcd-certs/"),
+        "{etcd}"
+    );
+    assert!(std::fs::read_to_string(&conf)
+        .unwrap()
+        .contains("etcd-all-certs/etcd-peer-master-0.crt"));
 
     create(d.path(), &["--no-agent"]);
     assert!(!files(&load(d.path(), "worker-0")).contains_key("/usr/local/bin/hardshift-agent"));

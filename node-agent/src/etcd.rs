@@ -178,6 +178,14 @@ pub async fn probe(cfg: &EtcdConfig) -> ComponentState {
         name: "etcd".into(),
         ..Default::default()
     };
+    // Before etcd runs here (a master before the cluster-etcd-operator rolls it out) its
+    // certificates do not exist yet: that is a phase, not a fault.
+    if let Some(p) = [&cfg.ca, &cfg.cert, &cfg.key].into_iter().find(|p| !p.exists()) {
+        c.health = Health::Warning as i32;
+        c.state = "no certificates yet".into();
+        c.reason = format!("{} absent: etcd is not rolled out on this node yet", p.display());
+        return c;
+    }
     let run = async {
         let tls = tls(cfg)?;
         let (code, health) = request(cfg, tls.clone(), "GET", "/health", "").await?;
