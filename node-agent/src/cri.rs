@@ -3,7 +3,8 @@
 //! and container, and for exited containers their exit code and reason. Read-only calls only.
 
 use hardshift_proto::cri::{
-    ContainerState, ContainerStatusRequest, ListContainersRequest, ListPodSandboxRequest, PodSandboxState, StatusRequest, VersionRequest,
+    Container, ContainerState, ContainerStatusRequest, ListContainersRequest, ListPodSandboxRequest, PodSandbox, PodSandboxState,
+    StatusRequest, VersionRequest,
 };
 use hardshift_proto::v1::{ComponentState, ContainerInfo, Health, PodInfo};
 use std::collections::{BTreeMap, HashMap};
@@ -34,30 +35,39 @@ pub struct Snapshot {
     pub containers: Vec<ContainerInfo>,
 }
 
-async fn read(socket: &Path) -> Result<Snapshot, String> {
-    let mut c = hardshift_proto::cri_client(socket, TIMEOUT).await?;
-    let st = |s: tonic::Status| format!("{}: {}", s.code(), s.message());
-    let v = c.version(VersionRequest { version: "v1".into() }).await.map_err(st)?.into_inner();
-    let status = c.status(StatusRequest { verbose: false }).await.map_err(st)?.into_inner();
+pub type Client = hardshift_proto::cri::runtime_service_client::RuntimeServiceClient<tonic::transport::Channel>;
+
+/// Every pod sandbox and container, and each sandbox id's `namespace/name`.
+pub async fn inventory(c: &mut Client) -> Result<(Vec<PodSandbox>, Vec<Container>, HashMap<String, String>), String> {
+    let st = |s: tonic::Status| format!("CRI: {}: {}", s.code(), s.message());
     let sandboxes = c
         .list_pod_sandbox(ListPodSandboxRequest { filter: None })
         .await
         .map_err(st)?
         .into_inner()
         .items;
-    let list = c
+    let containers = c
         .list_containers(ListContainersRequest { filter: None })
         .await
         .map_err(st)?
         .into_inner()
         .containers;
-    let pod_names: HashMap<String, String> = sandboxes
+    let names = sandboxes
         .iter()
         .map(|p| {
             let m = p.metadata.clone().unwrap_or_default();
             (p.id.clone(), format!("{}/{}", m.namespace, m.name))
         })
         .collect();
+    Ok((sandboxes, containers, names))
+}
+
+async fn read(socket: &Path) -> Result<Snapshot, String> {
+    let mut c = hardshift_proto::cri_client(socket, TIMEOUT).await?;
+    let st = |s: tonic::Status| format!("{}: {}", s.code(), s.message());
+    let v = c.version(VersionRequest { version: "v1".into() }).await.map_err(st)?.into_inner();
+    let status = c.status(StatusRequest { verbose: false }).await.map_err(st)?.into_inner();
+    let (sandboxes, list, pod_names) = inventory(&mut c).await?;
     let pods = sandboxes
         .iter()
         .map(|p| {

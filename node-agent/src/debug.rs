@@ -3,7 +3,7 @@
 //! log file found through the CRI, and etcd's member list. Nothing sent is ever executed.
 
 use crate::config::Config;
-use hardshift_proto::cri::{ContainerStatusRequest, ListContainersRequest, ListPodSandboxRequest};
+use hardshift_proto::cri::ContainerStatusRequest;
 use hardshift_proto::v1::debug_request::Kind;
 use hardshift_proto::v1::{DebugRequest, DebugResponse};
 use std::io::{Read, Seek, SeekFrom};
@@ -99,25 +99,8 @@ async fn container_log(cfg: &Config, selector: &str, lines: u32) -> Result<(Vec<
     }
     let mut c = hardshift_proto::cri_client(&cfg.cri_socket, Duration::from_secs(3)).await?;
     let st = |s: tonic::Status| format!("CRI: {}", s.message());
-    let pods = c
-        .list_pod_sandbox(ListPodSandboxRequest { filter: None })
-        .await
-        .map_err(st)?
-        .into_inner()
-        .items;
-    let list = c
-        .list_containers(ListContainersRequest { filter: None })
-        .await
-        .map_err(st)?
-        .into_inner()
-        .containers;
-    let pod_of = |id: &str| {
-        pods.iter()
-            .find(|p| p.id == id)
-            .and_then(|p| p.metadata.clone())
-            .map(|m| format!("{}/{}", m.namespace, m.name))
-            .unwrap_or_default()
-    };
+    let (_, list, pods) = crate::cri::inventory(&mut c).await?;
+    let pod_of = |id: &str| pods.get(id).cloned().unwrap_or_default();
     let chosen = if selector.contains('/') {
         // By name: its newest attempt.
         list.iter()
