@@ -18,6 +18,7 @@ pub struct Event {
 pub fn changes(node: &str, reports: &[(String, NodeReport)]) -> Vec<Event> {
     let mut out = Vec::new();
     let mut last: BTreeMap<String, String> = BTreeMap::new();
+    let mut containers: BTreeMap<String, String> = BTreeMap::new();
     let mut boot = None;
     for (b, r) in reports {
         if boot.as_ref() != Some(b) {
@@ -32,6 +33,8 @@ pub fn changes(node: &str, reports: &[(String, NodeReport)]) -> Vec<Event> {
                 });
             }
             boot = Some(b.clone());
+            // A new boot starts its containers afresh.
+            containers.clear();
         }
         for c in &r.components {
             let now = c.state.clone();
@@ -44,6 +47,31 @@ pub fn changes(node: &str, reports: &[(String, NodeReport)]) -> Vec<Event> {
                     from: prev.unwrap_or_else(|| "(first report)".into()),
                     to: now,
                     reason: c.reason.clone(),
+                });
+            }
+        }
+        // Containers (from the CRI): a restart or an exit is what explains a stuck static pod.
+        // Keyed apart from components so a container named like a component cannot collide.
+        for k in &r.containers {
+            let now = match k.state.as_str() {
+                "exited" => format!("exited ({})", k.exit_code),
+                s => s.to_string(),
+            };
+            let now = format!("{now} #{}", k.attempt);
+            let prev = containers.insert(format!("{}/{}", k.pod, k.name), now.clone());
+            if prev.as_ref() != Some(&now) && !(prev.is_none() && k.state == "running" && k.attempt == 0) {
+                out.push(Event {
+                    node: node.into(),
+                    time_ms: r.time_ms,
+                    component: format!("container {}/{}", k.pod, k.name),
+                    from: prev.unwrap_or_else(|| "(first report)".into()),
+                    to: now,
+                    reason: [k.reason.as_str(), k.message.as_str()]
+                        .iter()
+                        .filter(|s| !s.is_empty())
+                        .copied()
+                        .collect::<Vec<_>>()
+                        .join(": "),
                 });
             }
         }
@@ -87,5 +115,38 @@ mod tests {
                 ("not listening".into(), "healthy".into())
             ]
         );
+    }
+
+    #[test]
+    fn container_exits_and_restarts_are_events() {
+        use hardshift_proto::v1::ContainerInfo;
+        let k = |state: &str, attempt: u32, exit: i32| ContainerInfo {
+            pod: "openshift-etcd/etcd-master-0".into(),
+            name: "etcd".into(),
+            state: state.into(),
+            attempt,
+            exit_code: exit,
+            reason: if exit != 0 { "Error".into() } else { String::new() },
+            ..Default::default()
+        };
+        let with = |seq: u64, c: ContainerInfo| NodeReport {
+            seq,
+            containers: vec![c],
+            ..r(seq, "healthy")
+        };
+        let rs = vec![
+            ("b".to_string(), with(1, k("running", 0, 0))),
+            ("b".into(), with(2, k("running", 0, 0))),
+            ("b".into(), with(3, k("exited", 0, 1))),
+            ("b".into(), with(4, k("running", 1, 0))),
+        ];
+        let e: Vec<Event> = changes("m0", &rs)
+            .into_iter()
+            .filter(|e| e.component.starts_with("container "))
+            .collect();
+        let t: Vec<(&str, &str)> = e.iter().map(|e| (e.from.as_str(), e.to.as_str())).collect();
+        assert_eq!(t, vec![("running #0", "exited (1) #0"), ("exited (1) #0", "running #1")]);
+        assert_eq!(e[0].reason, "Error");
+        assert_eq!(e[0].component, "container openshift-etcd/etcd-master-0/etcd");
     }
 }
