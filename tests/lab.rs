@@ -127,7 +127,7 @@ fn dnsmasq_serves_every_record() {
     );
     let p = port.to_string();
     let dig = |args: &[&str]| {
-        let mut all = vec!["@127.0.0.1", "-p", p.as_str(), "+short", "+time=1", "+tries=1"];
+        let mut all = vec!["@127.0.0.1", "-p", p.as_str(), "+short", "+time=2", "+tries=3"];
         all.extend_from_slice(args);
         let (ok, out) = run("dig", &all);
         assert!(ok, "dig {args:?}: {out}");
@@ -135,9 +135,25 @@ fn dnsmasq_serves_every_record() {
         lines.sort();
         lines
     };
+    // Until dnsmasq has bound its port, dig is refused: wait for a first answer, not a first try.
     let start = Instant::now();
-    while dig(&["api.ocp4.example.com"]).is_empty() {
-        assert!(start.elapsed() < Duration::from_secs(10), "dnsmasq did not answer");
+    loop {
+        let (ok, out) = run(
+            "dig",
+            &[
+                "@127.0.0.1",
+                "-p",
+                p.as_str(),
+                "+short",
+                "+time=1",
+                "+tries=1",
+                "api.ocp4.example.com",
+            ],
+        );
+        if ok && !out.trim().is_empty() {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "dnsmasq did not answer: {out}");
         std::thread::sleep(Duration::from_millis(100));
     }
     assert_eq!(dig(&["api.ocp4.example.com"]), vec!["192.168.126.10"]);
