@@ -159,7 +159,14 @@ fn unit_states_from_a_real_systemd() {
     let start = Instant::now();
     loop {
         let v = status();
-        if component(&v, "kubelet")["health"] == 1 && component(&v, "crio.service")["details"]["NRestarts"].as_str().unwrap_or("0") >= "2" {
+        if component(&v, "kubelet")["health"] == 1
+            && component(&v, "crio.service")["details"]["NRestarts"]
+                .as_str()
+                .unwrap_or("0")
+                .parse::<u32>()
+                .unwrap_or(0)
+                >= 2
+        {
             break;
         }
         assert!(start.elapsed() < Duration::from_secs(20), "units did not settle: {v}");
@@ -172,6 +179,13 @@ fn unit_states_from_a_real_systemd() {
         (Some("active/running"), Some(1)),
         "{k}"
     );
+    // "since": the unit's last state change, in unix seconds, within this test's lifetime.
+    let since: u64 = k["details"]["since"].as_str().unwrap().parse().unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    assert!(since > 0 && since <= now && now - since < 300, "since {since}, now {now}: {k}");
     let c = component(&v, "crio.service");
     assert_eq!(c["health"], 3, "{c}");
     assert!(

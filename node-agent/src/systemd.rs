@@ -30,6 +30,8 @@ struct Raw {
     restarts: u32,
     result: String,
     status: i32,
+    /// When the unit last changed state, µs since the epoch (0: never).
+    since_us: u64,
 }
 
 async fn read(conn: &Connection, unit: &str) -> zbus::Result<Raw> {
@@ -51,6 +53,7 @@ async fn read(conn: &Connection, unit: &str) -> zbus::Result<Raw> {
         restarts: s.n_restarts().await.unwrap_or(0),
         result: s.result().await.unwrap_or_default(),
         status: s.exec_main_status().await.unwrap_or(0),
+        since_us: u.state_change_timestamp().await.unwrap_or(0),
     })
 }
 
@@ -78,6 +81,8 @@ pub async fn unit(conn: &Connection, unit: &str) -> ComponentState {
         ("NRestarts".to_string(), raw.restarts.to_string()),
         ("Result".to_string(), raw.result.clone()),
         ("ExecMainStatus".to_string(), raw.status.to_string()),
+        // Unix seconds of the last state change: "failed since 09:14", "running for 3 s".
+        ("since".to_string(), (raw.since_us / 1_000_000).to_string()),
     ])
     .into_iter()
     .collect();
