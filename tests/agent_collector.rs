@@ -169,14 +169,20 @@ fn healthz_server() -> (u16, std::sync::Arc<std::sync::atomic::AtomicBool>) {
     (port, stop)
 }
 
-#[test]
-fn a_kubelet_failure_becomes_an_event() {
+/// A fresh bundle (ECDSA, no embedded agent) with its collector running on a free port.
+fn bundle_and_collector() -> (tempfile::TempDir, u16, Kill) {
     agent_bin();
     let d = example_copy();
     create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
-    let dir = d.path();
     let port = free_port();
-    let _col = collector(dir, port);
+    let col = collector(d.path(), port);
+    (d, port, col)
+}
+
+#[test]
+fn a_kubelet_failure_becomes_an_event() {
+    let (d, port, _col) = bundle_and_collector();
+    let dir = d.path();
     let (kport, stop) = healthz_server();
     let _a = agent_with(
         dir,
@@ -246,12 +252,8 @@ fn journal_dir(dir: &Path) -> PathBuf {
 
 #[test]
 fn logs_come_through_the_collector_read_only_and_bounded() {
-    agent_bin();
-    let d = example_copy();
-    create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    let (d, port, _col) = bundle_and_collector();
     let dir = d.path();
-    let port = free_port();
-    let _col = collector(dir, port);
     let j = journal_dir(dir);
     let _a = agent_with(
         dir,

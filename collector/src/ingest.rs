@@ -2,6 +2,7 @@
 //! whatever has arrived in one transaction (one fsync for the lot, not one per report) and only
 //! then answers each sender, whose Ack therefore always means "on disk".
 
+use crate::now_ms;
 use crate::store::Store;
 use hardshift_proto::v1::NodeReport;
 use tokio::sync::{mpsc, oneshot};
@@ -25,16 +26,17 @@ enum Job {
     },
 }
 
+impl Job {
+    fn reply(self) -> oneshot::Sender<Result<u64, String>> {
+        match self {
+            Job::Hello { reply, .. } | Job::Report { reply, .. } => reply,
+        }
+    }
+}
+
 #[derive(Clone)]
 pub struct Ingest {
     tx: mpsc::Sender<Job>,
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 impl Ingest {
@@ -118,19 +120,13 @@ fn write(store: &mut Store, jobs: Vec<Job>) {
     match result {
         Ok(highest) => {
             for (j, h) in jobs.into_iter().zip(highest) {
-                let reply = match j {
-                    Job::Hello { reply, .. } | Job::Report { reply, .. } => reply,
-                };
-                let _ = reply.send(Ok(h));
+                let _ = j.reply().send(Ok(h));
             }
         }
         Err(e) => {
             eprintln!("collector: not stored: {e}");
             for j in jobs {
-                let reply = match j {
-                    Job::Hello { reply, .. } | Job::Report { reply, .. } => reply,
-                };
-                let _ = reply.send(Err(e.to_string()));
+                let _ = j.reply().send(Err(e.to_string()));
             }
         }
     }

@@ -6,3 +6,11 @@ pub mod ingest;
 pub mod server;
 pub mod store;
 pub mod summary;
+
+/// The collector's clock, unix milliseconds: Ack timestamps, receipt times, "last seen".
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}

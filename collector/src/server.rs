@@ -2,6 +2,7 @@
 //! stream whose Hello names another node is refused and logged.
 
 use crate::ingest::{Ingest, Stored};
+use crate::now_ms;
 use crate::store::Store;
 use hardshift_proto::v1::admin_server::{Admin, AdminServer};
 use hardshift_proto::v1::agent_message::Body as In;
@@ -111,13 +112,6 @@ impl Admin for AdminApi {
         let request = request.ok_or_else(|| Status::invalid_argument("no request"))?;
         Ok(Response::new(self.agents.ask(&node, request).await?))
     }
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 /// The CN of the verified client certificate (rustls checked it against the agent CA).

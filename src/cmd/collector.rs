@@ -20,8 +20,23 @@ pub fn db_path(dir: &std::path::Path, db: Option<PathBuf>) -> PathBuf {
     db.unwrap_or_else(|| dir.join("collector").join("reports.db"))
 }
 
-/// The collector's store, for the commands that read it (`status`, `events`).
-pub fn open_existing(dir: &std::path::Path, db: Option<PathBuf>) -> Result<Store, Failure> {
+/// Where the commands that read the collector's store (`status`, `events`) find it.
+#[derive(clap::Args)]
+pub struct StoreArgs {
+    #[arg(long, default_value = ".")]
+    pub dir: PathBuf,
+    /// The report database. Default: DIR/collector/reports.db
+    #[arg(long)]
+    pub db: Option<PathBuf>,
+}
+
+impl StoreArgs {
+    pub fn open(&self) -> Result<Store, Failure> {
+        open_existing(&self.dir, self.db.clone())
+    }
+}
+
+fn open_existing(dir: &std::path::Path, db: Option<PathBuf>) -> Result<Store, Failure> {
     let db = db_path(dir, db);
     if !db.exists() {
         return Err(Failure::input(format!(

@@ -1,22 +1,19 @@
 use crate::Failure;
 use hardshift_collector::events;
-use std::path::PathBuf;
 
 #[derive(clap::Args)]
 pub struct Args {
     /// Only this node.
     node: Option<String>,
-    #[arg(long, default_value = ".")]
-    dir: PathBuf,
-    #[arg(long)]
-    db: Option<PathBuf>,
+    #[command(flatten)]
+    store: super::collector::StoreArgs,
     #[arg(short, long, default_value = "table", value_parser = ["table", "json"])]
     output: String,
 }
 
 /// State changes over time, oldest first.
 pub fn run(a: Args) -> Result<u8, Failure> {
-    let store = super::collector::open_existing(&a.dir, a.db)?;
+    let store = a.store.open()?;
     let nodes: Vec<String> = match &a.node {
         Some(n) => vec![n.clone()],
         None => store.nodes().map_err(Failure::other)?.into_iter().map(|r| r.node).collect(),

@@ -1,12 +1,9 @@
 use crate::Failure;
-use std::path::PathBuf;
 
 #[derive(clap::Args)]
 pub struct Args {
-    #[arg(long, default_value = ".")]
-    dir: PathBuf,
-    #[arg(long)]
-    db: Option<PathBuf>,
+    #[command(flatten)]
+    store: super::collector::StoreArgs,
     #[arg(short, long, default_value = "table", value_parser = ["table", "json"])]
     output: String,
 }
@@ -15,12 +12,9 @@ const HEALTH: [&str; 5] = ["unknown", "ok", "warning", "failing", "absent"];
 
 /// One row per node from the collector's store.
 pub fn run(a: Args) -> Result<u8, Failure> {
-    let store = super::collector::open_existing(&a.dir, a.db)?;
+    let store = a.store.open()?;
     let rows = store.nodes().map_err(Failure::other)?;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0);
+    let now = hardshift_collector::now_ms();
     let sums: Vec<hardshift_collector::summary::Summary> = rows.iter().map(|r| hardshift_collector::summary::summarize(r, now)).collect();
     if a.output == "json" {
         let v: Vec<serde_json::Value> = rows
