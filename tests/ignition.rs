@@ -267,13 +267,64 @@ fn field_notes_lessons() {
     let boot = load(d.path(), "bootstrap");
     let bf = files(&boot);
 
-    // Bootstrap kubelet runs static pods only.
+    // Bootstrap kubelet runs static pods only, from its config file; mirror pulls are slow.
     let kubelet = unit(&boot, "kubelet.service");
-    assert!(kubelet.contains("--pod-manifest-path=/etc/kubernetes/manifests"), "{kubelet}");
+    assert!(kubelet.contains("--config=/etc/kubernetes/kubelet.conf"), "{kubelet}");
     assert!(
         !kubelet.contains("--kubeconfig") && !kubelet.contains("--bootstrap-kubeconfig"),
         "{kubelet}"
     );
+    let kc = yaml(&file_text(&boot, "/etc/kubernetes/kubelet.conf"));
+    assert_eq!(kc["staticPodPath"], "/etc/kubernetes/manifests");
+    assert_eq!(kc["runtimeRequestTimeout"], "10m");
+    assert_eq!(kc["serializeImagePulls"], false);
+    assert_eq!(kc["readOnlyPort"], 0);
+    assert_eq!(kc["authentication"]["anonymous"]["enabled"], false);
+
+    // Masters and workers: a KubeletConfiguration (field-notes §8), and only flags the kubelet
+    // has not deprecated on the command line.
+    for n in &NODES[1..] {
+        let cfg = load(d.path(), n);
+        let kc = yaml(&file_text(&cfg, "/etc/kubernetes/kubelet.conf"));
+        assert_eq!(kc["kind"], "KubeletConfiguration", "{n}");
+        assert_eq!(kc["authentication"]["anonymous"]["enabled"], false, "{n}");
+        assert_eq!(kc["authentication"]["webhook"]["enabled"], true, "{n}");
+        assert_eq!(kc["authentication"]["x509"]["clientCAFile"], "/etc/kubernetes/ca.crt", "{n}");
+        assert_eq!(kc["authorization"]["mode"], "Webhook", "{n}");
+        assert_eq!(kc["serverTLSBootstrap"], true, "{n}");
+        assert_eq!(kc["rotateCertificates"], true, "{n}");
+        assert_eq!(kc["readOnlyPort"], 0, "{n}");
+        assert_eq!(kc["cgroupDriver"], "systemd", "{n}");
+        assert_eq!(kc["clusterDNS"][0], "172.30.0.10", "{n}");
+        assert_eq!(kc["registerWithTaints"].is_array(), n.starts_with("master"), "{n}");
+        let u = unit(&cfg, "kubelet.service");
+        let flags: Vec<&str> = u
+            .split_whitespace()
+            .filter(|w| w.starts_with("--"))
+            .map(|w| w.split('=').next().unwrap())
+            .collect();
+        assert_eq!(
+            flags,
+            [
+                "--config",
+                "--bootstrap-kubeconfig",
+                "--kubeconfig",
+                "--node-ip",
+                "--hostname-override",
+                "--node-labels",
+                "--v"
+            ],
+            "{n}: {u}"
+        );
+    }
+
+    // Serving certificates carry their chain (leaf, then the intermediate that signed it).
+    let api = String::from_utf8(bf["/etc/kubernetes/bootstrap-secrets/kube-apiserver.crt"].1.clone()).unwrap();
+    assert_eq!(api.matches("BEGIN CERTIFICATE").count(), 2, "{api}");
+    let ca = String::from_utf8(bf["/etc/kubernetes/bootstrap-secrets/kubernetes-ca.crt"].1.clone()).unwrap();
+    assert!(api.ends_with(&ca), "the intermediate follows the leaf");
+    let client = String::from_utf8(bf["/etc/kubernetes/bootstrap-secrets/admin.crt"].1.clone()).unwrap();
+    assert_eq!(client.matches("BEGIN CERTIFICATE").count(), 1, "client certificates stay alone");
 
     // CRI-O uses the release's pause image, on every node.
     for n in NODES {

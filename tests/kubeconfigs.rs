@@ -19,11 +19,11 @@ fn kubectl_reads_every_kubeconfig_and_its_client_cert_verifies() {
         ("kubeconfigs/admin.kubeconfig", API, "CN=system:admin", "ocp4"),
         (
             "kubeconfigs/kube-controller-manager.kubeconfig",
-            API_INT,
+            LOCAL,
             "CN=system:kube-controller-manager",
             "ocp4",
         ),
-        ("kubeconfigs/kube-scheduler.kubeconfig", API_INT, "CN=system:kube-scheduler", "ocp4"),
+        ("kubeconfigs/kube-scheduler.kubeconfig", LOCAL, "CN=system:kube-scheduler", "ocp4"),
         (
             "kubeconfigs/kubelet-bootstrap.kubeconfig",
             API_INT,

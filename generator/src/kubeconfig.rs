@@ -28,20 +28,23 @@ pub fn plan(c: &Cluster) -> Vec<Kubeconfig> {
         user: user.to_string(),
     };
     let name = c.name.as_str();
+    // kube-controller-manager and kube-scheduler run on the bootstrap only (the operators run their
+    // own on the masters): they talk to the API server beside them, as the installer's do, so they
+    // never depend on the load balancer or on api-int moving to the masters.
     vec![
         kc("kubeconfigs/admin.kubeconfig", "admin", "admin", &api, name),
         kc(
             "kubeconfigs/kube-controller-manager.kubeconfig",
             "kube-controller-manager",
             "system:kube-controller-manager",
-            &api_int,
+            &local,
             name,
         ),
         kc(
             "kubeconfigs/kube-scheduler.kubeconfig",
             "kube-scheduler",
             "system:kube-scheduler",
-            &api_int,
+            &local,
             name,
         ),
         kc(

@@ -1,6 +1,8 @@
 //! Helpers for the end-to-end tests: a copy of the example lab in a temp dir, the real binary.
 #![allow(dead_code)]
 
+pub mod containerd;
+pub mod control_plane;
 pub mod netns;
 
 use std::collections::BTreeMap;

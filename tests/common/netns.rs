@@ -8,6 +8,7 @@ pub struct Netns {
     pub prefix: String,
     hosts: Vec<String>,
     children: Vec<Child>,
+    etc: Vec<std::path::PathBuf>,
 }
 
 fn ip(args: &[&str]) {
@@ -23,6 +24,7 @@ impl Netns {
             prefix: prefix.clone(),
             hosts: vec![],
             children: vec![],
+            etc: vec![],
         };
         let br = format!("{prefix}-br");
         ip(&["netns", "add", &br]);
@@ -50,6 +52,11 @@ impl Netns {
         me
     }
 
+    /// A default route through `gateway` in host `name` (the lab's helper), as nodes have.
+    pub fn route(&self, name: &str, gateway: &str) {
+        ip(&["-n", &self.ns(name), "route", "add", "default", "via", gateway]);
+    }
+
     pub fn ns(&self, name: &str) -> String {
         format!("{}-{name}", self.prefix)
     }
@@ -64,6 +71,67 @@ impl Netns {
             .spawn()
             .expect("spawn in namespace");
         self.children.push(child);
+    }
+
+    /// `program` in host `name`'s network namespace, keeping the machine's /sys (and so its
+    /// cgroup mounts, which `ip netns exec` hides by remounting /sys: the kubelet and runc need
+    /// them), with the namespace's own /etc/hosts bind-mounted in a private mount namespace.
+    /// Every step execs the next, so the child's PID is the program's.
+    pub fn command(&self, name: &str, program: &str) -> Command {
+        let ns = self.ns(name);
+        let etc = format!("/etc/netns/{ns}");
+        let mut c = Command::new("nsenter");
+        c.arg(format!("--net=/run/netns/{ns}"));
+        c.args(["--", "unshare", "--mount", "--propagation", "slave", "--", "sh", "-c"]);
+        c.arg(format!(
+            "for f in hosts resolv.conf; do [ ! -f {etc}/$f ] || mount --bind {etc}/$f /etc/$f || exit 125; done; exec \"$0\" \"$@\""
+        ));
+        c.arg(program);
+        c
+    }
+
+    /// Like `spawn`, with environment variables and output to `log`; returns the PID.
+    pub fn spawn_logged(&mut self, name: &str, program: &str, args: &[String], env: &[(String, String)], log: &std::path::Path) -> u32 {
+        let out = std::fs::OpenOptions::new().create(true).append(true).open(log).expect("log file");
+        let child = self
+            .command(name, program)
+            .args(args)
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .stdout(out.try_clone().unwrap())
+            .stderr(out)
+            .spawn()
+            .expect("spawn in namespace");
+        let pid = child.id();
+        self.children.push(child);
+        pid
+    }
+
+    /// Stop one program started here (SIGKILL, then reap).
+    pub fn kill(&mut self, pid: u32) {
+        if let Some(i) = self.children.iter().position(|c| c.id() == pid) {
+            let mut c = self.children.remove(i);
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// `/etc/hosts` as seen by programs in host `name`'s namespace (bind-mounted from
+    /// /etc/netns/NS/hosts, as `ip netns exec` does): the lab's DNS names without a DNS server.
+    /// Other names go to `nameserver` (the lab's helper), never to the machine's resolver.
+    pub fn hosts(&mut self, name: &str, nameserver: &str, entries: &[(&str, &str)]) {
+        let dir = std::path::Path::new("/etc/netns").join(self.ns(name));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut text = String::from("127.0.0.1 localhost\n::1 localhost\n");
+        for (ip, names) in entries {
+            text.push_str(&format!("{ip} {names}\n"));
+        }
+        std::fs::write(dir.join("hosts"), text).unwrap();
+        std::fs::write(
+            dir.join("resolv.conf"),
+            format!("nameserver {nameserver}\noptions timeout:1 attempts:1\n"),
+        )
+        .unwrap();
+        self.etc.push(dir);
     }
 
     pub fn kill_all(&mut self) {
@@ -84,6 +152,9 @@ impl Netns {
 impl Drop for Netns {
     fn drop(&mut self) {
         self.kill_all();
+        for d in &self.etc {
+            let _ = std::fs::remove_dir_all(d);
+        }
         for h in self.hosts.iter().rev() {
             let _ = run("ip", &["netns", "del", h]);
         }

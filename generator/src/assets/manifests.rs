@@ -140,6 +140,12 @@ pub fn manifests(c: &Cluster, pki: &Pki) -> Vec<(String, Vec<Value>)> {
             // The masters' kube-proxy uses the same kubeconfig.
             crb("system:bootstrapper-node-proxier", "system:node-proxier", "system:bootstrapper"),
             crb("system:node-admin", "system:node-admin", "system:admin"),
+            // kube-apiserver's kubelet client (logs, exec, proxy): kubelets authorize it by webhook.
+            crb(
+                "system:kube-apiserver-to-kubelet",
+                "system:kubelet-api-admin",
+                "system:kube-apiserver",
+            ),
         ],
     );
 

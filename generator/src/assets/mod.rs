@@ -3,6 +3,7 @@
 
 pub mod agent;
 pub mod bootkube;
+pub mod kubelet;
 pub mod manifests;
 pub mod node;
 pub mod paths;

@@ -2,7 +2,7 @@
 //! bootstrap node, kubelet bootstrapping (and kube-proxy on masters) for the others.
 
 use super::paths::*;
-use super::{agent, bootkube, manifests, static_pods, Extras};
+use super::{agent, bootkube, kubelet, manifests, static_pods, Extras};
 use crate::cluster::{Cluster, Node, Role};
 use crate::ignition::{Dropin, NodeConfig, NodeFile, Unit, PUBLIC, SCRIPT, SECRET};
 use crate::kubeconfig;
@@ -120,6 +120,17 @@ fn common(c: &Cluster, n: &Node, shared: &Shared) -> Vec<NodeFile> {
     f
 }
 
+/// A serving certificate as its server presents it: the leaf, then its issuer when that is an
+/// intermediate. Clients that trust only the root (OpenSSL-based ones) or only the intermediate
+/// (pods, through kube-root-ca.crt) both verify it.
+fn with_chain(pki: &Pki, e: &crate::pki::Issued) -> String {
+    let intermediate = e.spec.issuer_id().map(|i| pki.get(&i)).filter(|ca| ca.spec.issuer.is_some());
+    match (e.spec.kind, intermediate) {
+        (Kind::Leaf { server: true, .. }, Some(ca)) => format!("{}{}", e.cert_pem, ca.cert_pem),
+        _ => e.cert_pem.clone(),
+    }
+}
+
 fn bootstrap_files(c: &Cluster, pki: &Pki, extras: &Extras) -> Vec<NodeFile> {
     let mut f = Vec::new();
     let peer = format!("pki/etcd-peer-{}", c.bootstrap().hostname);
@@ -133,7 +144,7 @@ fn bootstrap_files(c: &Cluster, pki: &Pki, extras: &Extras) -> Vec<NodeFile> {
         if e.spec.kind == Kind::KeyOnly {
             f.push(NodeFile::new(format!("{BOOTSTRAP_SECRETS}/{name}.pub"), PUBLIC, e.cert_pem.clone()));
         } else {
-            f.push(NodeFile::new(format!("{BOOTSTRAP_SECRETS}/{name}.crt"), PUBLIC, e.cert_pem.clone()));
+            f.push(NodeFile::new(format!("{BOOTSTRAP_SECRETS}/{name}.crt"), PUBLIC, with_chain(pki, e)));
         }
         f.push(NodeFile::new(format!("{BOOTSTRAP_SECRETS}/{name}.key"), SECRET, e.key_pem.clone()));
     }
@@ -178,87 +189,6 @@ fn bootstrap_files(c: &Cluster, pki: &Pki, extras: &Extras) -> Vec<NodeFile> {
     f
 }
 
-/// The bootstrap kubelet runs static pods only: no kubeconfig, no bootstrap kubeconfig.
-pub fn bootstrap_kubelet_unit(n: &Node) -> String {
-    format!(
-        "[Unit]
-Description=Kubernetes Kubelet (bootstrap: static pods only)
-Wants=rpc-statd.service network-online.target crio.service
-After=network-online.target crio.service
-
-[Service]
-Type=notify
-ExecStartPre=/bin/mkdir -p {STATIC_PODS}
-ExecStart=/usr/bin/kubelet \\
-  --anonymous-auth=false \\
-  --container-runtime-endpoint=/var/run/crio/crio.sock \\
-  --pod-manifest-path={STATIC_PODS} \\
-  --cluster-domain=cluster.local \\
-  --cgroup-driver=systemd \\
-  --node-ip={ip} \\
-  --hostname-override={host} \\
-  --v=2
-Restart=always
-RestartSec=10
-
-[Install]
-WantedBy=multi-user.target
-",
-        ip = n.ip,
-        host = n.hostname
-    )
-}
-
-/// A self-contained kubelet for RHCOS when no MCO base is given: bootstraps its client
-/// certificate through a CSR with the bootstrap kubeconfig.
-pub fn node_kubelet_unit(c: &Cluster, n: &Node) -> String {
-    let svc = c.service_networks[0].network();
-    let dns = match svc {
-        IpAddr::V4(a) => IpAddr::V4((u32::from(a) + 10).into()),
-        IpAddr::V6(a) => IpAddr::V6((u128::from(a) + 10).into()),
-    };
-    let (labels, taints) = match n.role {
-        Role::Master => (
-            "node-role.kubernetes.io/master,node-role.kubernetes.io/control-plane",
-            "\\\n  --register-with-taints=node-role.kubernetes.io/master=:NoSchedule ",
-        ),
-        _ => ("node-role.kubernetes.io/worker", ""),
-    };
-    format!(
-        "[Unit]
-Description=Kubernetes Kubelet
-Wants=rpc-statd.service network-online.target crio.service
-After=network-online.target crio.service
-
-[Service]
-Type=notify
-EnvironmentFile=-{APISERVER_URL_ENV}
-ExecStartPre=/bin/mkdir -p {STATIC_PODS}
-ExecStart=/usr/bin/kubelet \\
-  --bootstrap-kubeconfig={NODE_KUBECONFIG} \\
-  --kubeconfig=/var/lib/kubelet/kubeconfig \\
-  --rotate-certificates \\
-  --client-ca-file={NODE_CA} \\
-  --container-runtime-endpoint=/var/run/crio/crio.sock \\
-  --pod-manifest-path={STATIC_PODS} \\
-  --cgroup-driver=systemd \\
-  --cluster-domain=cluster.local \\
-  --cluster-dns={dns} \\
-  --node-ip={ip} \\
-  --hostname-override={host} \\
-  --node-labels={labels},node.openshift.io/os_id=rhcos {taints}\\
-  --v=2
-Restart=always
-RestartSec=10
-
-[Install]
-WantedBy=multi-user.target
-",
-        ip = n.ip,
-        host = n.hostname,
-    )
-}
-
 fn proxy_dropins(c: &Cluster) -> Vec<Unit> {
     if proxy_env(c).is_none() {
         return vec![];
@@ -285,12 +215,13 @@ pub fn node_config(c: &Cluster, n: &Node, shared: &Shared, has_base: bool) -> No
     match n.role {
         Role::Bootstrap => {
             files.extend(shared.bootstrap_files.iter().cloned());
+            files.push(NodeFile::new(KUBELET_CONFIG, PUBLIC, kubelet::render(&kubelet::bootstrap_config())));
             directories.push((BOOTSTRAP_SECRETS.to_string(), 0o700));
             directories.push((KUBECONFIGS_DIR.to_string(), 0o700));
             units.push(Unit {
                 name: "kubelet.service".into(),
                 enabled: Some(true),
-                contents: Some(bootstrap_kubelet_unit(n)),
+                contents: Some(kubelet::bootstrap_unit(n)),
                 ..Default::default()
             });
             units.push(Unit {
@@ -316,10 +247,11 @@ pub fn node_config(c: &Cluster, n: &Node, shared: &Shared, has_base: bool) -> No
                 ));
             }
             if !has_base {
+                files.push(NodeFile::new(KUBELET_CONFIG, PUBLIC, kubelet::render(&kubelet::node_config(c, n))));
                 units.push(Unit {
                     name: "kubelet.service".into(),
                     enabled: Some(true),
-                    contents: Some(node_kubelet_unit(c, n)),
+                    contents: Some(kubelet::node_unit(n)),
                     ..Default::default()
                 });
             }

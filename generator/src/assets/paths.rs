@@ -19,3 +19,7 @@ pub const PAUSE_CONF: &str = "/etc/crio/crio.conf.d/00-pause.conf";
 pub const REGISTRIES_CONF: &str = "/etc/containers/registries.conf";
 pub const TRUST_ANCHOR: &str = "/etc/pki/ca-trust/source/anchors/hardshift-additional-trust-bundle.crt";
 pub const PROXY_ENV: &str = "/etc/hardshift/proxy.env";
+/// The kubelet's KubeletConfiguration (where the MCO puts it).
+pub const KUBELET_CONFIG: &str = "/etc/kubernetes/kubelet.conf";
+/// The kubeconfig the kubelet writes once its client CSR is signed.
+pub const KUBELET_KUBECONFIG: &str = "/var/lib/kubelet/kubeconfig";

@@ -137,6 +137,9 @@ pub fn kube_apiserver(c: &Cluster) -> Pod {
         "hyperkube".into(),
         "kube-apiserver".into(),
         "--etcd-servers=https://localhost:2379".into(),
+        // The kubernetes service's endpoint: the node's lab address, not whatever interface holds
+        // the default route (a bootstrap with two NICs, or none, would pick wrong or fail).
+        format!("--advertise-address={}", c.bootstrap().ip),
         format!("--etcd-cafile={}", secret("etcd-ca.crt")),
         format!("--etcd-certfile={}", secret("etcd-client.crt")),
         format!("--etcd-keyfile={}", secret("etcd-client.key")),
@@ -160,6 +163,9 @@ pub fn kube_apiserver(c: &Cluster) -> Pod {
         format!("--kubelet-client-certificate={}", secret("kube-apiserver-kubelet-client.crt")),
         format!("--kubelet-client-key={}", secret("kube-apiserver-kubelet-client.key")),
         format!("--kubelet-certificate-authority={}", secret("kubernetes-ca.crt")),
+        // Reach kubelets at their node IP, as OpenShift's kube-apiserver does: a node's short
+        // hostname need not resolve from the control plane.
+        "--kubelet-preferred-address-types=InternalIP".into(),
         "--enable-bootstrap-token-auth=true".into(),
         "--allow-privileged=true".into(),
         "--v=2".into(),

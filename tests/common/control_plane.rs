@@ -1,0 +1,400 @@
+//! The real control plane as the bundle describes it. From a fresh bundle of the example lab, the
+//! bootstrap's filesystem is laid out under a scratch root (every file of `bootstrap.ign`), and
+//! etcd, kube-apiserver, kube-controller-manager and kube-scheduler run as processes with EXACTLY
+//! the command and args of the static pods in that Ignition config, parsed with k8s-openapi.
+//!
+//! The only changes (README, "The real control plane in tests"): a container's mount path becomes
+//! its volume's hostPath under the scratch root; `hyperkube NAME` runs the binary NAME built by
+//! hack/setup.sh. Each node runs in a network namespace that owns its lab address, with an
+//! /etc/hosts of its own for the lab's names, so no address or bind flag is rewritten.
+
+use super::netns::Netns;
+use super::{create, example_copy, text};
+use hardshift_generator::ignition::{self, Config};
+use k8s_openapi::api::core::v1::Pod;
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+pub const DOMAIN: &str = "ocp4.example.com";
+pub const BOOTSTRAP_IP: &str = "192.168.126.100";
+pub const MASTER0_IP: &str = "192.168.126.101";
+/// The helper (the workstation): DNS, HAProxy and the collector in the lab.
+pub const HELPER_IP: &str = "192.168.126.1";
+
+/// A binary built by `hack/setup.sh` (../shared/kube/build.sh into target/kube).
+pub fn kube_bin(name: &str) -> PathBuf {
+    let dir = std::env::var_os("HARDSHIFT_KUBE_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/kube"));
+    let p = dir.join(name);
+    assert!(
+        p.is_file(),
+        "{} is missing: run hack/setup.sh, which builds the real Kubernetes binaries (../shared/kube/build.sh)",
+        p.display()
+    );
+    p
+}
+
+pub fn load_ign(bundle: &Path, node: &str) -> Config {
+    let bytes = std::fs::read(bundle.join(format!("ignition/{node}.ign"))).unwrap();
+    serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{node}.ign: {e}"))
+}
+
+/// Wait until `f` gives Some, or fail naming `what` and the last thing `f` saw.
+pub fn wait_for<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Result<T, String>) -> T {
+    let start = Instant::now();
+    loop {
+        match f() {
+            Ok(v) => return v,
+            Err(last) if start.elapsed() > timeout => panic!("timed out after {timeout:?} waiting for {what}; last: {last}"),
+            Err(_) => std::thread::sleep(Duration::from_millis(250)),
+        }
+    }
+}
+
+/// The last `n` lines of a log file.
+pub fn tail(path: &Path, n: usize) -> String {
+    let s = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = s.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// A node's filesystem under a scratch root: every file and directory of its Ignition config.
+pub struct NodeRoot {
+    pub root: PathBuf,
+    pub cfg: Config,
+}
+
+impl NodeRoot {
+    pub fn lay(cfg: Config, root: &Path) -> NodeRoot {
+        for d in &cfg.storage.directories {
+            std::fs::create_dir_all(root.join(d.path.trim_start_matches('/'))).unwrap();
+        }
+        for f in &cfg.storage.files {
+            let Some(bytes) = f.contents.as_ref().and_then(ignition::decode) else {
+                continue; // fetched by URL on a real node (the agent with --agent-url)
+            };
+            let p = root.join(f.path.trim_start_matches('/'));
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, bytes).unwrap();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(f.mode.unwrap_or(0o644))).unwrap();
+        }
+        NodeRoot {
+            root: root.to_path_buf(),
+            cfg,
+        }
+    }
+
+    /// Where an absolute node path lives under the scratch root.
+    pub fn map(&self, path: &str) -> String {
+        format!("{}{}", self.root.display(), path)
+    }
+
+    pub fn file(&self, path: &str) -> Vec<u8> {
+        let f = self.cfg.storage.files.iter().find(|f| f.path == path);
+        let f = f.unwrap_or_else(|| panic!("no {path} in the node's Ignition config"));
+        ignition::decode(f.contents.as_ref().unwrap()).unwrap()
+    }
+
+    pub fn text(&self, path: &str) -> String {
+        String::from_utf8(self.file(path)).unwrap()
+    }
+
+    pub fn unit(&self, name: &str) -> String {
+        let u = self.cfg.systemd.units.iter().find(|u| u.name == name);
+        u.and_then(|u| u.contents.clone()).unwrap_or_else(|| panic!("no unit {name}"))
+    }
+
+    /// Static pods in the node's manifest directory, by file name.
+    pub fn static_pods(&self) -> Vec<(String, Pod)> {
+        let mut out = Vec::new();
+        for f in &self.cfg.storage.files {
+            if let Some(name) = f.path.strip_prefix("/etc/kubernetes/manifests/") {
+                let v = hardshift_generator::config::yaml::parse(&self.text(&f.path)).unwrap().value;
+                let pod: Pod = serde_json::from_value(v).unwrap_or_else(|e| panic!("{name} is not a Pod: {e}"));
+                out.push((name.to_string(), pod));
+            }
+        }
+        out
+    }
+}
+
+/// A systemd unit's ExecStart, continuation lines joined, split into words.
+pub fn exec_start(unit: &str) -> Vec<String> {
+    let joined = unit.replace("\\\n", " ");
+    let line = joined
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecStart="))
+        .unwrap_or_else(|| panic!("no ExecStart in\n{unit}"));
+    line.split_whitespace().map(String::from).collect()
+}
+
+/// A static pod's container as a process.
+#[derive(Debug, Clone)]
+pub struct Process {
+    pub name: String,
+    pub program: String,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+}
+
+/// The container's command and args, exactly, with each mount path replaced by its volume's
+/// hostPath under `root` (longest mount path first), and `hyperkube NAME` by the built binary.
+pub fn pod_process(pod: &Pod, root: &NodeRoot) -> Process {
+    let spec = pod.spec.as_ref().expect("pod spec");
+    let c = &spec.containers[0];
+    let mut words: Vec<String> = c.command.clone().unwrap_or_default();
+    words.extend(c.args.clone().unwrap_or_default());
+    let mut mounts: Vec<(String, String)> = c
+        .volume_mounts
+        .iter()
+        .flatten()
+        .map(|m| {
+            let vol = spec.volumes.iter().flatten().find(|v| v.name == m.name).expect("volume of mount");
+            let host = &vol.host_path.as_ref().expect("hostPath volume").path;
+            (m.mount_path.clone(), root.map(host))
+        })
+        .collect();
+    mounts.sort_by_key(|(m, _)| std::cmp::Reverse(m.len()));
+    let map = |w: &str| -> String {
+        let (flag, value) = match w.split_once('=') {
+            Some((f, v)) => (Some(f), v),
+            None => (None, w),
+        };
+        let mapped = mounts
+            .iter()
+            .find(|(m, _)| value == m || value.starts_with(&format!("{m}/")))
+            .map(|(m, h)| format!("{h}{}", &value[m.len()..]))
+            .unwrap_or_else(|| value.to_string());
+        match flag {
+            Some(f) => format!("{f}={mapped}"),
+            None => mapped,
+        }
+    };
+    let (program, rest) = if words[0] == "hyperkube" {
+        (kube_bin(&words[1]).to_string_lossy().to_string(), words[2..].to_vec())
+    } else {
+        // /usr/bin/etcd: Debian's etcd.
+        let base = Path::new(&words[0]).file_name().unwrap().to_string_lossy().to_string();
+        (base, words[1..].to_vec())
+    };
+    Process {
+        name: c.name.clone(),
+        program,
+        args: rest.iter().map(|w| map(w)).collect(),
+        env: c
+            .env
+            .iter()
+            .flatten()
+            .map(|e| (e.name.clone(), e.value.clone().unwrap_or_default()))
+            .collect(),
+    }
+}
+
+/// The bootstrap control plane of a fresh example bundle, running; everything stops on drop.
+pub struct ControlPlane {
+    pub bundle: tempfile::TempDir,
+    pub work: tempfile::TempDir,
+    pub net: Netns,
+    pub boot: NodeRoot,
+    pub pids: BTreeMap<String, u32>,
+    /// (what, how long) for hack/bench-control-plane.sh.
+    pub timings: Vec<(String, Duration)>,
+}
+
+impl ControlPlane {
+    /// A bundle (`create` with `extra` args), namespaces for the bootstrap and master-0, and the
+    /// bootstrap's static pods as processes; returns once /readyz answers ok.
+    pub fn start(extra: &[&str]) -> ControlPlane {
+        // The default create embeds the agent built beside hardshift, as on a real node.
+        super::agent_bin();
+        let bundle = example_copy();
+        create(bundle.path(), extra);
+        Self::start_from(bundle, |_| {})
+    }
+
+    /// As `start`, after `tamper` changed the laid-out bootstrap root (to prove a test can fail).
+    pub fn start_from(bundle: tempfile::TempDir, tamper: impl FnOnce(&NodeRoot)) -> ControlPlane {
+        for b in ["kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet"] {
+            kube_bin(b);
+        }
+        let work = tempfile::tempdir().unwrap();
+        let boot = NodeRoot::lay(load_ign(bundle.path(), "bootstrap"), &work.path().join("bootstrap"));
+        tamper(&boot);
+        static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let tag = format!("cp{}", SEQ.fetch_add(1, std::sync::atomic::Ordering::SeqCst));
+        let mut net = Netns::new(
+            &tag,
+            &[
+                ("bootstrap", &["192.168.126.100/24"]),
+                ("master-0", &["192.168.126.101/24"]),
+                ("helper", &["192.168.126.1/24"]),
+            ],
+        );
+        // The load balancer's names point at the bootstrap, as HAProxy does before the pivot.
+        let names = [
+            (BOOTSTRAP_IP, format!("api.{DOMAIN} api-int.{DOMAIN} bootstrap.{DOMAIN}")),
+            (MASTER0_IP, format!("master-0.{DOMAIN}")),
+        ];
+        let names: Vec<(&str, &str)> = names.iter().map(|(a, b)| (*a, b.as_str())).collect();
+        net.route("bootstrap", HELPER_IP);
+        net.route("master-0", HELPER_IP);
+        for n in ["bootstrap", "master-0", "helper"] {
+            net.hosts(n, HELPER_IP, &names);
+        }
+        let mut cp = ControlPlane {
+            bundle,
+            work,
+            net,
+            boot,
+            pids: BTreeMap::new(),
+            timings: vec![],
+        };
+        let pods = cp.boot.static_pods();
+        let by = |n: &str| {
+            pods.iter()
+                .find(|(f, _)| f == n)
+                .unwrap_or_else(|| panic!("no static pod {n}"))
+                .1
+                .clone()
+        };
+        let t0 = Instant::now();
+        cp.spawn_pod(&by("etcd-bootstrap.yaml"));
+        let etcd_ca = cp.boot.map("/etc/kubernetes/bootstrap-secrets/etcd-ca.crt");
+        let cert = cp.boot.map("/etc/kubernetes/bootstrap-secrets/etcd-client.crt");
+        let key = cp.boot.map("/etc/kubernetes/bootstrap-secrets/etcd-client.key");
+        cp.wait("etcd healthy", Duration::from_secs(30), "etcd", |cp| {
+            let (ok, out) = cp.exec(
+                "bootstrap",
+                "curl",
+                &[
+                    "-sS",
+                    "--cacert",
+                    &etcd_ca,
+                    "--cert",
+                    &cert,
+                    "--key",
+                    &key,
+                    "https://localhost:2379/health",
+                ],
+            );
+            if ok && out.contains("\"health\":\"true\"") {
+                Ok(())
+            } else {
+                Err(out)
+            }
+        });
+        cp.timings.push(("etcd healthy".into(), t0.elapsed()));
+        let t1 = Instant::now();
+        cp.spawn_pod(&by("kube-apiserver-bootstrap.yaml"));
+        cp.wait("kube-apiserver /readyz", Duration::from_secs(90), "kube-apiserver", |cp| {
+            let (ok, out) = cp.kubectl(&["get", "--raw", "/readyz"]);
+            if ok && out.trim() == "ok" {
+                Ok(())
+            } else {
+                Err(out)
+            }
+        });
+        cp.timings.push(("etcd → API ready".into(), t1.elapsed()));
+        cp.spawn_pod(&by("kube-controller-manager-bootstrap.yaml"));
+        cp.spawn_pod(&by("kube-scheduler-bootstrap.yaml"));
+        cp
+    }
+
+    pub fn log_path(&self, name: &str) -> PathBuf {
+        self.work.path().join(format!("{name}.log"))
+    }
+
+    /// Start a static pod's container in the bootstrap's namespace.
+    pub fn spawn_pod(&mut self, pod: &Pod) {
+        let p = pod_process(pod, &self.boot);
+        let log = self.log_path(&p.name);
+        let pid = self.net.spawn_logged("bootstrap", &p.program, &p.args, &p.env, &log);
+        self.pids.insert(p.name, pid);
+    }
+
+    /// Wait for `f`, failing with the tail of `log`'s file, at once if that process has exited.
+    pub fn wait<T>(&self, what: &str, timeout: Duration, log: &str, mut f: impl FnMut(&Self) -> Result<T, String>) -> T {
+        let start = Instant::now();
+        loop {
+            let dead = self.pids.get(log).is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists())
+                || self.pids.get(log).is_some_and(|pid| {
+                    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.split(' ').nth(2) == Some("Z"))
+                });
+            match f(self) {
+                Ok(v) => return v,
+                Err(last) if dead || start.elapsed() > timeout => panic!(
+                    "{} waiting for {what}; last: {last}\n--- {log}.log:\n{}",
+                    if dead {
+                        format!("{log} exited")
+                    } else {
+                        format!("timed out after {timeout:?}")
+                    },
+                    tail(&self.log_path(log), 40)
+                ),
+                Err(_) => std::thread::sleep(Duration::from_millis(250)),
+            }
+        }
+    }
+
+    /// Run a program in a node's namespace.
+    pub fn exec(&self, node: &str, program: &str, args: &[&str]) -> (bool, String) {
+        let out = self
+            .net
+            .command(node, program)
+            .args(args)
+            .output()
+            .unwrap_or_else(|e| panic!("{program}: {e}"));
+        (out.status.success(), format!("{}{}", text(&out.stdout), text(&out.stderr)))
+    }
+
+    /// kubectl on the bootstrap with the bootstrap's own localhost kubeconfig (what bootkube uses).
+    pub fn kubectl(&self, args: &[&str]) -> (bool, String) {
+        let kc = self.boot.map("/etc/kubernetes/kubeconfigs/localhost.kubeconfig");
+        self.kubectl_with(&kc, args)
+    }
+
+    pub fn kubectl_with(&self, kubeconfig: &str, args: &[&str]) -> (bool, String) {
+        let mut all = vec!["--kubeconfig", kubeconfig, "--request-timeout=20s"];
+        all.extend_from_slice(args);
+        self.exec("bootstrap", "kubectl", &all)
+    }
+
+    /// Parse kubectl's JSON output, failing with what it said.
+    pub fn kubectl_json(&self, args: &[&str]) -> serde_json::Value {
+        let mut all = args.to_vec();
+        all.extend(["-o", "json"]);
+        let (ok, out) = self.kubectl(&all);
+        assert!(ok, "kubectl {}: {out}", args.join(" "));
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("kubectl {}: {e}: {out}", args.join(" ")))
+    }
+
+    /// The generated bootkube.sh with the node's paths mapped under the scratch root, run to its
+    /// end with real kubectl; returns (success, output).
+    pub fn run_bootkube(&mut self) -> (bool, String) {
+        let script = self.boot.text("/usr/local/bin/bootkube.sh");
+        let mut mapped = script.clone();
+        for p in ["/opt/openshift", "/var/lib/hardshift", "/etc/kubernetes"] {
+            mapped = mapped.replace(p, &self.boot.map(p));
+        }
+        let path = self.work.path().join("bootkube.sh");
+        std::fs::write(&path, mapped).unwrap();
+        let t = Instant::now();
+        let r = self.exec("bootstrap", "bash", &[path.to_str().unwrap()]);
+        self.timings.push(("bootkube".into(), t.elapsed()));
+        r
+    }
+}
+
+impl Drop for ControlPlane {
+    fn drop(&mut self) {
+        // Stop the API server's clients first, then the API server, then etcd.
+        for n in ["kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"] {
+            if let Some(pid) = self.pids.remove(n) {
+                self.net.kill(pid);
+            }
+        }
+    }
+}

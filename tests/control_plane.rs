@@ -1,0 +1,615 @@
+//! The real control plane judges the bundle: kube-apiserver, kube-controller-manager,
+//! kube-scheduler (OpenShift's fork, built by hack/setup.sh) and Debian's etcd run with exactly the
+//! command and args of the bootstrap's static pods; the generated bootkube.sh runs to its end with
+//! real kubectl; every kubeconfig authenticates as its identity; then master-0's real kubelet,
+//! started with its unit's exact ExecStart on containerd's CRI, joins through its CSRs and becomes
+//! Ready, and the node agent reports it.
+
+mod common;
+
+use common::control_plane::*;
+use serde_json::Value;
+use std::time::Duration;
+
+/// Every key of `want` is in `got` with the same value (objects recursively, arrays element-wise):
+/// what the bundle placed reads back from the API unchanged, whatever the server added.
+fn subset(want: &Value, got: &Value, path: &str) -> Result<(), String> {
+    match (want, got) {
+        (Value::Object(w), Value::Object(g)) => {
+            for (k, v) in w {
+                let p = format!("{path}.{k}");
+                subset(v, g.get(k).ok_or(format!("{p} is missing"))?, &p)?;
+            }
+            Ok(())
+        }
+        (Value::Array(w), Value::Array(g)) if w.len() == g.len() => {
+            for (i, (a, b)) in w.iter().zip(g).enumerate() {
+                subset(a, b, &format!("{path}[{i}]"))?;
+            }
+            Ok(())
+        }
+        (w, g) if w == g => Ok(()),
+        (w, g) => Err(format!("{path}: placed {w}, the API has {g}")),
+    }
+}
+
+fn yaml_docs(text: &str) -> Vec<Value> {
+    text.split("\n---\n")
+        .map(|d| hardshift_generator::config::yaml::parse(d).unwrap().value)
+        .collect()
+}
+
+#[test]
+fn the_bootstrap_control_plane_runs_from_the_bundle_and_bootkube_completes() {
+    let mut cp = ControlPlane::start(&[]);
+    let (ok, out) = cp.kubectl(&["get", "--raw", "/readyz?verbose"]);
+    assert!(ok && out.contains("readyz check passed"), "{out}");
+
+    // bootkube.sh, exactly as generated (paths mapped), to its last stage.
+    let (ok, out) = cp.run_bootkube();
+    assert!(ok, "bootkube.sh failed:\n{out}");
+    let progress: Value = serde_json::from_str(&std::fs::read_to_string(cp.boot.map("/var/lib/hardshift/bootkube.json")).unwrap()).unwrap();
+    assert_eq!(progress["stage"], "complete", "{progress}");
+    assert_eq!(progress["result"], "done", "{progress}");
+    assert!(std::path::Path::new(&cp.boot.map("/etc/kubernetes/manifests/cvo-bootstrap.yaml")).exists());
+
+    // Every CRD the bundle carries is Established.
+    let crd_files: Vec<_> = cp
+        .boot
+        .cfg
+        .storage
+        .files
+        .iter()
+        .filter(|f| f.path.starts_with("/opt/openshift/crds/"))
+        .map(|f| f.path.clone())
+        .collect();
+    assert!(!crd_files.is_empty());
+    for f in &crd_files {
+        let name = yaml_docs(&cp.boot.text(f))[0]["metadata"]["name"].as_str().unwrap().to_string();
+        let crd = cp.kubectl_json(&["get", "crd", &name]);
+        let established = crd["status"]["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["type"] == "Established" && c["status"] == "True");
+        assert!(established, "{name} is not Established: {}", crd["status"]);
+    }
+
+    // Every object of every manifest is in the API and reads back as placed.
+    let mut objects = 0;
+    for f in cp
+        .boot
+        .cfg
+        .storage
+        .files
+        .iter()
+        .filter(|f| f.path.starts_with("/opt/openshift/manifests/"))
+    {
+        let placed = yaml_docs(&cp.boot.text(&f.path));
+        let got = cp.kubectl_json(&["get", "-f", &cp.boot.map(&f.path)]);
+        let items = match got["kind"].as_str() {
+            Some("List") => got["items"].as_array().unwrap().clone(),
+            _ => vec![got.clone()],
+        };
+        assert_eq!(items.len(), placed.len(), "{}", f.path);
+        for (want, have) in placed.iter().zip(&items) {
+            if let Err(e) = subset(want, have, want["kind"].as_str().unwrap_or("?")) {
+                panic!("{}: {e}", f.path);
+            }
+            objects += 1;
+        }
+    }
+    assert!(objects >= 20, "only {objects} objects");
+
+    // The Infrastructure status carries what operators read, through the status subresource.
+    let infra = cp.kubectl_json(&["get", "infrastructure", "cluster"]);
+    assert_eq!(infra["status"]["controlPlaneTopology"], "HighlyAvailable", "{infra}");
+    assert_eq!(infra["status"]["infrastructureTopology"], "HighlyAvailable", "{infra}");
+    assert_eq!(infra["status"]["apiServerInternalURL"], format!("https://api-int.{DOMAIN}:6443"));
+
+    // kube-controller-manager and kube-scheduler hold their leases.
+    for lease in ["kube-controller-manager", "kube-scheduler"] {
+        cp.wait(&format!("{lease} to hold its lease"), Duration::from_secs(60), lease, |cp| {
+            let (ok, out) = cp.kubectl(&["-n", "kube-system", "get", "lease", lease, "-o", "jsonpath={.spec.holderIdentity}"]);
+            if ok && !out.trim().is_empty() {
+                Ok(())
+            } else {
+                Err(out)
+            }
+        });
+    }
+    for (what, secs) in &cp.timings {
+        eprintln!("timing: {what}: {:.2} s", secs.as_secs_f64());
+    }
+}
+
+#[test]
+fn every_kubeconfig_authenticates_as_its_identity() {
+    let cp = ControlPlane::start(&[]);
+    let whoami = |kc: &str, extra: &[&str]| -> Value {
+        let mut args = extra.to_vec();
+        args.extend(["auth", "whoami", "-o", "json"]);
+        let (ok, out) = cp.kubectl_with(kc, &args);
+        assert!(ok, "{kc}: {out}");
+        serde_json::from_str(&out).unwrap()
+    };
+    let kcs = "/etc/kubernetes/kubeconfigs";
+    let expect = [
+        ("admin", "system:admin", Some("system:masters")),
+        ("kube-controller-manager", "system:kube-controller-manager", None),
+        ("kube-scheduler", "system:kube-scheduler", None),
+        ("kubelet-bootstrap", "system:bootstrapper", None),
+        ("localhost", "system:admin", Some("system:masters")),
+        ("localhost-recovery", "system:admin", Some("system:masters")),
+        ("lb-int", "system:admin", Some("system:masters")),
+        ("lb-ext", "system:admin", Some("system:masters")),
+    ];
+    for (name, user, group) in expect {
+        let kc = cp.boot.map(&format!("{kcs}/{name}.kubeconfig"));
+        let r = whoami(&kc, &[]);
+        assert_eq!(r["status"]["userInfo"]["username"], user, "{name}: {r}");
+        if let Some(g) = group {
+            assert!(
+                r["status"]["userInfo"]["groups"].as_array().unwrap().iter().any(|x| x == g),
+                "{name}: {r}"
+            );
+        }
+    }
+    // The bundle's own admin kubeconfig, and lb-int straight at the bootstrap with the name the
+    // load balancer would present.
+    let auth = cp.bundle.path().join("auth/kubeconfig");
+    let r = whoami(auth.to_str().unwrap(), &[]);
+    assert_eq!(r["status"]["userInfo"]["username"], "system:admin", "{r}");
+    let lb = cp.boot.map(&format!("{kcs}/lb-int.kubeconfig"));
+    let r = whoami(
+        &lb,
+        &[
+            "--server",
+            &format!("https://{BOOTSTRAP_IP}:6443"),
+            "--tls-server-name",
+            &format!("api-int.{DOMAIN}"),
+        ],
+    );
+    assert_eq!(r["status"]["userInfo"]["username"], "system:admin", "{r}");
+
+    // The serving certificate carries its chain: OpenSSL (curl) verifies it against the root CA
+    // alone. Front-proxy headers are believed only from the front-proxy client certificate.
+    let s = |f: &str| cp.boot.map(&format!("/etc/kubernetes/bootstrap-secrets/{f}"));
+    let review = |cert: &str, key: &str| {
+        let (ok, out) = cp.exec(
+            "bootstrap",
+            "curl",
+            &[
+                "-sS",
+                "--cacert",
+                &s("root-ca.crt"),
+                "--cert",
+                &s(cert),
+                "--key",
+                &s(key),
+                "-H",
+                "X-Remote-User: alice",
+                "-H",
+                "X-Remote-Group: developers",
+                "-H",
+                "Content-Type: application/json",
+                "-X",
+                "POST",
+                "--data",
+                r#"{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}"#,
+                &format!("https://api-int.{DOMAIN}:6443/apis/authentication.k8s.io/v1/selfsubjectreviews"),
+            ],
+        );
+        assert!(ok, "{out}");
+        serde_json::from_str::<Value>(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+    };
+    let r = review("front-proxy-client.crt", "front-proxy-client.key");
+    assert_eq!(r["status"]["userInfo"]["username"], "alice", "{r}");
+    assert!(
+        r["status"]["userInfo"]["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g == "developers"),
+        "{r}"
+    );
+    let r = review("admin.crt", "admin.key");
+    assert_eq!(
+        r["status"]["userInfo"]["username"], "system:admin",
+        "headers from a non-proxy client must be ignored: {r}"
+    );
+
+    // A service-account token, signed with the bundle's service-account key, authenticates.
+    let (ok, out) = cp.kubectl(&["-n", "default", "create", "serviceaccount", "hardshift-test"]);
+    assert!(ok, "{out}");
+    let token = cp.wait("a service-account token", Duration::from_secs(30), "kube-apiserver", |cp| {
+        let (ok, out) = cp.kubectl(&["-n", "default", "create", "token", "hardshift-test"]);
+        if ok {
+            Ok(out.trim().to_string())
+        } else {
+            Err(out)
+        }
+    });
+    let (ok, out) = cp.exec(
+        "bootstrap",
+        "kubectl",
+        &[
+            "--kubeconfig",
+            "/dev/null",
+            "--server",
+            &format!("https://api.{DOMAIN}:6443"),
+            "--certificate-authority",
+            &s("root-ca.crt"),
+            "--token",
+            &token,
+            "auth",
+            "whoami",
+            "-o",
+            "json",
+        ],
+    );
+    assert!(ok, "{out}");
+    let r: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        r["status"]["userInfo"]["username"], "system:serviceaccount:default:hardshift-test",
+        "{r}"
+    );
+}
+
+/// The kubelet's KubeletConfiguration with the node's paths mapped under the scratch root, on
+/// containerd's socket, and with what this machine differs in (README): no systemd as PID 1, so
+/// the cgroupfs driver (containerd here uses it too); cgroup v1, so failCgroupV1 off.
+fn map_kubelet_config(root: &NodeRoot, path: &str, cri: &std::path::Path) {
+    let mapped = root.map(path);
+    let text = std::fs::read_to_string(&mapped).unwrap();
+    let mut v = hardshift_generator::config::yaml::parse(&text).unwrap().value;
+    for p in ["/staticPodPath", "/authentication/x509/clientCAFile"] {
+        let f = v.pointer_mut(p).unwrap_or_else(|| panic!("{path} has no {p}"));
+        *f = Value::String(root.map(f.as_str().unwrap()));
+    }
+    assert_eq!(v["containerRuntimeEndpoint"], "unix:///var/run/crio/crio.sock");
+    v["containerRuntimeEndpoint"] = Value::String(format!("unix://{}", cri.display()));
+    assert_eq!(v["cgroupDriver"], "systemd");
+    v["cgroupDriver"] = "cgroupfs".into();
+    v["failCgroupV1"] = false.into();
+    std::fs::write(&mapped, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+}
+
+/// One CSR's request, as `openssl req -text` reads it.
+fn csr_text(cp: &ControlPlane, csr: &Value) -> String {
+    use base64::Engine;
+    let pem = base64::engine::general_purpose::STANDARD
+        .decode(csr["spec"]["request"].as_str().unwrap())
+        .unwrap();
+    let f = cp.work.path().join(format!("{}.csr", csr["metadata"]["name"].as_str().unwrap()));
+    std::fs::write(&f, pem).unwrap();
+    let (ok, out) = common::run("openssl", &["req", "-in", f.to_str().unwrap(), "-noout", "-subject", "-text"]);
+    assert!(ok, "{out}");
+    out
+}
+
+/// cluster-machine-approver's rules (field-notes §7) for one node of the inventory: who asked,
+/// for which signer, with which usages, for which subject and names.
+fn may_approve(cp: &ControlPlane, csr: &Value, node: &str, ip: &str, registered: bool) -> Result<(), String> {
+    let spec = &csr["spec"];
+    let usages: Vec<&str> = spec["usages"].as_array().unwrap().iter().map(|u| u.as_str().unwrap()).collect();
+    let text = csr_text(cp, csr);
+    if !text.contains(&format!("CN = system:node:{node}")) || !text.contains("O = system:nodes") {
+        return Err(format!("subject is not system:node:{node} in system:nodes: {text}"));
+    }
+    match spec["signerName"].as_str().unwrap() {
+        "kubernetes.io/kube-apiserver-client-kubelet" => {
+            if spec["username"] != "system:bootstrapper" {
+                return Err(format!("client CSR requested by {}", spec["username"]));
+            }
+            if registered {
+                return Err("the node is already registered: renewals come from the node itself".into());
+            }
+            if text.contains("Subject Alternative Name") {
+                return Err("a client CSR carries no names".into());
+            }
+            if !usages.contains(&"client auth")
+                || usages
+                    .iter()
+                    .any(|u| !["client auth", "digital signature", "key encipherment"].contains(u))
+            {
+                return Err(format!("usages {usages:?}"));
+            }
+        }
+        "kubernetes.io/kubelet-serving" => {
+            if spec["username"] != format!("system:node:{node}") {
+                return Err(format!("serving CSR for {node} requested by {}", spec["username"]));
+            }
+            if !usages.contains(&"server auth")
+                || usages
+                    .iter()
+                    .any(|u| !["server auth", "digital signature", "key encipherment"].contains(u))
+            {
+                return Err(format!("usages {usages:?}"));
+            }
+            let sans = text
+                .split("Subject Alternative Name:")
+                .nth(1)
+                .and_then(|s| s.lines().nth(1))
+                .unwrap_or("");
+            for san in sans.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                let ours = [format!("DNS:{node}"), format!("DNS:{node}.{DOMAIN}"), format!("IP Address:{ip}")];
+                if !ours.contains(&san.to_string()) {
+                    return Err(format!("{san} does not belong to {node}"));
+                }
+            }
+        }
+        other => return Err(format!("signer {other}")),
+    }
+    Ok(())
+}
+
+/// The first pending CSR for `signer`.
+fn pending_csr(cp: &ControlPlane, signer: &str) -> Result<Value, String> {
+    let all = cp.kubectl_json(&["get", "csr"]);
+    all["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["spec"]["signerName"] == signer && c["status"].get("conditions").is_none())
+        .cloned()
+        .ok_or_else(|| format!("no pending {signer} CSR among {}", all["items"].as_array().unwrap().len()))
+}
+
+fn node_condition(cp: &ControlPlane, node: &str, kind: &str) -> Result<Value, String> {
+    let (ok, out) = cp.kubectl(&["get", "node", node, "-o", "json"]);
+    if !ok {
+        return Err(out);
+    }
+    let v: Value = serde_json::from_str(&out).map_err(|e| e.to_string())?;
+    v["status"]["conditions"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["type"] == kind).cloned())
+        .ok_or(format!("no {kind} condition yet"))
+}
+
+#[test]
+fn master_0s_real_kubelet_joins_through_its_csrs_and_the_agent_reports_it() {
+    use common::containerd::Containerd;
+    let mut cp = ControlPlane::start(&[]);
+    let (ok, out) = cp.run_bootkube();
+    assert!(ok, "bootkube.sh failed:\n{out}");
+
+    // master-0's filesystem, containerd in its namespace, and its kubelet with the unit's exact
+    // ExecStart (paths mapped; its own root and certificate directories under the scratch root).
+    let m0 = NodeRoot::lay(load_ign(cp.bundle.path(), "master-0"), &cp.work.path().join("master-0"));
+    let ns = cp.net.ns("master-0");
+    let ctd = Containerd::start_in(&cp.work.path().join("ctd"), Some(&ns));
+    ctd.import_pause(cp.work.path());
+    let words = exec_start(&m0.unit("kubelet.service"));
+    assert_eq!(words[0], "/usr/bin/kubelet");
+    let config = words
+        .iter()
+        .find_map(|w| w.strip_prefix("--config="))
+        .expect("--config")
+        .to_string();
+    map_kubelet_config(&m0, &config, &ctd.sock);
+    let mut args: Vec<String> = words[1..]
+        .iter()
+        .map(|w| match w.split_once("=/") {
+            Some((flag, path)) => format!("{flag}={}", m0.map(&format!("/{path}"))),
+            None => w.clone(),
+        })
+        .collect();
+    args.push(format!("--root-dir={}", m0.map("/var/lib/kubelet")));
+    args.push(format!("--cert-dir={}", m0.map("/var/lib/kubelet/pki")));
+    let kubelet_log = cp.log_path("kubelet");
+    let t_kubelet = std::time::Instant::now();
+    let kubelet = cp
+        .net
+        .spawn_logged("master-0", kube_bin("kubelet").to_str().unwrap(), &args, &[], &kubelet_log);
+
+    // Its client CSR: checked against the approver's rules, approved, signed by the controller manager.
+    let csr = cp.wait("master-0's client CSR", Duration::from_secs(90), "kubelet", |cp| {
+        pending_csr(cp, "kubernetes.io/kube-apiserver-client-kubelet")
+    });
+    may_approve(&cp, &csr, "master-0", MASTER0_IP, false).unwrap();
+    assert!(
+        may_approve(&cp, &csr, "master-1", "192.168.126.102", false).is_err(),
+        "a CSR for another node"
+    );
+    let name = csr["metadata"]["name"].as_str().unwrap().to_string();
+    let (ok, out) = cp.kubectl(&["certificate", "approve", &name]);
+    assert!(ok, "{out}");
+
+    // The Node registers, then asks for its serving certificate.
+    cp.wait("Node master-0", Duration::from_secs(90), "kubelet", |cp| {
+        node_condition(cp, "master-0", "Ready")
+    });
+    let node = cp.kubectl_json(&["get", "node", "master-0"]);
+    assert_eq!(
+        node["metadata"]["labels"]["node-role.kubernetes.io/master"], "",
+        "{}",
+        node["metadata"]
+    );
+    assert!(node["spec"]["taints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|t| t["key"] == "node-role.kubernetes.io/master"));
+    let addr = node["status"]["addresses"].as_array().unwrap();
+    assert!(
+        addr.iter().any(|a| a["type"] == "InternalIP" && a["address"] == MASTER0_IP),
+        "{addr:?}"
+    );
+    let csr = cp.wait("master-0's serving CSR", Duration::from_secs(90), "kubelet", |cp| {
+        pending_csr(cp, "kubernetes.io/kubelet-serving")
+    });
+    may_approve(&cp, &csr, "master-0", MASTER0_IP, true).unwrap();
+    let name = csr["metadata"]["name"].as_str().unwrap().to_string();
+    let (ok, out) = cp.kubectl(&["certificate", "approve", &name]);
+    assert!(ok, "{out}");
+
+    // The API server reaches the kubelet with TLS verified (--kubelet-certificate-authority) and is
+    // authorized by the kubelet's webhook (the bundle's RBAC for system:kube-apiserver).
+    cp.wait("the API server → kubelet proxy", Duration::from_secs(60), "kubelet", |cp| {
+        let (ok, out) = cp.kubectl(&["get", "--raw", "/api/v1/nodes/master-0/proxy/healthz"]);
+        if ok && out.trim() == "ok" {
+            Ok(())
+        } else {
+            Err(out)
+        }
+    });
+    let (ok, out) = cp.kubectl(&["get", "--raw", "/api/v1/nodes/master-0/proxy/pods"]);
+    assert!(ok && out.contains("kube-proxy"), "the kubelet's static pods: {out}");
+    // Anonymous requests to the kubelet are refused.
+    let (_, out) = cp.exec("master-0", "curl", &["-sk", "https://127.0.0.1:10250/pods"]);
+    assert!(out.contains("Unauthorized"), "anonymous kubelet access: {out}");
+
+    // With a CNI config the runtime's network turns ready, and so does the Node.
+    let not_ready = node_condition(&cp, "master-0", "Ready").unwrap();
+    assert_eq!(not_ready["status"], "False", "Ready before any CNI config: {not_ready}");
+    ctd.add_cni("10.128.0.0/24");
+    cp.wait("master-0 Ready", Duration::from_secs(90), "kubelet", |cp| {
+        let c = node_condition(cp, "master-0", "Ready")?;
+        if c["status"] == "True" {
+            Ok(())
+        } else {
+            Err(c.to_string())
+        }
+    });
+    cp.timings.push(("kubelet start → Node Ready".into(), t_kubelet.elapsed()));
+
+    // The kubelet runs on its config file alone: no deprecated flag ("Flag --X has been
+    // deprecated, This parameter should be set via the config file"). This machine's cgroup v1
+    // draws a deprecation of its own, which is not the bundle's.
+    let log = std::fs::read_to_string(&kubelet_log).unwrap();
+    let deprecated: Vec<&str> = log.lines().filter(|l| l.contains("has been deprecated")).collect();
+    assert!(deprecated.is_empty(), "the kubelet logged deprecations:\n{}", deprecated.join("\n"));
+
+    // The node agent in master-0's namespace, with the node's own agent config and certificate
+    // (paths mapped; no system bus here, so no systemd units), reports to the collector on the
+    // helper over mTLS. The bootstrap's agent reports its etcd.
+    let bundle = cp.bundle.path().to_path_buf();
+    let collector_log = cp.log_path("collector");
+    let _collector = cp.net.spawn_logged(
+        "helper",
+        env!("CARGO_BIN_EXE_hardshift"),
+        &[
+            "collector".into(),
+            "--dir".into(),
+            bundle.to_string_lossy().into(),
+            "--listen".into(),
+            format!("{HELPER_IP}:9443"),
+        ],
+        &[],
+        &collector_log,
+    );
+    let agent = common::agent_bin();
+    let start_agent = |cp: &mut ControlPlane, node: &str, root: &NodeRoot, extra: String| {
+        let main = root.map("/etc/hardshift/agent.toml");
+        let mut text = std::fs::read_to_string(&main).unwrap();
+        for f in [
+            "/etc/hardshift/agent-ca.crt",
+            "/etc/hardshift/agent.crt",
+            "/etc/hardshift/agent.key",
+            "/etc/kubernetes/",
+        ] {
+            text = text.replace(&format!("\"{f}"), &format!("\"{}", root.map(f)));
+        }
+        // Top-level keys go before the [etcd] table; report every half second.
+        let (head, etcd) = match text.split_once("\n[etcd]") {
+            Some((a, b)) => (a.to_string(), format!("\n[etcd]{b}")),
+            None => (text, String::new()),
+        };
+        assert!(head.contains("interval_ms = 5000"), "{head}");
+        let head = head.replace("interval_ms = 5000", "interval_ms = 500");
+        std::fs::write(&main, format!("{head}\nunits = []\n{extra}{etcd}")).unwrap();
+        let log = cp.log_path(&format!("agent-{node}"));
+        cp.net
+            .spawn_logged(node, agent.to_str().unwrap(), &["--config".into(), main], &[], &log)
+    };
+    let m0_agent = start_agent(
+        &mut cp,
+        "master-0",
+        &m0,
+        format!(
+            "cri_socket = \"{}\"\nkubelet_cert = \"{}\"\n",
+            ctd.sock.display(),
+            m0.map("/var/lib/kubelet/pki/kubelet-client-current.pem")
+        ),
+    );
+    let boot_root = NodeRoot {
+        root: cp.boot.root.clone(),
+        cfg: cp.boot.cfg.clone(),
+    };
+    let _boot_agent = start_agent(&mut cp, "bootstrap", &boot_root, "cri_socket = \"\"\n".into());
+    let status = |_: &ControlPlane| -> Result<Value, String> {
+        let (ok, out) = common::run(
+            env!("CARGO_BIN_EXE_hardshift"),
+            &["status", "--dir", bundle.to_str().unwrap(), "-o", "json"],
+        );
+        if !ok {
+            return Err(out);
+        }
+        serde_json::from_str(&out).map_err(|e| format!("{e}: {out}"))
+    };
+    let component = |s: &Value, node: &str, name: &str| -> Value {
+        s.as_array()
+            .and_then(|ns| ns.iter().find(|n| n["node"] == node))
+            .and_then(|n| n["components"].as_array())
+            .and_then(|cs| cs.iter().find(|c| c["name"] == name))
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    let healthy = cp.wait(
+        "the agents to report a healthy master-0 and bootstrap etcd",
+        Duration::from_secs(60),
+        "agent-master-0",
+        |cp| {
+            let s = status(cp)?;
+            for (node, c) in [
+                ("master-0", "kubelet"),
+                ("master-0", "kubelet-cert"),
+                ("master-0", "cri"),
+                ("bootstrap", "etcd"),
+            ] {
+                let v = component(&s, node, c);
+                if v["health"] != "ok" {
+                    return Err(format!("{node} {c}: {v}"));
+                }
+            }
+            Ok(s)
+        },
+    );
+    let cert = component(&healthy, "master-0", "kubelet-cert");
+    assert!(
+        cert.to_string().contains("system:node:master-0"),
+        "the real client certificate: {cert}"
+    );
+
+    // The kubelet stops: the agent's next report says so, an event records it, status shows it.
+    cp.net.kill(kubelet);
+    cp.wait(
+        "master-0's kubelet failing in status",
+        Duration::from_secs(30),
+        "agent-master-0",
+        |cp| {
+            let s = status(cp)?;
+            let v = component(&s, "master-0", "kubelet");
+            if v["health"] == "failing" {
+                Ok(())
+            } else {
+                Err(v.to_string())
+            }
+        },
+    );
+    let (ok, out) = common::run(env!("CARGO_BIN_EXE_hardshift"), &["events", "--dir", bundle.to_str().unwrap()]);
+    assert!(ok, "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.contains("master-0") && l.contains("kubelet") && l.contains("healthy")),
+        "{out}"
+    );
+    cp.net.kill(m0_agent);
+
+    for (what, secs) in &cp.timings {
+        eprintln!("timing: {what}: {:.2} s", secs.as_secs_f64());
+    }
+    drop(ctd);
+}
