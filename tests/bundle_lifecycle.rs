@@ -31,7 +31,7 @@ fn rerun_with_the_same_inputs_is_byte_identical_and_writes_nothing() {
     let gens = generations(d.path());
     let out = create(d.path(), &[]);
     assert!(
-        text(&out.stdout).contains("0 created, 27 reused, 0 re-issued"),
+        text(&out.stdout).contains("0 created, 35 reused, 0 re-issued"),
         "{}",
         text(&out.stdout)
     );
@@ -83,7 +83,7 @@ fn changing_a_master_ip_reissues_only_the_leaves_that_name_it() {
         stdout.contains("re-issued pki/etcd-peer-master-1: SANs changed (added: [192.168.126.104], removed: [192.168.126.102])"),
         "{stdout}"
     );
-    assert!(stdout.contains("0 created, 24 reused, 3 re-issued"), "{stdout}");
+    assert!(stdout.contains("0 created, 32 reused, 3 re-issued"), "{stdout}");
     // The new leaves still chain to the unchanged CAs.
     let (ok, out) = run(
         "openssl",
@@ -165,7 +165,7 @@ fn verify_passes_a_good_bundle_and_names_what_is_wrong_in_a_bad_one() {
     let out = hardshift(&["verify", "--dir", d.path().to_str().unwrap(), "-o", "json"]);
     assert!(out.status.success(), "{}", text(&out.stdout));
     let checks: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(checks.as_array().unwrap().len(), 1 + 27 + 9, "sums + PKI entries + kubeconfigs");
+    assert_eq!(checks.as_array().unwrap().len(), 1 + 35 + 9, "sums + PKI entries + kubeconfigs");
     assert!(checks.as_array().unwrap().iter().all(|c| c["status"] == "ok"), "{checks}");
 
     // Tamper with a certificate and loosen a key's mode.

@@ -441,6 +441,9 @@ fn master_0s_real_kubelet_joins_through_its_csrs_and_the_agent_reports_it() {
         pending_csr(cp, "kubernetes.io/kubelet-serving")
     });
     may_approve(&cp, &csr, "master-0", MASTER0_IP, true).unwrap();
+    // Until its serving certificate is signed, the kubelet serves nothing the API server trusts.
+    let (ok, out) = cp.kubectl(&["get", "--raw", "/api/v1/nodes/master-0/proxy/healthz"]);
+    assert!(!ok, "the kubelet answered before its serving CSR was approved: {out}");
     let name = csr["metadata"]["name"].as_str().unwrap().to_string();
     let (ok, out) = cp.kubectl(&["certificate", "approve", &name]);
     assert!(ok, "{out}");
@@ -612,4 +615,288 @@ fn master_0s_real_kubelet_joins_through_its_csrs_and_the_agent_reports_it() {
         eprintln!("timing: {what}: {:.2} s", secs.as_secs_f64());
     }
     drop(ctd);
+}
+
+/// A Secret's or ConfigMap's key from the API, as text.
+fn api_data(cp: &ControlPlane, kind: &str, ns: &str, name: &str, key: &str) -> String {
+    use base64::Engine;
+    let v = cp.kubectl_json(&["-n", ns, "get", kind, name]);
+    let raw = v["data"][key]
+        .as_str()
+        .unwrap_or_else(|| panic!("{ns}/{kind}/{name} has no {key}: {}", v["data"]));
+    if kind == "secret" {
+        String::from_utf8(base64::engine::general_purpose::STANDARD.decode(raw).unwrap()).unwrap()
+    } else {
+        raw.to_string()
+    }
+}
+
+/// Issue a certificate with openssl from a signer taken out of the API, as an operator would.
+fn issue(dir: &std::path::Path, name: &str, ca_crt: &str, ca_key: &str, subj: &str, ext: &str) -> (String, String) {
+    let p = |f: &str| dir.join(f).to_string_lossy().to_string();
+    std::fs::write(p(&format!("{name}-ca.crt")), ca_crt).unwrap();
+    std::fs::write(p(&format!("{name}-ca.key")), ca_key).unwrap();
+    std::fs::write(p(&format!("{name}.ext")), ext).unwrap();
+    for args in [
+        vec!["genrsa", "-out", &p(&format!("{name}.key")), "2048"],
+        vec![
+            "req",
+            "-new",
+            "-key",
+            &p(&format!("{name}.key")),
+            "-subj",
+            subj,
+            "-out",
+            &p(&format!("{name}.csr")),
+        ],
+        vec![
+            "x509",
+            "-req",
+            "-in",
+            &p(&format!("{name}.csr")),
+            "-CA",
+            &p(&format!("{name}-ca.crt")),
+            "-CAkey",
+            &p(&format!("{name}-ca.key")),
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-extfile",
+            &p(&format!("{name}.ext")),
+            "-out",
+            &p(&format!("{name}.crt")),
+        ],
+    ] {
+        let (ok, out) = common::run("openssl", &args);
+        assert!(ok, "openssl {}: {out}", args.join(" "));
+    }
+    (p(&format!("{name}.crt")), p(&format!("{name}.key")))
+}
+
+#[test]
+fn the_operator_seeds_chain_etcd_scales_out_with_a_member_issued_from_the_seeded_signer() {
+    let mut cp = ControlPlane::start(&[]);
+    let (ok, out) = cp.run_bootkube();
+    assert!(ok, "bootkube.sh failed:\n{out}");
+    let dir = cp.work.path().join("seeds");
+    std::fs::create_dir_all(&dir).unwrap();
+    let w = |f: &str, text: &str| {
+        let p = dir.join(f);
+        std::fs::write(&p, text).unwrap();
+        p.to_string_lossy().to_string()
+    };
+
+    // Every seed is in the API with its keys (the values: `every manifest reads back as placed`).
+    for (ns, name) in [
+        ("openshift-config", "etcd-signer"),
+        ("openshift-config", "etcd-metric-signer"),
+        ("openshift-config", "etcd-client"),
+        ("openshift-config", "etcd-metric-client"),
+        ("openshift-kube-apiserver-operator", "localhost-serving-signer"),
+        ("openshift-kube-apiserver-operator", "service-network-serving-signer"),
+        ("openshift-kube-apiserver-operator", "loadbalancer-serving-signer"),
+        ("openshift-kube-apiserver-operator", "kube-apiserver-to-kubelet-signer"),
+        ("openshift-kube-apiserver-operator", "kube-control-plane-signer"),
+        ("openshift-kube-apiserver-operator", "aggregator-client-signer"),
+        ("openshift-kube-controller-manager-operator", "csr-signer-signer"),
+    ] {
+        let crt = api_data(&cp, "secret", ns, name, "tls.crt");
+        let key = api_data(&cp, "secret", ns, name, "tls.key");
+        assert!(
+            crt.starts_with("-----BEGIN CERTIFICATE-----") && key.contains("PRIVATE KEY-----"),
+            "{ns}/{name}"
+        );
+    }
+    for name in [
+        "etcd-ca-bundle",
+        "etcd-serving-ca",
+        "etcd-metric-serving-ca",
+        "admin-kubeconfig-client-ca",
+        "initial-kube-apiserver-server-ca",
+        "initial-csr-signer-ca",
+    ] {
+        assert!(
+            api_data(&cp, "configmap", "openshift-config", name, "ca-bundle.crt").contains("BEGIN CERTIFICATE"),
+            "{name}"
+        );
+    }
+    let ingress = cp.kubectl_json(&["get", "ingresses.config.openshift.io", "cluster"]);
+    assert_eq!(ingress["spec"]["domain"], format!("apps.{DOMAIN}"));
+    let hash = api_data(&cp, "secret", "kube-system", "kubeadmin", "kubeadmin");
+    assert!(hash.starts_with("$2a$10$"), "bcrypt, cost 10: {hash}");
+
+    // etcd scale-out, the tutorial's stage 12: a member whose peer and serving certificates come
+    // from the seeded etcd-signer joins the bootstrap etcd, which trusts only the bundle's CA.
+    let signer_crt = api_data(&cp, "secret", "openshift-config", "etcd-signer", "tls.crt");
+    let signer_key = api_data(&cp, "secret", "openshift-config", "etcd-signer", "tls.key");
+    let ext = format!(
+        "subjectAltName=IP:{MASTER0_IP},IP:127.0.0.1,DNS:localhost,DNS:master-0.{DOMAIN}\nextendedKeyUsage=serverAuth,clientAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
+    );
+    let (peer_crt, peer_key) = issue(
+        &dir,
+        "peer",
+        &signer_crt,
+        &signer_key,
+        "/O=system:etcd-peers/CN=system:etcd-peer:master-0",
+        &ext,
+    );
+    let (srv_crt, srv_key) = issue(
+        &dir,
+        "serving",
+        &signer_crt,
+        &signer_key,
+        "/O=system:etcd-servers/CN=system:etcd-server:master-0",
+        &ext,
+    );
+    let ca = w(
+        "etcd-ca-bundle.crt",
+        &api_data(&cp, "configmap", "openshift-config", "etcd-ca-bundle", "ca-bundle.crt"),
+    );
+    let client_crt = w(
+        "etcd-client.crt",
+        &api_data(&cp, "secret", "openshift-config", "etcd-client", "tls.crt"),
+    );
+    let client_key = w(
+        "etcd-client.key",
+        &api_data(&cp, "secret", "openshift-config", "etcd-client", "tls.key"),
+    );
+    let etcdctl = |cp: &ControlPlane, node: &str, endpoint: &str, args: &[&str]| {
+        let mut all = vec![
+            "--cacert",
+            &ca,
+            "--cert",
+            &client_crt,
+            "--key",
+            &client_key,
+            "--endpoints",
+            endpoint,
+            "--dial-timeout",
+            "5s",
+        ];
+        all.extend_from_slice(args);
+        cp.exec(node, "etcdctl", &all)
+    };
+    let boot = format!("https://{BOOTSTRAP_IP}:2379");
+    let (ok, out) = etcdctl(
+        &cp,
+        "bootstrap",
+        &boot,
+        &["member", "add", "master-0", &format!("--peer-urls=https://{MASTER0_IP}:2380")],
+    );
+    assert!(ok, "member add: {out}");
+    let data = cp.work.path().join("master-0-etcd");
+    let args: Vec<String> = [
+        "--name=master-0".to_string(),
+        format!("--data-dir={}", data.display()),
+        format!("--listen-client-urls=https://{MASTER0_IP}:2379"),
+        format!("--advertise-client-urls=https://{MASTER0_IP}:2379"),
+        format!("--listen-peer-urls=https://{MASTER0_IP}:2380"),
+        format!("--initial-advertise-peer-urls=https://{MASTER0_IP}:2380"),
+        format!("--initial-cluster=etcd-bootstrap=https://{BOOTSTRAP_IP}:2380,master-0=https://{MASTER0_IP}:2380"),
+        "--initial-cluster-state=existing".into(),
+        format!("--cert-file={srv_crt}"),
+        format!("--key-file={srv_key}"),
+        format!("--trusted-ca-file={ca}"),
+        "--client-cert-auth=true".into(),
+        format!("--peer-cert-file={peer_crt}"),
+        format!("--peer-key-file={peer_key}"),
+        format!("--peer-trusted-ca-file={ca}"),
+        "--peer-client-cert-auth=true".into(),
+    ]
+    .into();
+    let log = cp.log_path("etcd-master-0");
+    let pid = cp.net.spawn_logged("master-0", "etcd", &args, &[], &log);
+    cp.pids.insert("etcd-master-0".into(), pid);
+    let m0 = format!("https://{MASTER0_IP}:2379");
+    cp.wait("master-0's etcd member to join", Duration::from_secs(60), "etcd-master-0", |cp| {
+        let (ok, out) = etcdctl(cp, "bootstrap", &format!("{boot},{m0}"), &["endpoint", "health", "--cluster"]);
+        if ok && out.matches("is healthy").count() == 2 {
+            Ok(())
+        } else {
+            Err(out)
+        }
+    });
+    let (ok, out) = etcdctl(&cp, "bootstrap", &boot, &["member", "list", "-w", "json"]);
+    assert!(ok, "{out}");
+    let members: Value = serde_json::from_str(&out).unwrap();
+    let names: Vec<&str> = members["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["name"].as_str())
+        .collect();
+    assert_eq!(names.len(), 2, "{out}");
+    assert!(names.contains(&"master-0") && names.contains(&"etcd-bootstrap"), "{out}");
+    // The API server keeps working through the new member's quorum.
+    let (ok, out) = cp.kubectl(&["create", "configmap", "-n", "default", "after-scale-out"]);
+    assert!(ok, "{out}");
+
+    // A serving certificate from each seeded serving signer verifies against the CA bundle of the
+    // generated kubeconfigs, for the names its clients dial (as after the operator re-issues).
+    let kc_ca = {
+        use base64::Engine;
+        let kc = std::fs::read_to_string(cp.bundle.path().join("auth/kubeconfig")).unwrap();
+        let line = kc.lines().find(|l| l.contains("certificate-authority-data")).unwrap();
+        let b64 = line.split(':').nth(1).unwrap().trim().trim_matches('"');
+        w(
+            "kubeconfig-ca.crt",
+            &String::from_utf8(base64::engine::general_purpose::STANDARD.decode(b64).unwrap()).unwrap(),
+        )
+    };
+    for (secret, host) in [
+        ("localhost-serving-signer", "localhost".to_string()),
+        ("service-network-serving-signer", "kubernetes.default.svc".to_string()),
+        ("loadbalancer-serving-signer", format!("api-int.{DOMAIN}")),
+    ] {
+        let crt = api_data(&cp, "secret", "openshift-kube-apiserver-operator", secret, "tls.crt");
+        let key = api_data(&cp, "secret", "openshift-kube-apiserver-operator", secret, "tls.key");
+        let ext = format!("subjectAltName=DNS:{host}\nextendedKeyUsage=serverAuth\n");
+        let (leaf, _) = issue(&dir, secret, &crt, &key, "/CN=kube-apiserver", &ext);
+        let (ok, out) = common::run("openssl", &["verify", "-CAfile", &kc_ca, "-verify_hostname", &host, &leaf]);
+        assert!(ok, "{secret}: {out}");
+    }
+    // A certificate from another CA must not verify: the check above can fail.
+    let (stray, _) = issue(
+        &dir,
+        "stray",
+        &signer_crt,
+        &signer_key,
+        "/CN=kube-apiserver",
+        "subjectAltName=DNS:localhost\n",
+    );
+    let (ok, _) = common::run("openssl", &["verify", "-CAfile", &kc_ca, &stray]);
+    assert!(!ok, "an etcd-signer certificate must not verify as the API server");
+
+    // A client certificate from the admin kubeconfig's client CA is accepted by the API server.
+    let admin_ca = api_data(&cp, "configmap", "openshift-config", "admin-kubeconfig-client-ca", "ca-bundle.crt");
+    let ca_key = std::fs::read_to_string(cp.bundle.path().join("pki/kubernetes-ca.key")).unwrap();
+    let (crt, key) = issue(
+        &dir,
+        "admin2",
+        &admin_ca,
+        &ca_key,
+        "/O=system:masters/CN=second-admin",
+        "extendedKeyUsage=clientAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\n",
+    );
+    let (ok, out) = cp.exec(
+        "bootstrap",
+        "kubectl",
+        &[
+            "--kubeconfig",
+            "/dev/null",
+            "--server",
+            &format!("https://api.{DOMAIN}:6443"),
+            "--certificate-authority",
+            &kc_ca,
+            "--client-certificate",
+            &crt,
+            "--client-key",
+            &key,
+            "auth",
+            "whoami",
+            "-o",
+            "jsonpath={.status.userInfo.username}",
+        ],
+    );
+    assert!(ok && out.trim() == "second-admin", "{out}");
 }

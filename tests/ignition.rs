@@ -196,6 +196,12 @@ fn decoded_files_are_exactly_what_the_generator_placed() {
         crds,
         bases: BTreeMap::from([(Role::Master, base.clone())]),
         agent: Some(assets::agent::Binary::new(agent_bin)),
+        kubeadmin: Some(
+            std::fs::read_to_string(d.path().join("auth/kubeadmin-password"))
+                .unwrap()
+                .trim()
+                .to_string(),
+        ),
     };
     let shared = node::Shared::new(&cluster, &issued, &extras);
     for n in &cluster.nodes {
@@ -400,7 +406,7 @@ fn field_notes_lessons() {
     let (ok, out) = run("bash", &["-n", "-c", &script]);
     assert!(ok, "bootkube.sh does not parse: {out}");
     let crds: Vec<&String> = bf.keys().filter(|p| p.starts_with("/opt/openshift/crds/")).collect();
-    assert_eq!(crds.len(), 9);
+    assert_eq!(crds.len(), 10);
 
     // Infrastructure status (patched: a subresource) and both Network CRs.
     let status: Value = serde_json::from_str(&file_text(&boot, "/opt/openshift/infrastructure-status.json")).unwrap();

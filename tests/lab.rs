@@ -365,3 +365,81 @@ fn hardshift_lab_regenerates_only_the_lab() {
     let verify = hardshift(&["verify", "--dir", d.path().to_str().unwrap()]);
     assert!(verify.status.success(), "{}", text(&verify.stdout));
 }
+
+/// Does `host:port` accept a TCP connection from namespace `from`?
+fn connects(net: &Netns, from: &str, host: &str, port: u16) -> bool {
+    let code = format!("import socket; socket.create_connection(('{host}', {port}), timeout=2).close()");
+    net.exec(from, "python3", &["-c", &code]).0
+}
+
+#[test]
+fn helper_network_script_sets_up_the_helper_once_and_haproxy_answers_on_the_vip() {
+    let d = bundle();
+    let script = lab(d.path(), "scripts/helper-network.sh");
+    let net = Netns::new("hn", &[("helper", &["192.168.126.1/24"]), ("client", &["192.168.126.99/24"])]);
+    // The helper's lab bridge, named as libvirt names it (the cluster's name), holding its address.
+    let h = net.ns("helper");
+    for args in [
+        vec!["-n", &h, "link", "add", "ocp4", "type", "bridge"],
+        vec!["-n", &h, "link", "set", "eth0", "master", "ocp4"],
+        vec!["-n", &h, "addr", "del", "192.168.126.1/24", "dev", "eth0"],
+        vec!["-n", &h, "addr", "add", "192.168.126.1/24", "dev", "ocp4"],
+        vec!["-n", &h, "link", "set", "ocp4", "up"],
+    ] {
+        let (ok, out) = run("ip", &args);
+        assert!(ok, "ip {}: {out}", args.join(" "));
+    }
+    let state = |net: &Netns| {
+        let (_, addrs) = net.exec("helper", "ip", &["-o", "-4", "addr", "show", "dev", "ocp4"]);
+        let (_, rules) = net.exec("helper", "nft", &["list", "ruleset"]);
+        let (_, fwd) = net.exec("helper", "sysctl", &["-n", "net.ipv4.ip_forward"]);
+        (addrs, rules, fwd)
+    };
+    let before = state(&net);
+
+    // --dry-run says what it would do and does nothing.
+    let (ok, out) = net.exec("helper", "bash", &[&script, "--dry-run"]);
+    assert!(ok, "{out}");
+    assert!(out.contains("would change: VIP 192.168.126.10/24 on ocp4"), "{out}");
+    assert!(out.contains("would change: VIP 192.168.126.11/24 on ocp4"), "{out}");
+    assert!(out.contains("would change: nftables table inet hardshift"), "{out}");
+    assert_eq!(state(&net), before, "a dry run changed something");
+    assert!(!connects(&net, "client", "192.168.126.10", 6443));
+
+    // The real run: VIPs, ports, masquerade, forwarding.
+    let (ok, out) = net.exec("helper", "bash", &[&script]);
+    assert!(ok, "{out}");
+    let (addrs, rules, fwd) = state(&net);
+    assert!(
+        addrs.contains("inet 192.168.126.10/24") && addrs.contains("inet 192.168.126.11/24"),
+        "{addrs}"
+    );
+    assert!(rules.contains("tcp dport { 80, 443, 6443, 22623 } accept"), "{rules}");
+    assert!(
+        rules.contains("ip saddr 192.168.126.0/24 ip daddr != 192.168.126.0/24 masquerade"),
+        "{rules}"
+    );
+    assert_eq!(fwd.trim(), "1");
+
+    // A second run changes nothing.
+    let after = state(&net);
+    let (ok, out) = net.exec("helper", "bash", &[&script]);
+    assert!(ok, "{out}");
+    assert!(out.contains("helper-network.sh: 0 change(s)") && !out.contains("changed:"), "{out}");
+    assert_eq!(state(&net), after);
+    let (ok, out) = net.exec("helper", "bash", &[&script, "--bogus"]);
+    assert!(!ok && out.contains("unknown argument --bogus"), "{out}");
+
+    // HAProxy with the generated config answers on the API and ingress VIPs from another host.
+    let mut net = net;
+    net.spawn("helper", "haproxy", &["-db", "-f", &lab(d.path(), "haproxy/haproxy.cfg")]);
+    let start = Instant::now();
+    while !connects(&net, "client", "192.168.126.10", 6443) {
+        assert!(start.elapsed() < Duration::from_secs(15), "HAProxy does not answer on the API VIP");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    for port in [22623, 80, 443] {
+        let vip = if port == 22623 { "192.168.126.10" } else { "192.168.126.11" };
+        assert!(connects(&net, "client", vip, port), "{vip}:{port}");
+    }
+}

@@ -8,6 +8,16 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 const INTERMEDIATES: &[&str] = &["etcd-ca", "kubernetes-ca", "front-proxy-ca", "kubelet-ca"];
+/// The signers seeded for the operators: self-signed like the installer's (docs/operator-seeds.md).
+const SIGNERS: &[&str] = &[
+    "etcd-metric-ca",
+    "kube-apiserver-localhost-signer",
+    "kube-apiserver-service-network-signer",
+    "kube-apiserver-lb-signer",
+    "kube-apiserver-to-kubelet-signer",
+    "kube-control-plane-signer",
+    "kubelet-signer",
+];
 
 struct Want {
     name: &'static str,
@@ -207,12 +217,28 @@ fn check_bundle(dir: &Path, key_word: &str) {
         for e in std::fs::read_dir(dir.join(sub)).unwrap() {
             let p = e.unwrap().path();
             if p.extension().is_some_and(|x| x == "crt") {
-                let (ok, out) = verify_with(&ca, untrusted, "any", &p);
+                let stem = p.file_stem().unwrap().to_string_lossy().to_string();
+                let (ok, out) = match stem.as_str() {
+                    s if SIGNERS.contains(&s) => verify_with(&p, None, "any", &p),
+                    "etcd-metric-client" => verify_with(&pki(dir, "etcd-metric-ca.crt"), None, "sslclient", &p),
+                    _ => verify_with(&ca, untrusted, "any", &p),
+                };
                 assert!(ok && out.contains(": OK"), "{}: {out}", p.display());
                 n += 1;
             }
         }
-        assert_eq!(n, if sub == "pki" { 18 } else { 8 }, "{sub}: certificate count");
+        assert_eq!(n, if sub == "pki" { 26 } else { 8 }, "{sub}: certificate count");
+    }
+
+    // The operators' signers: CAs of their own, which the cluster's root does not vouch for;
+    // kubelet-signer may sign one CA below it (the operator's csr-signer).
+    for s in SIGNERS {
+        let crt = pki(dir, &format!("{s}.crt"));
+        let t = x509_text(&crt);
+        assert!(t.contains("CA:TRUE") && t.contains("Certificate Sign"), "{s}: {t}");
+        assert_eq!(t.contains("pathlen:1"), *s == "kubelet-signer", "{s}: {t}");
+        let (ok, _) = verify_with(&root, Some(&inter), "any", &crt);
+        assert!(!ok, "{s} must not chain to the cluster root");
     }
 
     // The service-account key pair.

@@ -45,8 +45,17 @@ impl Bundle {
 
 /// Everything `create` writes for the foundation: PKI, kubeconfigs, the resolved cluster, sums.
 /// The ignition bytes move into the bundle (they can be hundreds of MB for a large cluster).
-pub fn assemble(c: &Cluster, pki: &Pki, ignitions: &mut [crate::assets::NodeIgnition], served: &[(&str, &[u8])]) -> Bundle {
+pub fn assemble(
+    c: &Cluster,
+    pki: &Pki,
+    ignitions: &mut [crate::assets::NodeIgnition],
+    served: &[(&str, &[u8])],
+    kubeadmin: Option<&str>,
+) -> Bundle {
     let mut b = Bundle::default();
+    if let Some(p) = kubeadmin {
+        b.add(crate::kubeadmin::PASSWORD_FILE, SECRET, format!("{p}\n"));
+    }
     for (path, bytes) in served {
         b.add(*path, 0o755, bytes.to_vec());
     }

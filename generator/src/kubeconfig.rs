@@ -1,6 +1,7 @@
 //! The tutorial's eight kubeconfigs (stage 06) plus `auth/kubeconfig` where openshift-install
 //! users look for it. Client certificates embedded; the CA data is the kubernetes-ca → root-ca
-//! chain so any verifier (Go, openssl) can reach the self-signed root.
+//! chain so any verifier (Go, openssl) can reach the self-signed root, plus the serving signers
+//! the kube-apiserver operator re-issues from after the pivot (`pki::trust::api_server_ca`).
 
 use crate::cluster::Cluster;
 use crate::pki::Pki;
@@ -73,7 +74,7 @@ pub fn render(k: &Kubeconfig, pki: &Pki) -> String {
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s.as_bytes());
     let q = |s: &str| serde_json::to_string(s).expect("string");
     let client = pki.get(&k.cert);
-    let ca = format!("{}{}", pki.get("pki/kubernetes-ca").cert_pem, pki.get("pki/root-ca").cert_pem);
+    let ca = crate::pki::trust::api_server_ca(pki);
     format!(
         "apiVersion: v1\nkind: Config\nclusters:\n- name: {cluster}\n  cluster:\n    server: {server}\n    certificate-authority-data: {ca}\n\
          users:\n- name: {user}\n  user:\n    client-certificate-data: {cert}\n    client-key-data: {key}\n\

@@ -9,6 +9,7 @@ pub mod cluster;
 pub mod config;
 pub mod fsio;
 pub mod ignition;
+pub mod kubeadmin;
 pub mod kubeconfig;
 pub mod lab;
 pub mod pki;

@@ -6,6 +6,7 @@ use hardshift_generator::cluster::{KeyAlgorithm, Role};
 use hardshift_generator::config::Overrides;
 use hardshift_generator::fsio::{self, Written};
 use hardshift_generator::ignition;
+use hardshift_generator::kubeadmin;
 use hardshift_generator::pki::{self, keys::SystemKeys, Outcome, PkiError};
 use std::path::Path;
 use std::path::PathBuf;
@@ -146,6 +147,8 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         PkiError::Refused { .. } => Failure::input(e),
         other => Failure::other(other),
     })?;
+    let (password, new_password) = kubeadmin_password(&a.dir)?;
+    extras.kubeadmin = Some(password);
     let mut nodes = assets::ignitions(&cluster, &pki, &extras);
     let served: Vec<(&str, &[u8])> = extras
         .agent
@@ -153,7 +156,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         .filter(|b| b.is_remote())
         .map(|b| (agent::SERVED, &b.bytes[..]))
         .collect();
-    let b = bundle::assemble(&cluster, &pki, &mut nodes, &served);
+    let b = bundle::assemble(&cluster, &pki, &mut nodes, &served, extras.kubeadmin.as_deref());
     let written = fsio::write(&a.dir, &b).map_err(Failure::other)?;
 
     let count = |r| cluster.nodes.iter().filter(|n| n.role == r).count();
@@ -231,5 +234,38 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         Written::New(g) => println!("wrote {} files to {} ({})", b.files.len(), a.dir.display(), g.display()),
     }
     println!("admin kubeconfig: {}", a.dir.join("auth/kubeconfig").display());
+    if new_password {
+        // Shown once, when made; afterwards only the 0600 file holds it.
+        println!(
+            "console login: kubeadmin / {} (kept in {})",
+            extras.kubeadmin.as_deref().unwrap_or(""),
+            a.dir.join(kubeadmin::PASSWORD_FILE).display()
+        );
+    }
     Ok(0)
+}
+
+/// The bundle's kubeadmin password, or a new one (true) when there is none yet.
+fn kubeadmin_password(dir: &Path) -> Result<(String, bool), Failure> {
+    if let Some(bytes) = fsio::read_current(dir, kubeadmin::PASSWORD_FILE) {
+        let text = String::from_utf8(bytes).map_err(|_| Failure::input(format!("{}: not UTF-8", kubeadmin::PASSWORD_FILE)))?;
+        return kubeadmin::check(&text).map(|p| (p, false)).map_err(Failure::input);
+    }
+    let mut buf = [0u8; 64];
+    let mut i = buf.len();
+    let mut err = None;
+    let p = kubeadmin::password(|| {
+        if i == buf.len() {
+            if let Err(e) = getrandom::fill(&mut buf) {
+                err = Some(e);
+            }
+            i = 0;
+        }
+        i += 1;
+        buf[i - 1]
+    });
+    match err {
+        Some(e) => Err(Failure::other(format!("no randomness for the kubeadmin password: {e}"))),
+        None => Ok((p, true)),
+    }
 }

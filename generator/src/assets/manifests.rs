@@ -23,6 +23,8 @@ pub const NAMESPACES: &[&str] = &[
     "openshift-machine-config-operator",
     "openshift-infra",
     "openshift-node",
+    super::seeds::KAS_OPERATOR_NS,
+    super::seeds::KCM_OPERATOR_NS,
 ];
 
 fn meta(name: &str, namespace: Option<&str>) -> ObjectMeta {
@@ -98,8 +100,8 @@ pub fn infrastructure_status(c: &Cluster, pki: &Pki) -> Value {
     }})
 }
 
-/// (file name, objects) in apply order.
-pub fn manifests(c: &Cluster, pki: &Pki) -> Vec<(String, Vec<Value>)> {
+/// (file name, objects) in apply order. `kubeadmin`: the console password, when there is one.
+pub fn manifests(c: &Cluster, pki: &Pki, kubeadmin: Option<&str>) -> Vec<(String, Vec<Value>)> {
     let mut out: Vec<(String, Vec<Value>)> = Vec::new();
     let mut add = |name: &str, objs: Vec<Value>| out.push((name.to_string(), objs));
 
@@ -209,6 +211,13 @@ pub fn manifests(c: &Cluster, pki: &Pki) -> Vec<(String, Vec<Value>)> {
     }
     trust.push(json!({"apiVersion": "config.openshift.io/v1", "kind": "Proxy", "metadata": {"name": "cluster"}, "spec": proxy_spec}));
     add("04-proxy.yaml", trust);
+    // Without it, ingress, the console and authentication never converge.
+    add(
+        "04-ingress.yaml",
+        vec![
+            json!({"apiVersion": "config.openshift.io/v1", "kind": "Ingress", "metadata": {"name": "cluster"}, "spec": {"domain": format!("apps.{}", c.domain())}}),
+        ],
+    );
     add(
         "04-featuregate.yaml",
         vec![
@@ -259,6 +268,14 @@ pub fn manifests(c: &Cluster, pki: &Pki) -> Vec<(String, Vec<Value>)> {
         ..Default::default()
     };
     add("08-pull-secret.yaml", vec![typed(&secret)]);
+
+    let seeds = super::seeds::seeds(pki);
+    let mut objs: Vec<Value> = seeds.secrets.iter().map(typed).collect();
+    objs.extend(seeds.config_maps.iter().map(typed));
+    add("10-operator-seeds.yaml", objs);
+    if let Some(p) = kubeadmin {
+        add("11-kubeadmin.yaml", vec![typed(&crate::kubeadmin::secret(p, pki))]);
+    }
 
     if !c.mirrors.is_empty() {
         let m: Vec<Value> = c

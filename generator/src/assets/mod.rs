@@ -7,6 +7,7 @@ pub mod kubelet;
 pub mod manifests;
 pub mod node;
 pub mod paths;
+pub mod seeds;
 pub mod static_pods;
 
 use crate::cluster::{Cluster, Role};
@@ -31,6 +32,8 @@ pub struct Extras {
     pub bases: BTreeMap<Role, Config>,
     /// The hardshift-agent binary to place on every node; None leaves the agent out.
     pub agent: Option<agent::Binary>,
+    /// The kubeadmin password (`auth/kubeadmin-password`); None leaves the kubeadmin Secret out.
+    pub kubeadmin: Option<String>,
 }
 
 #[derive(Debug, Clone)]

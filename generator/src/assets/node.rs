@@ -29,7 +29,7 @@ impl<'a> Shared<'a> {
             agent: extras.agent.as_ref(),
             bootstrap_files: bootstrap_files(c, pki, extras),
             kubelet_kubeconfig: kubeconfig::render(find("kubeconfigs/kubelet-bootstrap.kubeconfig"), pki),
-            node_ca: format!("{}{}", pki.get("pki/kubernetes-ca").cert_pem, pki.get("pki/root-ca").cert_pem),
+            node_ca: crate::pki::trust::kubelet_client_ca(pki),
             kube_proxy: static_pods::to_yaml(&static_pods::kube_proxy(c)),
             registries: registries_conf(c),
         }
@@ -164,8 +164,12 @@ fn bootstrap_files(c: &Cluster, pki: &Pki, extras: &Extras) -> Vec<NodeFile> {
         PUBLIC,
         static_pods::to_yaml(&static_pods::cluster_version_operator(c)),
     ));
-    for (name, objs) in manifests::manifests(c, pki) {
-        let mode = if name.contains("pull-secret") { SECRET } else { PUBLIC };
+    for (name, objs) in manifests::manifests(c, pki, extras.kubeadmin.as_deref()) {
+        let mode = if objs.iter().any(|o| o["kind"] == "Secret") {
+            SECRET
+        } else {
+            PUBLIC
+        };
         f.push(NodeFile::new(
             format!("{ASSET_DIR}/manifests/{name}"),
             mode,

@@ -4,6 +4,7 @@
 pub mod dhcp;
 pub mod dns;
 pub mod haproxy;
+pub mod host_network;
 pub mod libvirt;
 pub mod pxe;
 mod readme;
@@ -55,6 +56,7 @@ pub fn render(c: &Cluster, hashes: &BTreeMap<String, String>) -> Vec<LabFile> {
     add("haproxy/haproxy.cfg".into(), 0o644, haproxy::config(c, true));
     add("haproxy/haproxy-post-pivot.cfg".into(), 0o644, haproxy::config(c, false));
     add(format!("libvirt/{}-network.xml", c.name), 0o644, libvirt::network_xml(c));
+    add("scripts/helper-network.sh".into(), 0o755, host_network::script(c));
     add("scripts/virt-install.sh".into(), 0o755, libvirt::virt_install(c));
     add(
         "scripts/coreos-installer.sh".into(),

@@ -43,12 +43,18 @@ API and api-int: {api} · `*.apps`: {ingress} · helper (DNS, DHCP, HAProxy, HTT
 4. **HTTP** on the helper at `{base}`: serve `ignition/` (this bundle's `ignition/*.ign`), `pxe/boot.ipxe`,
    the RHCOS live kernel, initramfs and rootfs under `rhcos/`, and, if `create` ran with `--agent-url`,
    the bundle's `http/hardshift-agent` at that URL (Ignition checks its SHA-512).
-5. **HAProxy**: `haproxy/haproxy.cfg` as `/etc/haproxy/haproxy.cfg`; check with
+5. **The helper's host network**: `scripts/helper-network.sh --dry-run` says what it would change,
+   then run it without: the VIPs {api} and {ingress} on the lab bridge (`--bridge`, default `{name}`),
+   TCP 6443, 22623, 80 and 443 open (firewalld's `libvirt` zone, `--zone` to change it, or an
+   nftables table where firewalld is absent), NAT masquerade for the lab network (firewalld
+   overrides libvirt's own rules), IPv4 forwarding, and SELinux `haproxy_connect_any`. It only
+   changes what is missing; run it again after a reboot of the helper.
+6. **HAProxy**: `haproxy/haproxy.cfg` as `/etc/haproxy/haproxy.cfg`; check with
    `haproxy -c -f haproxy/haproxy.cfg`. TCP mode, TCP checks only. Stats on :9000/stats.
-6. **Machines**: `scripts/virt-install.sh` creates the VMs (PXE, then disk). On bare metal, or when
+7. **Machines**: `scripts/virt-install.sh` creates the VMs (PXE, then disk). On bare metal, or when
    booting the live ISO by hand, run `scripts/coreos-installer.sh <node>` on each node: it installs
    with that node's Ignition URL and `--ignition-hash sha512-...`, so a changed file is refused.
-7. **The pivot**: only when etcd has its members on the masters, the bootstrap member is gone and
+8. **The pivot**: only when etcd has its members on the masters, the bootstrap member is gone and
    kube-apiserver runs on the masters (bootkube's "complete" is not enough), replace the HAProxy
    config with `haproxy/haproxy-post-pivot.cfg` (`haproxy -c -f` it first), reload HAProxy, and shut
    the bootstrap node down.

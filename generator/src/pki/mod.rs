@@ -4,6 +4,7 @@ pub mod inspect;
 pub mod issue;
 pub mod keys;
 pub mod plan;
+pub mod trust;
 
 pub use issue::{issue, Existing, Issued, Material, Options, Outcome, Pki, PkiError};
 pub use plan::{plan, CertSpec, Kind};

@@ -100,6 +100,16 @@ pub fn plan(c: &Cluster) -> Vec<CertSpec> {
             days: 0,
             ..ca("service-account", None, None)
         },
+        // The signers the operators take over from the bootstrap (docs/operator-seeds.md): each
+        // self-signed, as the installer's are, so an operator can rotate one without the others.
+        ca("etcd-metric-ca", None, Some(0)),
+        ca("kube-apiserver-localhost-signer", None, Some(0)),
+        ca("kube-apiserver-service-network-signer", None, Some(0)),
+        ca("kube-apiserver-lb-signer", None, Some(0)),
+        ca("kube-apiserver-to-kubelet-signer", None, Some(0)),
+        ca("kube-control-plane-signer", None, Some(0)),
+        // csr-signer-signer: it signs the csr-signer CA, which signs kubelet certificates.
+        ca("kubelet-signer", None, Some(1)),
     ];
 
     let control_plane: Vec<_> = c.nodes.iter().filter(|n| n.role != Role::Worker).collect();
@@ -127,6 +137,16 @@ pub fn plan(c: &Cluster) -> Vec<CertSpec> {
         with_localhost(cp_ips.clone()),
     ));
     out.push(leaf("etcd-client", "system:etcd-client", "etcd-ca", false, true, vec![], vec![]));
+    // What Prometheus presents to etcd's metrics listener (openshift-config/etcd-metric-client).
+    out.push(leaf(
+        "etcd-metric-client",
+        "etcd-metric",
+        "etcd-metric-ca",
+        false,
+        true,
+        vec![],
+        vec![],
+    ));
 
     let mut api_dns: Vec<String> = [
         "kubernetes",
