@@ -110,10 +110,16 @@ pub fn free_port() -> u16 {
 
 /// The hardshift-agent binary of this build (built first: it is another package's).
 pub fn agent_bin() -> PathBuf {
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "-q", "-p", "hardshift-agent"])
-        .status()
-        .unwrap();
+    // Without the variables cargo set for this test: ring's build script reruns when
+    // CARGO_MANIFEST_DIR changes, and everything above it would be rebuilt on every run.
+    let mut cmd = Command::new(env!("CARGO"));
+    for (k, _) in std::env::vars_os() {
+        let k = k.to_string_lossy().to_string();
+        if k.starts_with("CARGO_") && k != "CARGO_HOME" && k != "CARGO_TARGET_DIR" {
+            cmd.env_remove(k);
+        }
+    }
+    let status = cmd.args(["build", "-q", "-p", "hardshift-agent"]).status().unwrap();
     assert!(status.success(), "building hardshift-agent");
     Path::new(env!("CARGO_BIN_EXE_hardshift")).with_file_name("hardshift-agent")
 }
