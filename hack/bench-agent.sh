@@ -13,7 +13,7 @@ pids=()
 cleanup() { kill "${pids[@]}" 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 mkdir -p "$work/b"; cp -r examples/ocp4/*.yaml examples/ocp4/release examples/ocp4/crds "$work/b"/
-target/release/hardshift create --dir "$work/b" --key-algorithm ecdsa-p256 --no-agent >/dev/null
+target/release/hardshift create --dir "$work/b" --key-algorithm ecdsa-p256 --no-agent --self-contained-nodes >/dev/null
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 target/release/hardshift collector --dir "$work/b" --listen "127.0.0.1:$port" 2>/dev/null & pids+=($!)
 cat > "$work/agent.toml" <<EOT

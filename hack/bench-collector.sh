@@ -17,7 +17,7 @@ col=
 cleanup() { [ -n "$col" ] && kill "$col" 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT
 mkdir -p "$work/b"; cp -r examples/ocp4/*.yaml examples/ocp4/release examples/ocp4/crds "$work/b"/
-target/release/hardshift create --dir "$work/b" --key-algorithm ecdsa-p256 --no-agent >/dev/null
+target/release/hardshift create --dir "$work/b" --key-algorithm ecdsa-p256 --no-agent --self-contained-nodes >/dev/null
 hz=$(getconf CLK_TCK)
 printf '%-7s %8s %8s %8s %7s %8s %8s %8s %9s %9s %9s %10s %11s\n' agents sent acked stored failed p50_ms p99_ms max_ms \
   steady_p50 steady_p99 steady_max "cpu_%core" "max_rss_KB"

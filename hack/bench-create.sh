@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 RUNS=${RUNS:-5}
 cargo build --release --quiet
 bin=$PWD/target/release/hardshift
-extra=()
+extra=(--self-contained-nodes)
 if [ "${AGENT_URL:-0}" = 1 ]; then
   extra+=(--agent-url http://192.168.126.1:8080/hardshift-agent)
 fi

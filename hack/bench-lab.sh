@@ -14,7 +14,7 @@ for workers in 2 1000; do
   d=$work/$workers
   if [ "$workers" = 2 ]; then mkdir -p "$d"; cp examples/ocp4/*.yaml "$d"/; else hack/gen-lab.py "$d" "$workers"; fi
   cp -r examples/ocp4/release examples/ocp4/crds "$d"/
-  "$bin" create --dir "$d" --key-algorithm ecdsa-p256 ${AGENT_URL:+--agent-url http://192.168.126.1:8080/hardshift-agent} >/dev/null
+  "$bin" create --dir "$d" --key-algorithm ecdsa-p256 --self-contained-nodes ${AGENT_URL:+--agent-url http://192.168.126.1:8080/hardshift-agent} >/dev/null
   e=(); u=()
   for i in $(seq "$RUNS"); do
     # Alternate the disk size so every run really rewrites the lab.

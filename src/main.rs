@@ -20,6 +20,8 @@ enum Command {
     Verify(cmd::verify::Args),
     /// Regenerate only DIR/lab/ (DNS, DHCP, PXE, HAProxy, libvirt, install commands).
     Lab(cmd::lab::Args),
+    /// Write DIR/mco/: the machine-config-operator's inputs and render.sh (the MCO render).
+    Mco(cmd::mco::Args),
     /// Receive the node agents' reports over mTLS and store them.
     Collector(cmd::collector::Args),
     /// What the collector knows: a row per node.
@@ -57,6 +59,7 @@ fn main() -> ExitCode {
         Command::Create(a) => cmd::create::run(a),
         Command::Verify(a) => cmd::verify::run(a),
         Command::Lab(a) => cmd::lab::run(a),
+        Command::Mco(a) => cmd::mco::run(a),
         Command::Collector(a) => cmd::collector::run(a),
         Command::Status(a) => cmd::status::run(a),
         Command::Events(a) => cmd::events::run(a),

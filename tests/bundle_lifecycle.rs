@@ -129,7 +129,7 @@ fn a_ca_is_never_replaced_silently() {
     let key = std::fs::canonicalize(pki(d.path(), "root-ca.key")).unwrap();
     std::fs::remove_file(&key).unwrap();
     let before = snapshot(d.path());
-    let out = hardshift(&["create", "--dir", d.path().to_str().unwrap()]);
+    let out = hardshift(&["create", "--dir", d.path().to_str().unwrap(), "--self-contained-nodes"]);
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
@@ -141,7 +141,7 @@ fn a_ca_is_never_replaced_silently() {
 
     // A CA swapped for another one is refused too.
     std::fs::write(&key, b"").unwrap();
-    let out = hardshift(&["create", "--dir", d.path().to_str().unwrap()]);
+    let out = hardshift(&["create", "--dir", d.path().to_str().unwrap(), "--self-contained-nodes"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
 
     // With --rotate-ca, every CA and every certificate is new.
@@ -197,7 +197,14 @@ fn a_user_directory_in_the_way_is_never_overwritten() {
     let d = example_copy();
     std::fs::create_dir(d.path().join("auth")).unwrap();
     std::fs::write(d.path().join("auth/kubeconfig"), b"mine").unwrap();
-    let out = hardshift(&["create", "--dir", d.path().to_str().unwrap(), "--key-algorithm", "ecdsa-p256"]);
+    let out = hardshift(&[
+        "create",
+        "--dir",
+        d.path().to_str().unwrap(),
+        "--key-algorithm",
+        "ecdsa-p256",
+        "--self-contained-nodes",
+    ]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
         text(&out.stderr).contains("auth exists and is not a hardshift link"),

@@ -12,6 +12,7 @@ pub mod ignition;
 pub mod kubeadmin;
 pub mod kubeconfig;
 pub mod lab;
+pub mod mco;
 pub mod pki;
 pub mod release;
 pub mod verify;

@@ -33,6 +33,11 @@ pub struct Args {
     /// the rendered MachineConfig). Without one, nodes get a self-contained config.
     #[arg(long, value_delimiter = ',', value_parser = parse_base)]
     mco_base: Vec<(Role, PathBuf)>,
+    /// Give masters and workers hardshift's own kubelet and nothing of the MCO's OS configuration
+    /// (no br-ex, no Open vSwitch). Without an MCO base (`--mco-base`, or DIR/mco/rendered/ from
+    /// `hardshift mco`), an OVNKubernetes cluster is refused unless this says you know.
+    #[arg(long)]
+    self_contained_nodes: bool,
     /// The hardshift-agent binary to place on every node. Default: the one built with this
     /// `hardshift` (next to its executable).
     #[arg(long)]
@@ -128,6 +133,39 @@ fn read_extras(dir: &Path, bases: &[(Role, PathBuf)]) -> Result<Extras, Failure>
     }
 }
 
+/// The MCO bases: as given, else DIR/mco/rendered/ when `hardshift mco`'s render.sh left one.
+fn mco_bases(a: &Args) -> Result<Vec<(Role, PathBuf)>, Failure> {
+    if !a.mco_base.is_empty() {
+        return Ok(a.mco_base.clone());
+    }
+    let rendered = [
+        (Role::Master, a.dir.join(hardshift_generator::mco::RENDERED_MASTER)),
+        (Role::Worker, a.dir.join(hardshift_generator::mco::RENDERED_WORKER)),
+    ];
+    Ok(rendered.into_iter().filter(|(_, p)| p.is_file()).collect())
+}
+
+/// OVN-Kubernetes needs the MCO's OS configuration on every master and worker (configure-ovs.sh,
+/// br-ex, openvswitch): without it the network never comes up. Refuse, unless told.
+fn check_bases(a: &Args, cluster: &hardshift_generator::cluster::Cluster, extras: &Extras) -> Result<(), Failure> {
+    if a.self_contained_nodes || cluster.network_type != "OVNKubernetes" {
+        return Ok(());
+    }
+    let missing: Vec<&str> = [Role::Master, Role::Worker]
+        .into_iter()
+        .filter(|r| cluster.nodes.iter().any(|n| n.role == *r) && !extras.bases.contains_key(r))
+        .map(|r| r.as_str())
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(Failure::input(format!(
+        "no MCO-rendered base for the {} nodes: with networkType OVNKubernetes they need the machine-config-operator's OS configuration (br-ex, Open vSwitch, CRI-O and kubelet config), which hardshift does not write itself\n    hint: `hardshift mco --dir {d}` writes the MCO's inputs and {d}/mco/render.sh; after render.sh, `create` merges every node into {d}/mco/rendered/. Or pass --mco-base master=FILE,worker=FILE, or --self-contained-nodes to go on with hardshift's kubelet alone (needed once to make the PKI that `hardshift mco` uses)",
+        missing.join(" and "),
+        d = a.dir.display()
+    )))
+}
+
 fn parse_alg(s: &str) -> Result<KeyAlgorithm, String> {
     KeyAlgorithm::parse(s).ok_or_else(|| format!("expected {}", KeyAlgorithm::NAMES))
 }
@@ -138,7 +176,9 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         release_image: a.release_image.clone(),
     };
     let cluster = load_cluster(&a.dir, a.release_refs.as_deref(), &overrides)?;
-    let mut extras = read_extras(&a.dir, &a.mco_base)?;
+    let bases = mco_bases(&a)?;
+    let mut extras = read_extras(&a.dir, &bases)?;
+    check_bases(&a, &cluster, &extras)?;
     extras.agent = agent_binary(&a)?;
     let now = time::OffsetDateTime::now_utc();
     let specs = pki::plan(&cluster);

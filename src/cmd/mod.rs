@@ -3,6 +3,7 @@ pub mod create;
 pub mod events;
 pub mod lab;
 pub mod logs;
+pub mod mco;
 pub mod status;
 pub mod verify;
 

@@ -1,0 +1,188 @@
+//! The MCO render built in: `create` refuses an OVNKubernetes cluster without the MCO's OS
+//! configuration (naming `hardshift mco`), `hardshift mco` writes the machine-config-operator's
+//! inputs from the bundle's own CAs and the cluster's config, and `create` merges every master and
+//! worker into DIR/mco/rendered/ once render.sh has left it there.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+const MCO_FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/mco");
+
+fn yaml(p: &Path) -> Value {
+    let text = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    hardshift_generator::config::yaml::parse(&text).unwrap().value
+}
+
+fn mode(p: &Path) -> u32 {
+    std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+}
+
+#[test]
+fn ovn_without_an_mco_base_is_refused_and_names_hardshift_mco() {
+    let d = example_copy();
+    let dir = d.path().to_str().unwrap();
+    let out = hardshift(&["create", "--dir", dir]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("no MCO-rendered base for the master and worker nodes"), "{err}");
+    assert!(
+        err.contains("hardshift mco --dir") && err.contains("--self-contained-nodes"),
+        "{err}"
+    );
+    assert!(
+        !d.path().join("pki").exists() && !d.path().join("ignition").exists(),
+        "nothing is written"
+    );
+
+    // `hardshift mco` before any bundle: it needs the bundle's CAs, and says how to get them.
+    let out = hardshift(&["mco", "--dir", dir]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("pki/root-ca") && err.contains("--self-contained-nodes` first"),
+        "{err}"
+    );
+    assert!(!d.path().join("mco").exists());
+
+    // Another network type needs no MCO base from hardshift's point of view.
+    edit(
+        d.path(),
+        "install-config.yaml",
+        "networkType: OVNKubernetes",
+        "networkType: OpenShiftSDN",
+    );
+    let out = hardshift(&["create", "--dir", dir, "--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+#[test]
+fn mco_inputs_carry_the_cluster_and_create_merges_into_the_rendered_configs() {
+    let d = example_copy();
+    // A proxy and a trust bundle too, beside the example's mirrors.
+    let ic = d.path().join("install-config.yaml");
+    create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    let trust = std::fs::read_to_string(d.path().join("agent-pki/agent-ca.crt")).unwrap();
+    let indented: String = trust.lines().map(|l| format!("  {l}\n")).collect();
+    let s = std::fs::read_to_string(&ic).unwrap();
+    std::fs::write(
+        &ic,
+        format!("{s}proxy:\n  httpsProxy: http://proxy.example.com:3128\n  noProxy: .example.com\nadditionalTrustBundle: |\n{indented}"),
+    )
+    .unwrap();
+    create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    let dir = d.path().to_str().unwrap();
+    let out = hardshift(&["mco", "--dir", dir]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("mco/render.sh"), "{}", text(&out.stdout));
+    let m = d.path().join("mco");
+
+    // The config CRs the operator reads are the cluster's own.
+    let cc = yaml(&m.join("manifests/cluster-config.yaml"));
+    assert_eq!(cc["metadata"]["name"], "cluster-config-v1");
+    let ic_text = cc["data"]["install-config"].as_str().unwrap();
+    assert!(ic_text.contains("10.128.0.0/14") && ic_text.contains("OVNKubernetes"), "{ic_text}");
+    assert!(!ic_text.contains("aGFyZHNoaWZ0OmV4YW1wbGU="), "no pull secret in cluster-config");
+    let net = yaml(&m.join("manifests/cluster-network-02-config.yml"));
+    assert_eq!(net["spec"]["clusterNetwork"][0]["cidr"], "10.128.0.0/14");
+    assert_eq!(net["spec"]["clusterNetwork"][0]["hostPrefix"], 23);
+    assert_eq!(net["spec"]["serviceNetwork"][0], "172.30.0.0/16");
+    assert_eq!(net["spec"]["networkType"], "OVNKubernetes");
+    assert_eq!(
+        yaml(&m.join("manifests/cluster-dns-02-config.yml"))["spec"]["baseDomain"],
+        "ocp4.example.com"
+    );
+    let infra = yaml(&m.join("manifests/cluster-infrastructure-02-config.yml"));
+    assert_eq!(infra["status"]["apiServerInternalURL"], "https://api-int.ocp4.example.com:6443");
+    assert_eq!(infra["status"]["platformStatus"]["type"], "None");
+    let proxy = yaml(&m.join("manifests/cluster-proxy-01-config.yaml"));
+    assert_eq!(proxy["spec"]["httpsProxy"], "http://proxy.example.com:3128");
+    assert_eq!(proxy["spec"]["trustedCA"]["name"], "user-ca-bundle");
+    let bundle = yaml(&m.join("manifests/user-ca-bundle-config.yaml"));
+    assert_eq!(bundle["data"]["ca-bundle.crt"].as_str().unwrap().trim(), trust.trim());
+    let idms = yaml(&m.join("manifests/image-digest-mirror-set.yaml"));
+    assert_eq!(
+        idms["spec"]["imageDigestMirrors"][0]["mirrors"][0],
+        "registry.ocp4.example.com:5000/ocp4/openshift4"
+    );
+    assert!(std::fs::read_to_string(m.join("registries.conf"))
+        .unwrap()
+        .contains("mirror-by-digest-only = true"));
+    assert_eq!(yaml(&m.join("manifests/featuregate.yaml"))["kind"], "FeatureGate");
+
+    // The bundle's own CAs; the pull secret only in 0600 files.
+    assert_eq!(
+        std::fs::read(m.join("tls/root-ca.crt")).unwrap(),
+        std::fs::read(d.path().join("pki/root-ca.crt")).unwrap()
+    );
+    let kube_ca = std::fs::read_to_string(m.join("tls/kube-apiserver-serving-ca-bundle.crt")).unwrap();
+    assert!(kube_ca.contains(std::fs::read_to_string(d.path().join("pki/kubernetes-ca.crt")).unwrap().trim()));
+    assert!(kube_ca.contains(
+        std::fs::read_to_string(d.path().join("pki/kube-apiserver-lb-signer.crt"))
+            .unwrap()
+            .trim()
+    ));
+    for f in ["pull-secret.json", "manifests/openshift-config-secret-pull-secret.yaml"] {
+        assert_eq!(mode(&m.join(f)), 0o600, "{f}");
+    }
+    let refs: Value = serde_json::from_str(&std::fs::read_to_string(m.join("image-references")).unwrap()).unwrap();
+    assert_eq!(refs["kind"], "ImageStream");
+    let tags = refs["spec"]["tags"].as_array().unwrap();
+    let mco_image = tags.iter().find(|t| t["name"] == "machine-config-operator").unwrap()["from"]["name"]
+        .as_str()
+        .unwrap();
+
+    // render.sh parses, runs the release's machine-config-operator with the inputs' paths.
+    let script = m.join("render.sh");
+    assert_eq!(mode(&script), 0o755);
+    let (ok, out) = run("bash", &["-n", script.to_str().unwrap()]);
+    assert!(ok, "{out}");
+    let text_sh = std::fs::read_to_string(&script).unwrap();
+    assert!(text_sh.contains(&format!("MCO_IMAGE=${{MCO_IMAGE:-{mco_image}}}")), "{text_sh}");
+    for flag in [
+        "--config-file=/assets/manifests/cluster-config.yaml",
+        "--network-config-file=/assets/manifests/cluster-network-02-config.yml",
+        "--proxy-config-file=/assets/manifests/cluster-proxy-01-config.yaml",
+        "--dns-config-file=/assets/manifests/cluster-dns-02-config.yml",
+        "--infra-config-file=/assets/manifests/cluster-infrastructure-02-config.yml",
+        "--image-references=/assets/image-references",
+        "--manifest-dir=/assets/mcc-input",
+    ] {
+        assert!(text_sh.contains(flag), "render.sh lacks {flag}");
+        let file = flag.split("=/assets/").nth(1).unwrap();
+        if !file.starts_with("mcc-input") {
+            assert!(m.join(file).exists(), "{flag} names a file hardshift did not write");
+        }
+    }
+    let (ok, out) = run("env", &["PODMAN=/nonexistent/podman", "bash", script.to_str().unwrap()]);
+    assert!(!ok && out.contains("not found"), "{out}");
+
+    // What render.sh leaves in rendered/ is where `create` looks, with no flag at all.
+    std::fs::create_dir_all(m.join("rendered")).unwrap();
+    std::fs::copy(format!("{MCO_FIXTURES}/worker-machineconfig.json"), m.join("rendered/master.yaml")).unwrap();
+    std::fs::copy(format!("{MCO_FIXTURES}/worker-machineconfig.json"), m.join("rendered/worker.yaml")).unwrap();
+    let out = hardshift(&["create", "--dir", dir, "--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for n in ["master-0", "master-1", "master-2"] {
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.contains(&format!("ignition/{n}.ign")) && l.contains("merged into the MCO master base")),
+            "{stdout}"
+        );
+    }
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.contains("ignition/worker-0.ign") && l.contains("merged into the MCO worker base")),
+        "{stdout}"
+    );
+    // A second `hardshift mco` keeps what was rendered.
+    let out = hardshift(&["mco", "--dir", dir]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(m.join("rendered/master.yaml").exists());
+}
