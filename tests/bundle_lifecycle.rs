@@ -159,6 +159,53 @@ fn a_ca_is_never_replaced_silently() {
 }
 
 #[test]
+fn a_removed_pki_directory_is_not_silently_replaced_by_new_cas() {
+    let d = example_copy();
+    create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    let dir = d.path().to_str().unwrap();
+    // `rm -rf pki/` through the bundle's link empties the live generation's pki directory.
+    let (ok, out) = run("sh", &["-c", &format!("rm -rf {dir}/pki/")]);
+    assert!(ok, "{out}");
+    assert!(std::fs::read_dir(d.path().join(".hardshift/current/pki")).map_or(true, |mut r| r.next().is_none()));
+    let before = snapshot(d.path());
+    let out = hardshift(&[
+        "create",
+        "--dir",
+        dir,
+        "--key-algorithm",
+        "ecdsa-p256",
+        "--no-agent",
+        "--self-contained-nodes",
+    ]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("pki/root-ca") && err.contains("pki/etcd-ca") && err.contains("their files are gone"),
+        "{err}"
+    );
+    assert!(err.contains(".hardshift/previous") && err.contains("--rotate-ca"), "{err}");
+    assert_eq!(before, snapshot(d.path()), "a refused run must not touch the bundle");
+
+    // A CA that is new in the plan (a bundle from before it existed) is simply created: here the
+    // sums no longer list the operators' kubelet-signer, as in a bundle of an older version.
+    let d2 = example_copy();
+    create(d2.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    let gen = std::fs::canonicalize(d2.path().join(".hardshift/current")).unwrap();
+    for f in ["pki/kubelet-signer.crt", "pki/kubelet-signer.key"] {
+        std::fs::remove_file(gen.join(f)).unwrap();
+    }
+    let sums = std::fs::read_to_string(gen.join("SHA256SUMS")).unwrap();
+    let kept: String = sums
+        .lines()
+        .filter(|l| !l.contains("pki/kubelet-signer."))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(gen.join("SHA256SUMS"), kept).unwrap();
+    let out = create(d2.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    assert!(text(&out.stdout).contains("1 created"), "{}", text(&out.stdout));
+}
+
+#[test]
 fn verify_passes_a_good_bundle_and_names_what_is_wrong_in_a_bad_one() {
     let d = example_copy();
     create(d.path(), &["--key-algorithm", "ecdsa-p256"]);

@@ -183,6 +183,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     let now = time::OffsetDateTime::now_utc();
     let specs = pki::plan(&cluster);
     let existing = fsio::read_existing(&a.dir, &specs);
+    refuse_rekey(&a, &specs, &existing)?;
     let pki = pki::issue(&specs, &existing, now, &SystemKeys, pki::Options { rotate_ca: a.rotate_ca }).map_err(|e| match e {
         PkiError::Refused { .. } => Failure::input(e),
         other => Failure::other(other),
@@ -283,6 +284,28 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         );
     }
     Ok(0)
+}
+
+/// A CA the live bundle had, whose files are gone (`rm -rf pki/`): never mint it anew silently.
+fn refuse_rekey(a: &Args, specs: &[pki::CertSpec], existing: &pki::Existing) -> Result<(), Failure> {
+    if a.rotate_ca {
+        return Ok(());
+    }
+    let sums = fsio::read_current(&a.dir, bundle::SUMS).unwrap_or_default();
+    let recorded: std::collections::BTreeSet<String> = String::from_utf8_lossy(&sums)
+        .lines()
+        .filter_map(|l| l.split_once("  ").map(|(_, p)| p.to_string()))
+        .collect();
+    let gone = pki::vanished_cas(specs, existing, &recorded);
+    if gone.is_empty() {
+        return Ok(());
+    }
+    Err(Failure::input(format!(
+        "{}: the live bundle had {} but their files are gone; new CAs would re-key a running cluster, so nothing was written\n    hint: restore them (the generation before the last change is in {}/.hardshift/previous), or pass --rotate-ca if the cluster does not run yet",
+        a.dir.display(),
+        gone.join(", "),
+        a.dir.display()
+    )))
 }
 
 /// The bundle's kubeadmin password, or a new one (true) when there is none yet.

@@ -336,3 +336,16 @@ fn sign(spec: &CertSpec, key_pem: &str, issuer: Option<&Issued>, now: OffsetDate
     };
     Ok(cert.pem())
 }
+
+/// CAs the live bundle recorded (their files are listed in its SHA256SUMS) but whose files are
+/// gone now. Minting them anew would re-key a running cluster, so the caller refuses unless the
+/// user asked for `--rotate-ca`. A CA the bundle never had (new in this version's plan) is not
+/// listed, and is simply created.
+pub fn vanished_cas(specs: &[CertSpec], existing: &Existing, recorded: &std::collections::BTreeSet<String>) -> Vec<String> {
+    specs
+        .iter()
+        .filter(|s| s.is_ca() && !existing.contains_key(&s.id()))
+        .filter(|s| recorded.contains(&format!("{}.crt", s.id())) || recorded.contains(&format!("{}.key", s.id())))
+        .map(CertSpec::id)
+        .collect()
+}

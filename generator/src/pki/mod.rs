@@ -6,5 +6,5 @@ pub mod keys;
 pub mod plan;
 pub mod trust;
 
-pub use issue::{issue, Existing, Issued, Material, Options, Outcome, Pki, PkiError};
+pub use issue::{issue, vanished_cas, Existing, Issued, Material, Options, Outcome, Pki, PkiError};
 pub use plan::{plan, CertSpec, Kind};
