@@ -230,30 +230,8 @@ fn every_kubeconfig_authenticates_as_its_identity() {
             Err(out)
         }
     });
-    let (ok, out) = cp.exec(
-        "bootstrap",
-        "kubectl",
-        &[
-            "--kubeconfig",
-            "/dev/null",
-            "--server",
-            &format!("https://api.{DOMAIN}:6443"),
-            "--certificate-authority",
-            &s("root-ca.crt"),
-            "--token",
-            &token,
-            "auth",
-            "whoami",
-            "-o",
-            "json",
-        ],
-    );
-    assert!(ok, "{out}");
-    let r: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(
-        r["status"]["userInfo"]["username"], "system:serviceaccount:default:hardshift-test",
-        "{r}"
-    );
+    let (ok, out) = whoami_with(&cp, &s("root-ca.crt"), &["--token", &token]);
+    assert!(ok && out.trim() == "system:serviceaccount:default:hardshift-test", "{out}");
 }
 
 /// The kubelet's KubeletConfiguration with the node's paths mapped under the scratch root, on
@@ -617,6 +595,16 @@ fn master_0s_real_kubelet_joins_through_its_csrs_and_the_agent_reports_it() {
     drop(ctd);
 }
 
+/// `kubectl auth whoami` on the bootstrap against api.<cluster> with no kubeconfig, only `auth`
+/// (a token, or a client certificate and key) and `ca`: the username the API server sees.
+fn whoami_with(cp: &ControlPlane, ca: &str, auth: &[&str]) -> (bool, String) {
+    let server = format!("https://api.{DOMAIN}:6443");
+    let mut args = vec!["--kubeconfig", "/dev/null", "--server", &server, "--certificate-authority", ca];
+    args.extend_from_slice(auth);
+    args.extend(["auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"]);
+    cp.exec("bootstrap", "kubectl", &args)
+}
+
 /// A Secret's or ConfigMap's key from the API, as text.
 fn api_data(cp: &ControlPlane, kind: &str, ns: &str, name: &str, key: &str) -> String {
     use base64::Engine;
@@ -878,25 +866,6 @@ fn the_operator_seeds_chain_etcd_scales_out_with_a_member_issued_from_the_seeded
         "/O=system:masters/CN=second-admin",
         "extendedKeyUsage=clientAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\n",
     );
-    let (ok, out) = cp.exec(
-        "bootstrap",
-        "kubectl",
-        &[
-            "--kubeconfig",
-            "/dev/null",
-            "--server",
-            &format!("https://api.{DOMAIN}:6443"),
-            "--certificate-authority",
-            &kc_ca,
-            "--client-certificate",
-            &crt,
-            "--client-key",
-            &key,
-            "auth",
-            "whoami",
-            "-o",
-            "jsonpath={.status.userInfo.username}",
-        ],
-    );
+    let (ok, out) = whoami_with(&cp, &kc_ca, &["--client-certificate", &crt, "--client-key", &key]);
     assert!(ok && out.trim() == "second-admin", "{out}");
 }

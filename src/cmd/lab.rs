@@ -1,29 +1,17 @@
-use super::load_cluster;
 use crate::Failure;
-use hardshift_generator::config::Overrides;
 use hardshift_generator::{bundle, fsio, lab};
-use std::path::PathBuf;
 
 #[derive(clap::Args)]
 pub struct Args {
-    #[arg(long, default_value = ".")]
-    dir: PathBuf,
-    /// As for `create`.
-    #[arg(long)]
-    release_image: Option<String>,
-    /// As for `create`.
-    #[arg(long)]
-    release_refs: Option<PathBuf>,
+    #[command(flatten)]
+    cluster: super::ClusterArgs,
 }
 
 /// Regenerate DIR/lab/ only, from the inputs and the live bundle's Ignition configs.
 pub fn run(a: Args) -> Result<u8, Failure> {
-    let overrides = Overrides {
-        release_image: a.release_image.clone(),
-        ..Default::default()
-    };
-    let cluster = load_cluster(&a.dir, a.release_refs.as_deref(), &overrides)?;
-    let mut b = fsio::read_bundle(&a.dir).map_err(Failure::input)?;
+    let cluster = a.cluster.load()?;
+    let dir = &a.cluster.dir;
+    let mut b = fsio::read_bundle(dir).map_err(Failure::input)?;
     let mut missing = Vec::new();
     for n in &cluster.nodes {
         if !b.files.contains_key(&format!("ignition/{}.ign", n.hostname)) {
@@ -34,7 +22,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         return Err(Failure::input(format!(
             "the bundle has no Ignition config for {}: the inputs changed since `create`; run `hardshift create --dir {}`",
             missing.join(", "),
-            a.dir.display()
+            dir.display()
         )));
     }
     let hashes = lab::ignition_hashes(b.files.iter().filter_map(|(p, f)| {
@@ -44,9 +32,9 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     bundle::add_lab(&mut b, &cluster, &hashes);
     bundle::reseal(&mut b);
     let n = b.files.keys().filter(|p| p.starts_with("lab/")).count();
-    match fsio::write(&a.dir, &b).map_err(Failure::other)? {
-        fsio::Written::Unchanged(_) => println!("lab unchanged: {n} files in {}", a.dir.join("lab").display()),
-        fsio::Written::New(_) => println!("wrote {n} lab files to {}", a.dir.join("lab").display()),
+    match fsio::write(dir, &b).map_err(Failure::other)? {
+        fsio::Written::Unchanged(_) => println!("lab unchanged: {n} files in {}", dir.join("lab").display()),
+        fsio::Written::New(_) => println!("wrote {n} lab files to {}", dir.join("lab").display()),
     }
     Ok(0)
 }

@@ -1,34 +1,23 @@
 //! `hardshift mco`: write DIR/mco/, the machine-config-operator's inputs and render.sh.
 
-use super::load_cluster;
 use crate::Failure;
-use hardshift_generator::config::Overrides;
 use hardshift_generator::pki::{self, keys::SystemKeys, Outcome};
 use hardshift_generator::{fsio, mco};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 #[derive(clap::Args)]
 pub struct Args {
-    #[arg(long, default_value = ".")]
-    dir: PathBuf,
-    /// As for `create`.
-    #[arg(long)]
-    release_image: Option<String>,
-    /// As for `create`.
-    #[arg(long)]
-    release_refs: Option<PathBuf>,
+    #[command(flatten)]
+    cluster: super::ClusterArgs,
 }
 
 pub fn run(a: Args) -> Result<u8, Failure> {
-    let overrides = Overrides {
-        release_image: a.release_image.clone(),
-        ..Default::default()
-    };
-    let cluster = load_cluster(&a.dir, a.release_refs.as_deref(), &overrides)?;
+    let cluster = a.cluster.load()?;
+    let dir = &a.cluster.dir;
     // The CAs the rendered nodes will trust must be the bundle's: use the live PKI, never new keys.
     let specs = pki::plan(&cluster);
-    let existing = fsio::read_existing(&a.dir, &specs);
+    let existing = fsio::read_existing(dir, &specs);
     let issued = pki::issue(
         &specs,
         &existing,
@@ -46,24 +35,24 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     if !stale.is_empty() {
         return Err(Failure::input(format!(
             "{}: the bundle has no {} yet; the MCO must be given the bundle's own CAs\n    hint: run `hardshift create --dir {} --self-contained-nodes` first, then `hardshift mco`",
-            a.dir.display(),
+            dir.display(),
             stale.join(", "),
-            a.dir.display()
+            dir.display()
         )));
     }
     let files = mco::inputs(&cluster, &issued);
-    write_dir(&a.dir, &files).map_err(Failure::other)?;
+    write_dir(dir, &files).map_err(Failure::other)?;
     println!(
         "wrote {} files to {}: the machine-config-operator's inputs for {} (release {})",
         files.len(),
-        a.dir.join(mco::DIR).display(),
+        dir.join(mco::DIR).display(),
         cluster.domain(),
         cluster.release.version.as_deref().unwrap_or("unknown")
     );
     println!(
         "next: {}/mco/render.sh (podman and the release's machine-config-operator image), then `hardshift create --dir {}` merges every master and worker into the rendered configs",
-        a.dir.display(),
-        a.dir.display()
+        dir.display(),
+        dir.display()
     );
     Ok(0)
 }

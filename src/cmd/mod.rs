@@ -9,7 +9,31 @@ pub mod verify;
 
 use crate::Failure;
 use hardshift_generator::{cluster::Cluster, config};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// Where the inputs are, and the release overrides: what every command that rebuilds the
+/// cluster from the inputs takes.
+#[derive(clap::Args)]
+pub struct ClusterArgs {
+    #[arg(long, default_value = ".")]
+    pub dir: PathBuf,
+    /// As for `create`.
+    #[arg(long)]
+    pub release_image: Option<String>,
+    /// As for `create`.
+    #[arg(long)]
+    pub release_refs: Option<PathBuf>,
+}
+
+impl ClusterArgs {
+    pub fn load(&self) -> Result<Cluster, Failure> {
+        let overrides = config::Overrides {
+            release_image: self.release_image.clone(),
+            ..Default::default()
+        };
+        load_cluster(&self.dir, self.release_refs.as_deref(), &overrides)
+    }
+}
 
 /// Read and validate the inputs in `dir`.
 pub fn load_cluster(dir: &Path, release_refs: Option<&Path>, overrides: &config::Overrides) -> Result<Cluster, Failure> {
