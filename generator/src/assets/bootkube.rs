@@ -56,9 +56,12 @@ apply_dir() {{
     record done
 }}
 
+# Read, then match: `curl | grep -q` under pipefail can fail when grep exits first (SIGPIPE).
 etcd_healthy() {{
-    curl -sf --cacert "$SECRETS/etcd-ca.crt" --cert "$SECRETS/etcd-client.crt" --key "$SECRETS/etcd-client.key" \
-        https://localhost:2379/health | grep -q '"health":"true"'
+    local body
+    body=$(curl -sf --cacert "$SECRETS/etcd-ca.crt" --cert "$SECRETS/etcd-client.crt" --key "$SECRETS/etcd-client.key" \
+        https://localhost:2379/health) || return 1
+    [[ "$body" == *'"health":"true"'* ]]
 }}
 
 wait_for etcd 600 etcd_healthy

@@ -55,8 +55,10 @@ change() {{
 }}
 
 ip link show dev "$BRIDGE" >/dev/null 2>&1 || {{ echo "helper-network.sh: no bridge $BRIDGE (start the lab network first, or pass --bridge)" >&2; exit 1; }}
+# Read, then match: `cmd | grep -q` under pipefail fails at random when grep exits early (SIGPIPE).
+have=" $(ip -o -4 addr show dev "$BRIDGE" | tr -s ' ' ' ') "
 for vip in {vips}; do
-  if ip -o -4 addr show dev "$BRIDGE" | grep -qw "inet $vip"; then ok "VIP $vip on $BRIDGE"
+  if [[ "$have" == *" inet $vip "* ]]; then ok "VIP $vip on $BRIDGE"
   else change "VIP $vip on $BRIDGE" ip addr add "$vip" dev "$BRIDGE"; fi
 done
 
@@ -94,7 +96,7 @@ if [ "$(sysctl -n net.ipv4.ip_forward 2>/dev/null || echo 0)" = 1 ]; then ok "ne
 else change "net.ipv4.ip_forward" sysctl -q -w net.ipv4.ip_forward=1; fi
 
 if command -v getsebool >/dev/null 2>&1 && selinuxenabled 2>/dev/null; then
-  if getsebool haproxy_connect_any | grep -q -- '--> on'; then ok "SELinux haproxy_connect_any"
+  if [[ "$(getsebool haproxy_connect_any)" == *"--> on"* ]]; then ok "SELinux haproxy_connect_any"
   else change "SELinux haproxy_connect_any" setsebool -P haproxy_connect_any 1; fi
 else
   ok "SELinux not enforcing here"
