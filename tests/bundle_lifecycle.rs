@@ -259,5 +259,95 @@ fn a_user_directory_in_the_way_is_never_overwritten() {
         text(&out.stderr)
     );
     assert_eq!(std::fs::read(d.path().join("auth/kubeconfig")).unwrap(), b"mine");
-    assert!(!d.path().join(".hardshift").exists() && !d.path().join("pki").exists());
+    // No generation and no links: only the writer's lock file was made.
+    let state: Vec<String> = std::fs::read_dir(d.path().join(".hardshift"))
+        .map(|r| r.flatten().map(|e| e.file_name().to_string_lossy().to_string()).collect())
+        .unwrap_or_default();
+    assert!(state.iter().all(|n| n == "lock"), "{state:?}");
+    assert!(!d.path().join("pki").exists());
+}
+
+#[test]
+fn one_writer_at_a_time_a_second_run_names_the_lock_and_writes_nothing() {
+    let d = example_copy();
+    create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    let dir = d.path().to_str().unwrap();
+    // Force the race: hold the bundle's lock from another process, as a run in progress does.
+    let lock = d.path().join(".hardshift/lock");
+    let holder = Kill(
+        // -o: the lock stays with flock itself, not with sleep, so killing flock releases it.
+        std::process::Command::new("flock")
+            .arg("-o")
+            .arg(&lock)
+            .args(["sleep", "60"])
+            .spawn()
+            .expect("flock (util-linux)"),
+    );
+    let start = std::time::Instant::now();
+    while run("flock", &["-n", lock.to_str().unwrap(), "true"]).0 {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(10),
+            "the holder never took the lock"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let before = snapshot(d.path());
+    let gens = generations(d.path());
+    edit(d.path(), "hardshift.yaml", "diskGiB: 100", "diskGiB: 120");
+    for cmd in ["create", "lab", "mco"] {
+        let mut args = vec![cmd, "--dir", dir];
+        if cmd == "create" {
+            args.extend(["--key-algorithm", "ecdsa-p256", "--no-agent", "--self-contained-nodes"]);
+        }
+        let out = hardshift(&args);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{cmd}: {err}");
+        assert!(err.contains("another hardshift run is writing this bundle"), "{cmd}: {err}");
+    }
+    let mut after = snapshot(d.path());
+    after.remove("hardshift.yaml");
+    let mut before = before;
+    before.remove("hardshift.yaml");
+    assert_eq!(before, after, "a refused run writes nothing");
+    assert_eq!(gens, generations(d.path()));
+    assert!(!d.path().join("mco").exists());
+
+    // Once the holder is gone, the next run goes ahead and names who holds it while it runs.
+    drop(holder);
+    let out = create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    assert!(text(&out.stdout).contains("wrote"), "{}", text(&out.stdout));
+    let owner = std::fs::read_to_string(&lock).unwrap();
+    assert!(owner.starts_with("pid ") && owner.contains("(create)"), "{owner}");
+
+    // Three runs at once on a fresh directory: each either writes or is refused by name, and what
+    // is live afterwards is one whole generation.
+    let d = example_copy();
+    let dir = d.path().to_str().unwrap().to_string();
+    let runs: Vec<_> = (0..3)
+        .map(|_| {
+            let dir = dir.clone();
+            std::thread::spawn(move || {
+                hardshift(&[
+                    "create",
+                    "--dir",
+                    &dir,
+                    "--key-algorithm",
+                    "ecdsa-p256",
+                    "--no-agent",
+                    "--self-contained-nodes",
+                ])
+            })
+        })
+        .collect();
+    let outs: Vec<_> = runs.into_iter().map(|r| r.join().unwrap()).collect();
+    assert!(outs.iter().any(|o| o.status.success()));
+    for o in &outs {
+        assert!(
+            o.status.success() || text(&o.stderr).contains("another hardshift run is writing this bundle"),
+            "{}",
+            text(&o.stderr)
+        );
+    }
+    let out = hardshift(&["verify", "--dir", &dir]);
+    assert!(out.status.success(), "{}", text(&out.stdout));
 }

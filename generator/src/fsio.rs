@@ -239,6 +239,49 @@ pub fn read_bundle(dir: &Path) -> io::Result<Bundle> {
     Ok(b)
 }
 
+/// The one-writer lock of a bundle directory (`DIR/.hardshift/lock`), held while it lives.
+pub struct DirLock {
+    _lock: nix::fcntl::Flock<fs::File>,
+}
+
+/// Take the bundle's writer lock, or say who holds it: two runs writing one bundle at once would
+/// leave a generation with some of each run's files.
+pub fn lock(dir: &Path, what: &str) -> Result<DirLock, String> {
+    let state = dir.join(STATE_DIR);
+    fs::create_dir_all(&state).map_err(|e| format!("{}: {e}", state.display()))?;
+    let path = state.join("lock");
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(&path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock) {
+        Ok(mut lock) => {
+            // Who holds it, for the next run to name. The lock is on the open file, not its text.
+            let _ = lock.set_len(0);
+            let _ = writeln!(&mut *lock, "pid {} ({what})", std::process::id());
+            Ok(DirLock { _lock: lock })
+        }
+        Err((_, nix::errno::Errno::EWOULDBLOCK)) => {
+            // The text names the last run that took the lock: believe it only while that pid lives.
+            let text = fs::read_to_string(&path).unwrap_or_default();
+            let alive = text
+                .strip_prefix("pid ")
+                .and_then(|t| t.split_whitespace().next())
+                .is_some_and(|pid| Path::new("/proc").join(pid).exists());
+            Err(format!(
+                "{}: another hardshift run is writing this bundle ({}); wait for it to finish and run again",
+                dir.display(),
+                if alive { text.trim() } else { "holder unknown" }
+            ))
+        }
+        Err((_, e)) => Err(format!("{}: cannot lock: {e}", path.display())),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

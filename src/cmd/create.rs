@@ -180,6 +180,8 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     let mut extras = read_extras(&a.dir, &bases)?;
     check_bases(&a, &cluster, &extras)?;
     extras.agent = agent_binary(&a)?;
+    // Inputs are read and checked; from here on the bundle is read and written: one run at a time.
+    let _lock = fsio::lock(&a.dir, "create").map_err(Failure::other)?;
     let now = time::OffsetDateTime::now_utc();
     let specs = pki::plan(&cluster);
     let existing = fsio::read_existing(&a.dir, &specs);

@@ -11,6 +11,7 @@ pub struct Args {
 pub fn run(a: Args) -> Result<u8, Failure> {
     let cluster = a.cluster.load()?;
     let dir = &a.cluster.dir;
+    let _lock = fsio::lock(dir, "lab").map_err(Failure::other)?;
     let mut b = fsio::read_bundle(dir).map_err(Failure::input)?;
     let mut missing = Vec::new();
     for n in &cluster.nodes {

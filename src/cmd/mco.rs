@@ -15,6 +15,7 @@ pub struct Args {
 pub fn run(a: Args) -> Result<u8, Failure> {
     let cluster = a.cluster.load()?;
     let dir = &a.cluster.dir;
+    let _lock = fsio::lock(dir, "mco").map_err(Failure::other)?;
     // The CAs the rendered nodes will trust must be the bundle's: use the live PKI, never new keys.
     let specs = pki::plan(&cluster);
     let existing = fsio::read_existing(dir, &specs);
