@@ -42,18 +42,6 @@ pub fn load_ign(bundle: &Path, node: &str) -> Config {
     serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{node}.ign: {e}"))
 }
 
-/// Wait until `f` gives Some, or fail naming `what` and the last thing `f` saw.
-pub fn wait_for<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Result<T, String>) -> T {
-    let start = Instant::now();
-    loop {
-        match f() {
-            Ok(v) => return v,
-            Err(last) if start.elapsed() > timeout => panic!("timed out after {timeout:?} waiting for {what}; last: {last}"),
-            Err(_) => std::thread::sleep(Duration::from_millis(250)),
-        }
-    }
-}
-
 /// The last `n` lines of a log file.
 pub fn tail(path: &Path, n: usize) -> String {
     let s = std::fs::read_to_string(path).unwrap_or_default();

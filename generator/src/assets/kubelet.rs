@@ -83,30 +83,40 @@ pub fn render(v: &Value) -> String {
     crate::yamlout::to_yaml(v)
 }
 
-/// The bootstrap kubelet: static pods only, no `--kubeconfig`, no `--bootstrap-kubeconfig`.
-pub fn bootstrap_unit(n: &Node) -> String {
+/// A kubelet unit: `env` an optional EnvironmentFile, `flags` the ExecStart flags, one per line.
+fn unit(description: &str, env: Option<&str>, flags: &[String]) -> String {
+    let env = env.map(|f| format!("EnvironmentFile=-{f}\n")).unwrap_or_default();
+    let flags: String = flags.iter().map(|f| format!("  {f} \\\n")).collect();
     format!(
         "[Unit]
-Description=Kubernetes Kubelet (bootstrap: static pods only)
+Description={description}
 Wants=rpc-statd.service network-online.target crio.service
 After=network-online.target crio.service
 
 [Service]
 Type=notify
-ExecStartPre=/bin/mkdir -p {STATIC_PODS}
+{env}ExecStartPre=/bin/mkdir -p {STATIC_PODS}
 ExecStart=/usr/bin/kubelet \\
-  --config={KUBELET_CONFIG} \\
-  --node-ip={ip} \\
-  --hostname-override={host} \\
-  --v=2
+{flags}  --v=2
 Restart=always
 RestartSec=10
 
 [Install]
 WantedBy=multi-user.target
-",
-        ip = n.ip,
-        host = n.hostname
+"
+    )
+}
+
+/// The bootstrap kubelet: static pods only, no `--kubeconfig`, no `--bootstrap-kubeconfig`.
+pub fn bootstrap_unit(n: &Node) -> String {
+    unit(
+        "Kubernetes Kubelet (bootstrap: static pods only)",
+        None,
+        &[
+            format!("--config={KUBELET_CONFIG}"),
+            format!("--node-ip={}", n.ip),
+            format!("--hostname-override={}", n.hostname),
+        ],
     )
 }
 
@@ -117,32 +127,17 @@ pub fn node_unit(n: &Node) -> String {
         Role::Master => "node-role.kubernetes.io/master,node-role.kubernetes.io/control-plane",
         _ => "node-role.kubernetes.io/worker",
     };
-    format!(
-        "[Unit]
-Description=Kubernetes Kubelet
-Wants=rpc-statd.service network-online.target crio.service
-After=network-online.target crio.service
-
-[Service]
-Type=notify
-EnvironmentFile=-{APISERVER_URL_ENV}
-ExecStartPre=/bin/mkdir -p {STATIC_PODS}
-ExecStart=/usr/bin/kubelet \\
-  --config={KUBELET_CONFIG} \\
-  --bootstrap-kubeconfig={NODE_KUBECONFIG} \\
-  --kubeconfig={KUBELET_KUBECONFIG} \\
-  --node-ip={ip} \\
-  --hostname-override={host} \\
-  --node-labels={labels},node.openshift.io/os_id=rhcos \\
-  --v=2
-Restart=always
-RestartSec=10
-
-[Install]
-WantedBy=multi-user.target
-",
-        ip = n.ip,
-        host = n.hostname,
+    unit(
+        "Kubernetes Kubelet",
+        Some(APISERVER_URL_ENV),
+        &[
+            format!("--config={KUBELET_CONFIG}"),
+            format!("--bootstrap-kubeconfig={NODE_KUBECONFIG}"),
+            format!("--kubeconfig={KUBELET_KUBECONFIG}"),
+            format!("--node-ip={}", n.ip),
+            format!("--hostname-override={}", n.hostname),
+            format!("--node-labels={labels},node.openshift.io/os_id=rhcos"),
+        ],
     )
 }
 
