@@ -512,3 +512,122 @@ fn hardshift_yaml_is_optional_and_defaults_to_the_helper() {
     assert!(cluster.get("pull_secret").is_none(), "the pull secret must not be in cluster.json");
     assert!(cluster["install_config"].get("pullSecret").is_none());
 }
+
+/// Run `create` on `d` and return its stderr, asserting exit code 2 and nothing written.
+fn refused(d: &Path, label: &str) -> String {
+    let out = hardshift(&["create", "--dir", d.to_str().unwrap()]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{label}: exit code\n{err}");
+    assert_nothing_written(d, label);
+    err
+}
+
+#[test]
+fn misspelled_keys_are_errors_with_a_suggestion() {
+    // Each of these was silently ignored before: the mirrors, the gateway and DNS were dropped.
+    for (file, from, to, want) in [
+        (
+            IC,
+            "imageDigestSources:",
+            "imageDigestSource:",
+            "install-config.yaml:27:1: imageDigestSource: unknown field `imageDigestSource`\n    hint: did you mean `imageDigestSources`?",
+        ),
+        (
+            AC,
+            "    routes:\n      config:\n      - destination: 0.0.0.0/0\n        next-hop-address: 192.168.126.1\n        next-hop-interface: enp1s0\n        table-id: 254\n- hostname: master-0",
+            "    route:\n      config:\n      - destination: 0.0.0.0/0\n        next-hop-address: 192.168.126.1\n        next-hop-interface: enp1s0\n        table-id: 254\n- hostname: master-0",
+            "agent-config.yaml:30:5: hosts[0].networkConfig.route: unknown field `route`\n    hint: did you mean `routes`?",
+        ),
+        (
+            AC,
+            "    dns-resolver:",
+            "    dns-resolvr:",
+            "agent-config.yaml:26:5: hosts[0].networkConfig.dns-resolvr: unknown field `dns-resolvr`\n    hint: did you mean `dns-resolver`?",
+        ),
+        (
+            IC,
+            "baseDomain: example.com",
+            "baseDomian: example.com",
+            "install-config.yaml:4:1: baseDomian: unknown field `baseDomian`\n    hint: did you mean `baseDomain`?",
+        ),
+        (
+            HS,
+            "  keyAlgorithm:",
+            "  keyAlgoritm:",
+            ": pki.keyAlgoritm: unknown field `keyAlgoritm`\n    hint: did you mean `keyAlgorithm`?",
+        ),
+    ] {
+        let d = example_copy();
+        edit(d.path(), file, from, to);
+        let err = refused(d.path(), to);
+        assert!(err.contains(want), "{to}: want {want:?}\n{err}");
+    }
+}
+
+#[test]
+fn duplicate_keys_and_second_documents_are_errors() {
+    let d = example_copy();
+    edit(
+        d.path(),
+        IC,
+        "baseDomain: example.com\n",
+        "baseDomain: example.com\nbaseDomain: example.org\n",
+    );
+    let err = refused(d.path(), "duplicate");
+    assert!(
+        err.contains("install-config.yaml:5:1: not valid YAML: duplicate key `baseDomain`: first at line 4, column 1, again at line 5"),
+        "{err}"
+    );
+
+    let d = example_copy();
+    let path = d.path().join(AC);
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push_str("---\nhosts: []\n");
+    std::fs::write(&path, &text).unwrap();
+    let err = refused(d.path(), "second document");
+    assert!(
+        err.contains("agent-config.yaml:") && err.contains("a second YAML document"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_alias_bomb_and_an_oversized_file_are_refused_cheaply() {
+    // 1.6 KB that expands to 9^10 nodes: before, 3.9 GB and an abort. Under a 512 MiB address
+    // space cap the run must still end with a clear input error.
+    let d = example_copy();
+    let mut bomb = String::from("lol0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
+    for i in 1..10 {
+        let refs = vec![format!("*a{}", i - 1); 9].join(", ");
+        bomb.push_str(&format!("lol{i}: &a{i} [{refs}]\n"));
+    }
+    assert!(bomb.len() < 2048);
+    std::fs::write(d.path().join(HS), &bomb).unwrap();
+    let out = std::process::Command::new("prlimit")
+        .arg("--as=536870912")
+        .arg(env!("CARGO_BIN_EXE_hardshift"))
+        .args(["create", "--dir", d.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("hardshift.yaml:") && err.contains("alias bomb"), "{err}");
+    assert_nothing_written(d.path(), "bomb");
+
+    // A 50 MB value in install-config.yaml would be copied into cluster-config-v1.
+    let d = example_copy();
+    let big = format!("sshKey: ssh-ed25519 {}\n", "A".repeat(50 << 20));
+    edit(
+        d.path(),
+        IC,
+        "sshKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOnfYaqQJXVLWp075cgHnwzdEtrlaCzGK45NguJ8ouqq admin@helper.ocp4.example.com\n",
+        &big,
+    );
+    let err = refused(d.path(), "50 MB");
+    assert!(
+        err.contains("install-config.yaml: cannot read: larger than 1024 KiB")
+            && err.contains("hint: the file must be UTF-8 YAML of at most 1 MiB"),
+        "{}",
+        &err[..err.len().min(2000)]
+    );
+}

@@ -56,7 +56,7 @@ pub struct Collector {
     pub address: Option<String>,
     pub port: Option<u16>,
     /// More names or addresses the collector certificate must carry.
-    #[serde(default)]
+    #[serde(default, rename = "extraSANs")]
     pub extra_sans: Vec<String>,
 }
 

@@ -6,6 +6,7 @@ pub mod diag;
 pub mod hardshift_config;
 pub mod install_config;
 mod rules;
+pub mod schema;
 mod validate;
 pub mod yaml;
 
@@ -41,18 +42,42 @@ pub struct Overrides {
     pub release_image: Option<String>,
 }
 
+/// The most a YAML input may hold: install-config.yaml travels whole in the
+/// `cluster-config-v1` ConfigMap, and etcd refuses a request over 1.5 MiB.
+pub const MAX_INPUT_BYTES: u64 = 1 << 20;
+/// The release's image references (an ImageStream of ~200 tags is about 100 KB).
+pub const MAX_REFS_BYTES: u64 = 16 << 20;
+
+/// Read a file as UTF-8, refusing (without reading it all) one larger than `max` bytes.
+fn read_capped(path: &Path, max: u64) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(path)?.take(max + 1).read_to_string(&mut text)?;
+    if text.len() as u64 > max {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("larger than {} KiB, the most hardshift reads from it", max >> 10),
+        ));
+    }
+    Ok(text)
+}
+
 /// Read the inputs from `dir`. A missing required file is an input error, not an I/O failure.
 pub fn read_sources(dir: &Path, release_refs: Option<&Path>) -> Result<Sources, InputError> {
     let mut diagnostics = Vec::new();
     let mut read = |name: &str, required: bool| -> Option<String> {
-        match std::fs::read_to_string(dir.join(name)) {
+        match read_capped(&dir.join(name), MAX_INPUT_BYTES) {
             Ok(s) => Some(s),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => None,
             Err(e) => {
-                let hint = if e.kind() == std::io::ErrorKind::NotFound {
-                    Some(format!("put the file in {} (see examples/ for one)", dir.display()))
-                } else {
-                    None
+                let hint = match e.kind() {
+                    std::io::ErrorKind::NotFound => {
+                        Some(format!("put the file in {} (see examples/ for one)", dir.display()))
+                    }
+                    std::io::ErrorKind::InvalidData => Some(
+                        "the file must be UTF-8 YAML of at most 1 MiB (install-config.yaml travels whole in a ConfigMap, and etcd caps one at 1.5 MiB); look for a pasted file or a runaway value".into(),
+                    ),
+                    _ => None,
                 };
                 diagnostics.push(Diagnostic {
                     file: dir.join(name).display().to_string(),
@@ -69,7 +94,7 @@ pub fn read_sources(dir: &Path, release_refs: Option<&Path>) -> Result<Sources, 
     let agent_config = read(AGENT_CONFIG, true);
     let hardshift = read(HARDSHIFT_CONFIG, false);
     let refs_path = release_refs.map(Path::to_path_buf).unwrap_or_else(|| dir.join(RELEASE_REFS));
-    let refs = match std::fs::read_to_string(&refs_path) {
+    let refs = match read_capped(&refs_path, MAX_REFS_BYTES) {
         Ok(t) => t,
         Err(e) => {
             diagnostics.push(Diagnostic {
@@ -96,10 +121,10 @@ pub fn read_sources(dir: &Path, release_refs: Option<&Path>) -> Result<Sources, 
 /// Validate the inputs and build the `Cluster`; on failure, every problem found.
 pub fn build(sources: &Sources, overrides: &Overrides) -> Result<Cluster, InputError> {
     let mut out = Vec::new();
-    let ic = parse_typed::<install_config::InstallConfig>(INSTALL_CONFIG, &sources.install_config, &mut out);
-    let ac = parse_typed::<agent_config::AgentConfig>(AGENT_CONFIG, &sources.agent_config, &mut out);
+    let ic = parse_typed::<install_config::InstallConfig>(INSTALL_CONFIG, &sources.install_config, &schema::INSTALL_CONFIG, &mut out);
+    let ac = parse_typed::<agent_config::AgentConfig>(AGENT_CONFIG, &sources.agent_config, &schema::AGENT_CONFIG, &mut out);
     let hs = match &sources.hardshift {
-        Some(text) => parse_typed::<hardshift_config::HardshiftConfig>(HARDSHIFT_CONFIG, text, &mut out),
+        Some(text) => parse_typed::<hardshift_config::HardshiftConfig>(HARDSHIFT_CONFIG, text, &schema::HARDSHIFT_CONFIG, &mut out),
         None => Some((Doc::default(), hardshift_config::HardshiftConfig::default())),
     };
     let (Some(ic), Some(ac), Some(hs)) = (ic, ac, hs) else {
@@ -122,8 +147,9 @@ pub fn build(sources: &Sources, overrides: &Overrides) -> Result<Cluster, InputE
     }
 }
 
-/// Parse YAML and deserialize it into `T`, turning failures into positioned diagnostics.
-fn parse_typed<T: DeserializeOwned>(file: &str, text: &str, out: &mut Vec<Diagnostic>) -> Option<(Doc, T)> {
+/// Parse YAML, refuse unknown keys, and deserialize it into `T`, turning failures into
+/// positioned diagnostics.
+fn parse_typed<T: DeserializeOwned>(file: &str, text: &str, shape: &schema::Shape, out: &mut Vec<Diagnostic>) -> Option<(Doc, T)> {
     let doc = match yaml::parse(text) {
         Ok(d) => d,
         Err(e) => {
@@ -145,6 +171,12 @@ fn parse_typed<T: DeserializeOwned>(file: &str, text: &str, out: &mut Vec<Diagno
             message: "expected a YAML mapping at the top level".into(),
             hint: Some("the file should start with `apiVersion:`".into()),
         });
+        return None;
+    }
+    let before = out.len();
+    schema::check(file, &doc, shape, out);
+    if out.len() > before {
+        // The typed parse would only repeat these (or fail on a default they left).
         return None;
     }
     // `key:` with no value is null; like Kubernetes, read it as absent so defaults apply.

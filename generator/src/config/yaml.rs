@@ -4,6 +4,10 @@
 //! "this CIDR overlaps that one" needs the position of `networking.machineNetwork[0].cidr`.
 //! So one pass over the parser's events builds both the value and a path → position index,
 //! with paths in the same form `serde_path_to_error` prints (`a.b[0].c`).
+//!
+//! The same pass is strict where YAML is lenient and a typo would be silent: a duplicate key
+//! (YAML would keep the last), a second document (it would be ignored) and alias expansion past
+//! a small budget (an alias bomb of 1.6 KB would take gigabytes) are errors with a position.
 
 use saphyr_parser::{Event, Parser, ScalarStyle};
 use serde_json::{Map, Number, Value};
@@ -49,6 +53,8 @@ enum Frame {
         map: Map<String, Value>,
         path: String,
         key: Option<String>,
+        /// Where each key was first seen, to name both lines of a duplicate.
+        seen: HashMap<String, Pos>,
     },
     Seq {
         items: Vec<Value>,
@@ -56,14 +62,24 @@ enum Frame {
     },
 }
 
-/// Parse one YAML document (the first, if there are several).
+/// Nodes that aliases may add in all: far above any hand-written config, far below a bomb.
+pub const MAX_ALIAS_NODES: usize = 10_000;
+/// Nodes in one document, aliases included (1 MiB of YAML holds well under this).
+pub const MAX_NODES: usize = 500_000;
+
+/// Parse exactly one YAML document.
 pub fn parse(src: &str) -> Result<Doc, SyntaxError> {
     let mut parser = Parser::new_from_str(src);
     let mut stack: Vec<Frame> = Vec::new();
-    let mut anchors: HashMap<usize, Value> = HashMap::new();
-    let mut anchor_of: Vec<usize> = Vec::new();
+    // An anchor's value and its size in nodes (what each alias of it costs).
+    let mut anchors: HashMap<usize, (Value, usize)> = HashMap::new();
+    // Per open collection: its anchor and the node count when it opened.
+    let mut anchor_of: Vec<(usize, usize)> = Vec::new();
     let mut positions = HashMap::new();
     let mut root: Option<Value> = None;
+    let mut nodes = 0usize;
+    let mut alias_nodes = 0usize;
+    let mut documents = 0usize;
 
     while let Some(next) = parser.next_event() {
         let (event, span) = next.map_err(|e| SyntaxError {
@@ -77,13 +93,36 @@ pub fn parse(src: &str) -> Result<Doc, SyntaxError> {
             line: span.start.line(),
             col: span.start.col() + 1,
         };
+        let node_event = matches!(
+            event,
+            Event::Scalar(..) | Event::Alias(_) | Event::MappingStart(..) | Event::SequenceStart(..)
+        );
+        if node_event {
+            if documents > 1 {
+                return Err(SyntaxError {
+                    pos,
+                    message: "a second YAML document (after `---`); this file must hold exactly one".into(),
+                });
+            }
+            nodes += 1;
+            if nodes > MAX_NODES {
+                return Err(SyntaxError {
+                    pos,
+                    message: format!("more than {MAX_NODES} YAML nodes; this is not a configuration file"),
+                });
+            }
+        }
         match event {
-            Event::DocumentEnd if root.is_some() => break,
+            Event::DocumentStart(_) => documents += 1,
             Event::Scalar(text, style, anchor, tag) => {
                 // A scalar in key position names the next value; it is not a value itself.
-                if let Some(Frame::Map { key, path, .. }) = stack.last_mut() {
+                if let Some(Frame::Map { key, path, seen, .. }) = stack.last_mut() {
                     if key.is_none() {
                         let k = text.to_string();
+                        if let Some(first) = seen.get(&k) {
+                            return Err(duplicate(&k, *first, pos));
+                        }
+                        seen.insert(k.clone(), pos);
                         let child = join(path, &k);
                         positions.insert(child, pos);
                         *key = Some(k);
@@ -97,17 +136,34 @@ pub fn parse(src: &str) -> Result<Doc, SyntaxError> {
                     Value::String(text.to_string())
                 };
                 if anchor > 0 {
-                    anchors.insert(anchor, value.clone());
+                    anchors.insert(anchor, (value.clone(), 1));
                 }
                 let path = child_path(&stack);
                 positions.entry(path).or_insert(pos);
                 push_value(&mut stack, &mut root, value);
             }
             Event::Alias(id) => {
-                let value = anchors.get(&id).cloned().unwrap_or(Value::Null);
-                if let Some(Frame::Map { key, .. }) = stack.last_mut() {
+                // Count before cloning, so a bomb is refused before it takes memory.
+                let size = anchors.get(&id).map_or(1, |(_, n)| *n);
+                alias_nodes += size;
+                nodes += size;
+                if alias_nodes > MAX_ALIAS_NODES || nodes > MAX_NODES {
+                    return Err(SyntaxError {
+                        pos,
+                        message: format!(
+                            "aliases expand to more than {MAX_ALIAS_NODES} nodes (an alias bomb?); write the values out or use fewer aliases"
+                        ),
+                    });
+                }
+                let value = anchors.get(&id).map(|(v, _)| v.clone()).unwrap_or(Value::Null);
+                if let Some(Frame::Map { key, seen, .. }) = stack.last_mut() {
                     if key.is_none() {
-                        *key = Some(scalar_key(&value));
+                        let k = scalar_key(&value);
+                        if let Some(first) = seen.get(&k) {
+                            return Err(duplicate(&k, *first, pos));
+                        }
+                        seen.insert(k.clone(), pos);
+                        *key = Some(k);
                         continue;
                     }
                 }
@@ -116,12 +172,13 @@ pub fn parse(src: &str) -> Result<Doc, SyntaxError> {
             Event::MappingStart(anchor, _) | Event::SequenceStart(anchor, _) => {
                 let path = child_path(&stack);
                 positions.entry(path.clone()).or_insert(pos);
-                anchor_of.push(anchor);
+                anchor_of.push((anchor, nodes));
                 stack.push(if matches!(event, Event::MappingStart(..)) {
                     Frame::Map {
                         map: Map::new(),
                         path,
                         key: None,
+                        seen: HashMap::new(),
                     }
                 } else {
                     Frame::Seq { items: Vec::new(), path }
@@ -133,9 +190,9 @@ pub fn parse(src: &str) -> Result<Doc, SyntaxError> {
                     Some(Frame::Seq { items, .. }) => Value::Array(items),
                     None => continue,
                 };
-                let anchor = anchor_of.pop().unwrap_or(0);
+                let (anchor, opened_at) = anchor_of.pop().unwrap_or((0, nodes));
                 if anchor > 0 {
-                    anchors.insert(anchor, value.clone());
+                    anchors.insert(anchor, (value.clone(), nodes + 1 - opened_at));
                 }
                 push_value(&mut stack, &mut root, value);
             }
@@ -146,6 +203,16 @@ pub fn parse(src: &str) -> Result<Doc, SyntaxError> {
         value: root.unwrap_or(Value::Null),
         positions,
     })
+}
+
+fn duplicate(key: &str, first: Pos, again: Pos) -> SyntaxError {
+    SyntaxError {
+        pos: again,
+        message: format!(
+            "duplicate key `{key}`: first at line {}, column {}, again at line {}, column {}; YAML would silently keep only the last, so remove one",
+            first.line, first.col, again.line, again.col
+        ),
+    }
 }
 
 fn join(parent: &str, key: &str) -> String {
@@ -259,6 +326,39 @@ mod tests {
         let doc = parse("x: &v {k: 1}\ny: *v\nz: '23'\n").unwrap();
         assert_eq!(doc.value["y"]["k"], 1);
         assert_eq!(doc.value["z"], "23");
+    }
+
+    #[test]
+    fn duplicate_keys_name_both_lines() {
+        let err = parse("a: 1\nb:\n  c: 1\n  c: 2\n").unwrap_err();
+        assert_eq!(err.pos, Pos { line: 4, col: 3 });
+        assert!(err.message.contains("duplicate key `c`: first at line 3"), "{err:?}");
+        // The same key in different mappings is fine.
+        parse("a: {c: 1}\nb: {c: 2}\n").unwrap();
+    }
+
+    #[test]
+    fn a_second_document_is_refused() {
+        let err = parse("a: 1\n---\nb: 2\n").unwrap_err();
+        assert_eq!(err.pos.line, 3, "{err:?}");
+        assert!(err.message.contains("second YAML document"));
+        // One explicit document is fine, with or without its end marker.
+        parse("---\na: 1\n...\n").unwrap();
+    }
+
+    #[test]
+    fn an_alias_bomb_is_refused_early() {
+        let mut bomb = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..10 {
+            let refs = vec![format!("*a{}", i - 1); 9].join(", ");
+            bomb.push_str(&format!("a{i}: &a{i} [{refs}]\n"));
+        }
+        assert!(bomb.len() < 2000);
+        let err = parse(&bomb).unwrap_err();
+        assert!(err.message.contains("alias bomb"), "{err:?}");
+        // A few modest aliases are fine.
+        let doc = parse("base: &b {k: 1, l: [1, 2]}\nx: *b\ny: *b\n").unwrap();
+        assert_eq!(doc.value["y"]["l"][1], 2);
     }
 
     #[test]
