@@ -21,10 +21,11 @@ fn agent_with(dir: &Path, port: u16, node: &str, cert_of: &str, pki_dir: &Path, 
     std::fs::write(
         &cfg,
         format!(
-            "collector = \"127.0.0.1:{port}\"\nnode = \"{node}\"\nrole = \"master\"\nca = \"{}\"\ncert = \"{}\"\nkey = \"{}\"\ninterval_ms = 100\n{extra}",
+            "collector = \"127.0.0.1:{port}\"\nnode = \"{node}\"\nrole = \"master\"\nca = \"{}\"\ncert = \"{}\"\nkey = \"{}\"\ninterval_ms = 100\nstate_dir = \"{}\"\n{extra}",
             f("agent-ca.crt"),
             f(&format!("agent-{cert_of}.crt")),
-            f(&format!("agent-{cert_of}.key"))
+            f(&format!("agent-{cert_of}.key")),
+            state_dir(dir, node, cert_of).display()
         ),
     )
     .unwrap();
@@ -38,6 +39,11 @@ fn agent_with(dir: &Path, port: u16, node: &str, cert_of: &str, pki_dir: &Path, 
         .spawn()
         .expect("hardshift-agent built");
     (Kill(p), log_path)
+}
+
+/// Where the agent keeps its last seq (the default, /run/hardshift-agent, is one per machine).
+fn state_dir(dir: &Path, node: &str, cert_of: &str) -> PathBuf {
+    dir.join(format!("agent-state-{node}-{cert_of}"))
 }
 
 fn db(dir: &Path) -> Store {
@@ -144,6 +150,41 @@ fn reports_survive_a_killed_collector_and_identities_are_enforced() {
         ],
     );
     assert!(!ok, "a client without a certificate must be refused: {out}");
+}
+
+#[test]
+fn a_restarted_agent_continues_its_sequence() {
+    // Before: a restart counted from 1 again within the same boot; the collector acked those
+    // reports and dropped them as duplicates (43 lost in the probe), and status went stale.
+    let (d, port, _col) = bundle_and_collector();
+    let dir = d.path();
+    let pki_dir = dir.join("agent-pki");
+    let node = "master-1";
+    let first = agent(dir, port, node, node, &pki_dir);
+    wait_for("20 reports", 30, || stored(dir, node).len() >= 20);
+    // SIGKILL: no chance to save anything on the way out.
+    drop(first);
+    let saved = std::fs::read_to_string(state_dir(dir, node, node).join("seq")).unwrap();
+    let last: u64 = saved.split_whitespace().nth(2).unwrap().parse().unwrap();
+    let before = stored(dir, node);
+    assert!(last >= *before.last().unwrap(), "the file is never behind the collector: {saved}");
+
+    let (second, log) = agent(dir, port, node, node, &pki_dir);
+    wait_for("20 reports after the restart", 30, || {
+        stored(dir, node).iter().filter(|s| **s > last).count() >= 20
+    });
+    drop(second);
+    let log = std::fs::read_to_string(&log).unwrap();
+    assert!(log.contains(&format!("continuing after seq {last}")), "{log}");
+    // Every report of the second run is stored, from the first seq it used.
+    let seqs = stored(dir, node);
+    let after: Vec<u64> = seqs.iter().copied().filter(|s| *s > last).collect();
+    let expect: Vec<u64> = (last + 1..=*seqs.last().unwrap()).collect();
+    assert_eq!(after, expect);
+    // What the killed agent never sent is counted as lost, not hidden.
+    let unsent = last - seqs.iter().filter(|s| **s <= last).count() as u64;
+    let row = db(dir).nodes().unwrap().into_iter().find(|r| r.node == node).unwrap();
+    assert_eq!(row.dropped, unsent, "lost = the gaps below the highest seq");
 }
 
 /// A kubelet stand-in serving /healthz like the kubelet does, until dropped.

@@ -223,11 +223,12 @@ fn a_stopped_unit_reaches_the_collector_before_the_next_tick() {
     std::fs::write(
         &cfg,
         format!(
-            "collector = \"127.0.0.1:{cport}\"\nnode = \"master-0\"\nca = \"{}\"\ncert = \"{}\"\nkey = \"{}\"\ninterval_ms = 60000\nsystemd_bus = \"{}\"\nunits = [\"kubelet.service\"]\n",
+            "collector = \"127.0.0.1:{cport}\"\nnode = \"master-0\"\nca = \"{}\"\ncert = \"{}\"\nkey = \"{}\"\ninterval_ms = 60000\nsystemd_bus = \"{}\"\nunits = [\"kubelet.service\"]\nstate_dir = \"{}\"\n",
             pki.join("agent-ca.crt").display(),
             pki.join("agent-master-0.crt").display(),
             pki.join("agent-master-0.key").display(),
-            sd.bus()
+            sd.bus(),
+            work.path().join("agent-state").display()
         ),
     )
     .unwrap();

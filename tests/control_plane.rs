@@ -500,7 +500,8 @@ fn master_0s_real_kubelet_joins_through_its_csrs_and_the_agent_reports_it() {
         };
         assert!(head.contains("interval_ms = 5000"), "{head}");
         let head = head.replace("interval_ms = 5000", "interval_ms = 500");
-        std::fs::write(&main, format!("{head}\nunits = []\n{extra}{etcd}")).unwrap();
+        let state = root.map("/run/hardshift-agent");
+        std::fs::write(&main, format!("{head}\nunits = []\nstate_dir = \"{}\"\n{extra}{etcd}", state)).unwrap();
         let log = cp.log_path(&format!("agent-{node}"));
         cp.net
             .spawn_logged(node, agent.to_str().unwrap(), &["--config".into(), main], &[], &log)

@@ -108,10 +108,17 @@ impl Store {
         let mut stmt = self.db.prepare(
             "SELECT n.node, n.role, n.boot_id, n.last_seen_ms,
                     (SELECT COUNT(*) FROM reports r WHERE r.node = n.node),
-                    (SELECT COALESCE(SUM(dropped_before), 0) FROM reports r WHERE r.node = n.node),
+                    COALESCE(g.lost, 0),
                     (SELECT seq FROM reports r WHERE r.node = n.node AND r.boot_id = n.boot_id ORDER BY seq DESC LIMIT 1),
                     (SELECT body FROM reports r WHERE r.node = n.node AND r.boot_id = n.boot_id ORDER BY seq DESC LIMIT 1)
-             FROM nodes n ORDER BY n.node",
+             FROM nodes n
+             -- Seqs are dense within a boot (the agent keeps its seq across restarts), so what
+             -- is missing below each boot's highest seq was never stored: a full outbox dropped
+             -- it, or an agent was killed before sending it.
+             LEFT JOIN (SELECT node, SUM(m - c) AS lost FROM
+                          (SELECT node, MAX(seq) AS m, COUNT(*) AS c FROM reports GROUP BY node, boot_id)
+                        GROUP BY node) g ON g.node = n.node
+             ORDER BY n.node",
         )?;
         let rows = stmt.query_map([], |r| {
             let body: Option<Vec<u8>> = r.get(7)?;
@@ -184,5 +191,25 @@ mod tests {
         assert_eq!(s.seqs("m0", "b1").unwrap(), vec![1]);
         let rows = s.nodes().unwrap();
         assert_eq!(rows[0].reports, 2);
+    }
+
+    #[test]
+    fn lost_reports_are_the_gaps_of_each_boot() {
+        let t = tempfile::tempdir().unwrap();
+        let s = Store::open(&t.path().join("db")).unwrap();
+        s.hello("m0", "master", "b2", "0.1", 1).unwrap();
+        let put = |boot: &str, seq: u64| {
+            let r = NodeReport { seq, ..Default::default() };
+            s.insert("m0", boot, &r, 1).unwrap();
+        };
+        // Boot 1: 4, 5 and 6 never arrived; boot 2: 3 never arrived.
+        for seq in [1, 2, 3, 7] {
+            put("b1", seq);
+        }
+        for seq in [1, 2, 4] {
+            put("b2", seq);
+        }
+        let rows = s.nodes().unwrap();
+        assert_eq!((rows[0].reports, rows[0].dropped, rows[0].last_seq), (7, 4, 4));
     }
 }

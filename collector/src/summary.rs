@@ -67,7 +67,10 @@ pub fn summarize(r: &NodeRow, now_ms: i64) -> Summary {
     if r.dropped > 0 {
         warnings.push((
             Health::Warning as i32,
-            format!("{} reports dropped by a full outbox while the collector was unreachable", r.dropped),
+            format!(
+                "{} reports lost: dropped by a full outbox while the collector was unreachable, or not sent before an agent restart",
+                r.dropped
+            ),
         ));
     }
     warnings.sort_by_key(|w| std::cmp::Reverse(w.0));

@@ -39,11 +39,17 @@ pub struct Config {
     /// Where journalctl reads (`--directory`); default: the system journal.
     #[serde(default)]
     pub journal_directory: Option<PathBuf>,
+    /// Where the last used seq is kept across agent restarts within a boot (tmpfs is enough).
+    #[serde(default = "default_state_dir")]
+    pub state_dir: PathBuf,
     /// The local etcd member (bootstrap and masters).
     #[serde(default)]
     pub etcd: Option<crate::etcd::EtcdConfig>,
 }
 
+fn default_state_dir() -> PathBuf {
+    "/run/hardshift-agent".into()
+}
 fn default_bus() -> String {
     "system".into()
 }

@@ -1,8 +1,8 @@
 //! `hardshift-agent`: runs on every node from first boot; probes the node and streams reports to
 //! the collector on the admin's workstation. It never runs a command it was sent.
 //!
-//!   hardshift-agent [--config /etc/hardshift/agent.toml]          run
-//!   hardshift-agent status [--config ...] [--json]                 print the local view once
+//!   hardshift-agent [--config /etc/hardshift/agent.toml] [run]    run
+//!   hardshift-agent status [--json]                                print the local view once
 //!   hardshift-agent logs UNIT [-n N] | logs --container SEL [-n N] the bounded debug answers, locally
 
 mod client;
@@ -13,6 +13,7 @@ mod etcd;
 mod host;
 mod outbox;
 mod probes;
+mod seq_state;
 mod systemd;
 
 use hardshift_proto::v1::NodeReport;
@@ -88,16 +89,46 @@ async fn bus(cfg: &config::Config) -> Option<zbus::Connection> {
     }
 }
 
+/// Probes this node (kubelet, CRI-O, etcd, systemd units, the host) and streams reports to the
+/// hardshift collector over mTLS. It never runs a command it was sent.
+#[derive(clap::Parser)]
+#[command(name = "hardshift-agent", version, about)]
+struct Cli {
+    /// The agent's configuration; drop-ins are read from agent.d/*.toml beside it.
+    #[arg(long, global = true, default_value = "/etc/hardshift/agent.toml")]
+    config: PathBuf,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(clap::Subcommand)]
+enum Command {
+    /// Probe and stream reports to the collector until stopped (the default).
+    Run,
+    /// Probe once and print this node's state.
+    Status {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the same bounded, read-only log answer a debug request gets.
+    Logs {
+        /// An allow-listed unit (kubelet, crio, bootkube, release-image, hardshift-agent).
+        #[arg(required_unless_present = "container", conflicts_with = "container")]
+        unit: Option<String>,
+        /// A container: its ID or NAMESPACE/POD/NAME.
+        #[arg(long)]
+        container: Option<String>,
+        /// Lines from the end (at most 2000).
+        #[arg(short = 'n', default_value_t = debug::DEFAULT_LINES)]
+        lines: u32,
+    },
+}
+
 fn main() -> std::process::ExitCode {
-    let mut args: Vec<String> = std::env::args().skip(1).collect();
-    let mut path = PathBuf::from("/etc/hardshift/agent.toml");
-    if let Some(i) = args.iter().position(|a| a == "--config") {
-        if i + 1 < args.len() {
-            path = PathBuf::from(args.remove(i + 1));
-            args.remove(i);
-        }
-    }
-    let cfg = match config::load(&path) {
+    use clap::Parser;
+    let cli = Cli::parse();
+    let cfg = match config::load(&cli.config) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("hardshift-agent: {e}");
@@ -105,10 +136,10 @@ fn main() -> std::process::ExitCode {
         }
     };
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-    match args.first().map(String::as_str) {
-        Some("status") => {
+    match cli.command.unwrap_or(Command::Run) {
+        Command::Status { json } => {
             let r = rt.block_on(async { report(&cfg, bus(&cfg).await.as_ref(), None).await });
-            if args.iter().any(|a| a == "--json") {
+            if json {
                 let comps: Vec<serde_json::Value> = r
                     .components
                     .iter()
@@ -153,31 +184,14 @@ fn main() -> std::process::ExitCode {
             }
             std::process::ExitCode::SUCCESS
         }
-        Some("logs") => {
-            // On the node itself: the same bounded, read-only answers a debug request gets.
-            let lines = args
-                .iter()
-                .position(|a| a == "-n")
-                .and_then(|i| args.get(i + 1))
-                .and_then(|n| n.parse().ok())
-                .unwrap_or(debug::DEFAULT_LINES);
-            let kind = match (args.iter().position(|a| a == "--container"), args.get(1)) {
-                (Some(i), _) => args.get(i + 1).map(|c| {
-                    hardshift_proto::v1::debug_request::Kind::ContainerLog(hardshift_proto::v1::ContainerLogRequest {
-                        container: c.clone(),
-                        lines,
-                    })
-                }),
-                (None, Some(u)) if u != "-n" => Some(hardshift_proto::v1::debug_request::Kind::Journal(
-                    hardshift_proto::v1::JournalRequest { unit: u.clone(), lines },
-                )),
-                _ => None,
+        Command::Logs { unit, container, lines } => {
+            use hardshift_proto::v1::{debug_request::Kind, ContainerLogRequest, DebugRequest, JournalRequest};
+            let kind = match (container, unit) {
+                (Some(container), _) => Kind::ContainerLog(ContainerLogRequest { container, lines }),
+                (None, Some(unit)) => Kind::Journal(JournalRequest { unit, lines }),
+                (None, None) => unreachable!("clap requires a unit or --container"),
             };
-            let Some(kind) = kind else {
-                eprintln!("usage: hardshift-agent logs UNIT [-n N] | logs --container ID|NS/POD/NAME [-n N]");
-                return std::process::ExitCode::from(2);
-            };
-            let r = rt.block_on(debug::answer(&cfg, hardshift_proto::v1::DebugRequest { id: 0, kind: Some(kind) }));
+            let r = rt.block_on(debug::answer(&cfg, DebugRequest { id: 0, kind: Some(kind) }));
             for l in &r.lines {
                 println!("{l}");
             }
@@ -187,24 +201,26 @@ fn main() -> std::process::ExitCode {
             }
             std::process::ExitCode::SUCCESS
         }
-        None | Some("run") => {
+        Command::Run => {
             rt.block_on(run(cfg));
             std::process::ExitCode::SUCCESS
-        }
-        Some(other) => {
-            eprintln!("hardshift-agent: unknown command {other:?} (expected `run` or `status`)");
-            std::process::ExitCode::from(2)
         }
     }
 }
 
 async fn run(cfg: config::Config) {
+    let boot_id = host::probe().boot_id;
+    let last = seq_state::load(&cfg.state_dir, &cfg.node, &boot_id);
+    if last > 0 {
+        eprintln!("hardshift-agent: restarted within boot {boot_id}: continuing after seq {last}");
+    }
     let shared = Arc::new(client::Shared {
-        outbox: Mutex::new(outbox::Outbox::new(cfg.outbox_capacity)),
+        outbox: Mutex::new(outbox::Outbox::after_seq(cfg.outbox_capacity, last)),
         new_report: tokio::sync::Notify::new(),
-        boot_id: host::probe().boot_id,
+        boot_id: boot_id.clone(),
         clock: Default::default(),
     });
+    let mut warned = false;
     let stream = tokio::spawn(client::run(cfg.clone(), shared.clone()));
     let conn = bus(&cfg).await;
     let changed = Arc::new(tokio::sync::Notify::new());
@@ -221,6 +237,15 @@ async fn run(cfg: config::Config) {
         }
         let r = report(&cfg, conn.as_ref(), shared.clock_offset()).await;
         if let Ok(mut o) = shared.outbox.lock() {
+            // Record the seq before it can reach the collector, so a restart never reuses it.
+            if let Err(e) = seq_state::save(&cfg.state_dir, &cfg.node, &boot_id, o.next_seq()) {
+                if !std::mem::replace(&mut warned, true) {
+                    eprintln!(
+                        "hardshift-agent: cannot record the seq in {}: {e}; a restart of the agent would lose reports",
+                        cfg.state_dir.display()
+                    );
+                }
+            }
             o.push(r);
         }
         shared.new_report.notify_one();

@@ -1,5 +1,6 @@
 //! Reports not yet acknowledged by the collector. Bounded: when full, the oldest is dropped and
-//! counted, and the count travels with the next report so the collector can show the gap.
+//! counted, and the count travels with the next report so the collector can show the gap. A
+//! count is never lost: if the report carrying it is dropped in turn, the next one carries both.
 
 use hardshift_proto::v1::NodeReport;
 use std::collections::VecDeque;
@@ -12,20 +13,27 @@ pub struct Outbox {
 }
 
 impl Outbox {
-    pub fn new(capacity: usize) -> Self {
+    /// An outbox whose first report gets `last + 1`: a restarted agent continues its boot's sequence.
+    pub fn after_seq(capacity: usize, last: u64) -> Self {
         Outbox {
             queue: VecDeque::new(),
             capacity: capacity.max(1),
-            next_seq: 1,
+            next_seq: last + 1,
             dropped: 0,
         }
+    }
+
+    /// The seq the next `push` will use.
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
     }
 
     /// Number and queue a report; returns its seq.
     pub fn push(&mut self, mut r: NodeReport) -> u64 {
         if self.queue.len() == self.capacity {
-            self.queue.pop_front();
-            self.dropped += 1;
+            if let Some(gone) = self.queue.pop_front() {
+                self.dropped += 1 + gone.dropped_before;
+            }
         }
         r.seq = self.next_seq;
         r.dropped_before = std::mem::take(&mut self.dropped);
@@ -57,7 +65,7 @@ mod tests {
 
     #[test]
     fn numbers_acks_and_counts_overflow() {
-        let mut o = Outbox::new(3);
+        let mut o = Outbox::after_seq(3, 0);
         for _ in 0..5 {
             o.push(NodeReport::default());
         }
@@ -69,5 +77,24 @@ mod tests {
         assert_eq!(o.after(0).map(|r| r.seq).collect::<Vec<_>>(), vec![5]);
         assert_eq!(o.after(5).count(), 0);
         assert_eq!(o.last_seq(), 5);
+    }
+
+    #[test]
+    fn a_drop_count_survives_its_carrier_being_dropped() {
+        // Capacity 1: every push drops the one before, and with it the count it carried.
+        let mut o = Outbox::after_seq(1, 0);
+        for _ in 0..10 {
+            o.push(NodeReport::default());
+        }
+        let left: Vec<_> = o.after(0).collect();
+        assert_eq!((left[0].seq, left[0].dropped_before), (10, 9), "all nine drops are counted");
+    }
+
+    #[test]
+    fn continues_a_sequence() {
+        let mut o = Outbox::after_seq(4, 41);
+        assert_eq!(o.next_seq(), 42);
+        assert_eq!(o.push(NodeReport::default()), 42);
+        assert_eq!(o.last_seq(), 42);
     }
 }
