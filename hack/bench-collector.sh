@@ -24,7 +24,7 @@ printf '%-7s %8s %8s %8s %7s %8s %8s %8s %9s %9s %9s %10s %11s\n' agents sent ac
 for n in $AGENTS; do
   rm -rf "$work/b/collector"
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-  target/release/hardshift collector --dir "$work/b" --listen "127.0.0.1:$port" 2>"$work/collector-$n.log" & col=$!
+  target/release/hardshift collector --dir "$work/b" --listen "127.0.0.1:$port" --max-per-address 100000 --max-connections 100000 2>"$work/collector-$n.log" & col=$!
   sleep 1
   t0=$(awk '{print $14 + $15}' /proc/$col/stat); s0=$(date +%s.%N)
   out=$(/usr/bin/time -f "sim_cpu_s=%U+%S sim_rss_kb=%M" -a -o "$work/simtime-$n" target/release/examples/simulate_agents "$work/b" "127.0.0.1:$port" "$n" "$INTERVAL_MS" "$DURATION" 2>"$work/sim-$n.log")

@@ -121,6 +121,8 @@ fn reports_survive_a_killed_collector_and_identities_are_enforced() {
         col_log.contains("certificate \"master-0\" claims to be node \"master-1\""),
         "{col_log}"
     );
+    // The foreign certificate is refused in the handshake, and the collector says why.
+    assert!(col_log.contains("handshake_failed: TLS: invalid peer certificate"), "{col_log}");
     assert!(
         std::fs::read_to_string(&imp_log).unwrap().contains("PermissionDenied")
             || std::fs::read_to_string(&imp_log).unwrap().contains("may only report as itself")

@@ -24,12 +24,17 @@ enum Job {
         report: Box<NodeReport>,
         reply: oneshot::Sender<Result<u64, String>>,
     },
+    /// Retention: delete reports received before this time; answers how many went.
+    Prune {
+        before_ms: i64,
+        reply: oneshot::Sender<Result<u64, String>>,
+    },
 }
 
 impl Job {
     fn reply(self) -> oneshot::Sender<Result<u64, String>> {
         match self {
-            Job::Hello { reply, .. } | Job::Report { reply, .. } => reply,
+            Job::Hello { reply, .. } | Job::Report { reply, .. } | Job::Prune { reply, .. } => reply,
         }
     }
 }
@@ -96,6 +101,18 @@ impl Ingest {
 
 pub type Stored = oneshot::Receiver<Result<u64, String>>;
 
+impl Ingest {
+    /// Delete reports received before `before_ms` (each boot's newest is kept); how many went.
+    pub async fn prune(&self, before_ms: i64) -> Result<u64, String> {
+        let (reply, rx) = oneshot::channel();
+        self.tx
+            .send(Job::Prune { before_ms, reply })
+            .await
+            .map_err(|_| "writer stopped".to_string())?;
+        rx.await.map_err(|_| "writer stopped".to_string())?
+    }
+}
+
 fn write(store: &mut Store, jobs: Vec<Job>) {
     let now = now_ms();
     let result = store.batch(|tx| {
@@ -112,6 +129,7 @@ fn write(store: &mut Store, jobs: Vec<Job>) {
                     tx.insert(node, boot, report, now)?;
                     tx.highest(node, boot)?
                 }
+                Job::Prune { before_ms, .. } => tx.prune(*before_ms)?,
             });
         }
         Ok(out)

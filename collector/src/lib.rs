@@ -3,6 +3,7 @@
 
 pub mod events;
 pub mod ingest;
+pub mod listener;
 pub mod server;
 pub mod store;
 pub mod summary;

@@ -1,7 +1,10 @@
 //! The mTLS gRPC server agents stream to. A node's identity is its client certificate's CN; a
-//! stream whose Hello names another node is refused and logged.
+//! stream whose Hello names another node is refused and logged. Connections come through
+//! `listener` (caps, deadlines); on shutdown every stream is drained: what was received is
+//! committed and acknowledged, then the streams end and the agents reconnect elsewhere or later.
 
 use crate::ingest::{Ingest, Stored};
+use crate::listener::{self, ConnInfo, Gate, Limits};
 use crate::now_ms;
 use crate::store::Store;
 use hardshift_proto::v1::admin_server::{Admin, AdminServer};
@@ -21,12 +24,14 @@ use tokio_stream::{
     wrappers::{ReceiverStream, UnixListenerStream},
     Stream,
 };
-use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
+use tonic::transport::Server;
 use tonic::{Request, Response, Status, Streaming};
 
 pub struct Collector {
     ingest: Ingest,
     agents: Arc<Agents>,
+    hello_timeout: Duration,
+    stop: tokio::sync::watch::Receiver<bool>,
 }
 
 type Outbox = mpsc::Sender<Result<CollectorMessage, Status>>;
@@ -116,8 +121,8 @@ impl Admin for AdminApi {
 
 /// The CN of the verified client certificate (rustls checked it against the agent CA).
 fn peer_cn<T>(req: &Request<T>) -> Option<String> {
-    let certs = req.peer_certs()?;
-    let (_, cert) = x509_parser::parse_x509_certificate(certs.first()?.as_ref()).ok()?;
+    let der = req.extensions().get::<ConnInfo>()?.cert.as_ref()?;
+    let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
     let cn = cert.subject().iter_common_name().next()?.as_str().ok()?.to_string();
     Some(cn)
 }
@@ -140,11 +145,18 @@ impl Agent for Collector {
 
     async fn connect(&self, req: Request<Streaming<AgentMessage>>) -> Result<Response<Outbound>, Status> {
         let cn = peer_cn(&req).ok_or_else(|| Status::unauthenticated("no client certificate"))?;
+        let info = req.extensions().get::<ConnInfo>().cloned();
         let mut inbound = req.into_inner();
-        let hello = match inbound.message().await? {
+        let first = tokio::time::timeout(self.hello_timeout, inbound.message())
+            .await
+            .map_err(|_| Status::deadline_exceeded("no Hello in time"))?;
+        let hello = match first? {
             Some(AgentMessage { body: Some(In::Hello(h)) }) => h,
             _ => return Err(Status::invalid_argument("the first message must be Hello")),
         };
+        if let Some(i) = &info {
+            i.hello.store(true, std::sync::atomic::Ordering::Release);
+        }
         if hello.node != cn {
             eprintln!("collector: refused a stream: certificate {cn:?} claims to be node {:?}", hello.node);
             return Err(Status::permission_denied(format!("certificate {cn:?} may only report as itself")));
@@ -190,9 +202,15 @@ impl Agent for Collector {
                 }
             })
         };
+        let mut stop = self.stop.clone();
         tokio::spawn(async move {
             loop {
-                let msg = match inbound.message().await {
+                // On shutdown, stop reading: what was read is still stored and acked below.
+                let next = tokio::select! {
+                    m = inbound.message() => m,
+                    _ = stop.wait_for(|s| *s) => break,
+                };
+                let msg = match next {
                     Ok(Some(m)) => m,
                     Ok(None) => break,
                     Err(e) => {
@@ -238,56 +256,132 @@ pub struct Tls {
     pub client_ca: String,
 }
 
+/// How the collector treats its connections and its store.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub limits: Limits,
+    /// Delete reports older than this (each boot's newest is kept); None keeps everything.
+    pub retain: Option<Duration>,
+    /// How long a shutdown waits for the streams to drain.
+    pub drain: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            limits: Limits::default(),
+            retain: None,
+            drain: Duration::from_secs(10),
+        }
+    }
+}
+
 /// Serve agents on `addr` (mTLS) and, when given, the admin API on a unix socket, until
-/// `shutdown` resolves. Agents must present a certificate from `client_ca`.
+/// `shutdown` resolves; then drain. Agents must present a certificate from `client_ca`.
 pub async fn serve(
     addr: SocketAddr,
     tls: Tls,
     store: Store,
     admin_socket: Option<&Path>,
+    opts: Options,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<(), String> {
-    let cfg = ServerTlsConfig::new()
-        .identity(Identity::from_pem(tls.cert, tls.key))
-        .client_ca_root(Certificate::from_pem(tls.client_ca));
+    let tls = Arc::new(listener::tls_config(&tls.cert, &tls.key, &tls.client_ca)?);
+    let tcp = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("listen on {addr}: {e}"))?;
     let agents = Arc::new(Agents::default());
+    let gate = Arc::new(Gate::default());
+    let ingest = Ingest::start(store);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;
     };
+    let (conn_tx, conn_rx) = mpsc::channel(256);
+    tokio::spawn(listener::accept(
+        tcp,
+        tls,
+        opts.limits.clone(),
+        gate.clone(),
+        conn_tx,
+        stopped(stop_rx.clone()),
+    ));
+    if let Some(retain) = opts.retain {
+        tokio::spawn(prune_every(ingest.clone(), retain, stopped(stop_rx.clone())));
+    }
     let agent_server = Server::builder()
-        .tls_config(cfg)
-        .map_err(|e| e.to_string())?
+        // A peer that vanished without a FIN is found and its slot freed.
+        .http2_keepalive_interval(Some(Duration::from_secs(30)))
+        .http2_keepalive_timeout(Some(Duration::from_secs(10)))
         .add_service(AgentServer::new(Collector {
-            ingest: Ingest::start(store),
+            ingest,
             agents: agents.clone(),
+            hello_timeout: opts.limits.hello_timeout,
+            stop: stop_rx.clone(),
         }))
-        .serve_with_shutdown(addr, stopped(stop_rx.clone()));
+        .serve_with_incoming_shutdown(ReceiverStream::new(conn_rx), stopped(stop_rx.clone()));
     let admin = async {
         let Some(path) = admin_socket else { return Ok(()) };
-        // A stale socket from a killed collector would make bind fail.
+        // A stale socket from a killed collector would make bind fail (the caller holds the
+        // directory's lock, so it is not a live collector's).
         let _ = std::fs::remove_file(path);
         let listener = tokio::net::UnixListener::bind(path).map_err(|e| format!("{}: {e}", path.display()))?;
         std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o600))
             .map_err(|e| format!("{}: {e}", path.display()))?;
         Server::builder()
-            .add_service(AdminServer::new(AdminApi { agents }))
+            .add_service(AdminServer::new(AdminApi { agents: agents.clone() }))
             .serve_with_incoming_shutdown(UnixListenerStream::new(listener), stopped(stop_rx.clone()))
             .await
             .map_err(|e| format!("admin socket: {e}"))
     };
+    let servers = async {
+        let (a, b) = tokio::join!(
+            async { agent_server.await.map_err(|e| format!("{e}: {:?}", std::error::Error::source(&e))) },
+            admin
+        );
+        a.and(b)
+    };
+    let drain = opts.drain;
     let watcher = async {
         shutdown.await;
+        let streams = agents.conns.lock().map(|c| c.len()).unwrap_or(0);
+        eprintln!("collector: stopping: draining {streams} agent streams (at most {drain:?})");
         let _ = stop_tx.send(true);
-        Ok::<(), String>(())
+        tokio::time::sleep(drain).await;
     };
-    let (a, b, _) = tokio::join!(
-        async { agent_server.await.map_err(|e| format!("{e}: {:?}", std::error::Error::source(&e))) },
-        admin,
-        watcher
-    );
+    let result = tokio::select! {
+        r = servers => r,
+        _ = watcher => {
+            eprintln!("collector: the drain took over {drain:?}; stopping anyway");
+            Ok(())
+        }
+    };
     if let Some(p) = admin_socket {
         let _ = std::fs::remove_file(p);
     }
-    a.and(b)
+    let refused = gate.refusals();
+    if !refused.is_empty() {
+        let list: Vec<String> = refused.iter().map(|(k, v)| format!("{} {v}", k.label())).collect();
+        eprintln!("collector: refused connections: {}", list.join(", "));
+    }
+    eprintln!("collector: stopped");
+    result
+}
+
+/// Retention: prune now, then every `retain / 4` (at most hourly), until `stop`.
+async fn prune_every(ingest: Ingest, retain: Duration, stop: impl std::future::Future<Output = ()>) {
+    let every = (retain / 4).clamp(Duration::from_millis(250), Duration::from_secs(3600));
+    tokio::pin!(stop);
+    loop {
+        let before = now_ms() - retain.as_millis() as i64;
+        match ingest.prune(before).await {
+            Ok(0) => {}
+            Ok(n) => eprintln!("collector: retention: deleted {n} reports older than {retain:?}"),
+            Err(e) => eprintln!("collector: retention: {e}"),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            _ = &mut stop => return,
+        }
+    }
 }

@@ -30,6 +30,9 @@ pub struct NodeRow {
 
 impl Store {
     pub fn open(path: &Path) -> Result<Store, StoreError> {
+        // Reports name every node, address and failing unit of the lab: this user's only.
+        // SQLite gives the -wal and -shm files the database file's mode, so create it 0600 first.
+        private(path).map_err(|e| StoreError(rusqlite::Error::ToSqlConversionFailure(Box::new(e))))?;
         let db = Connection::open(path)?;
         // WAL: readers (status) never block the writer; synchronous=FULL: an acknowledged report
         // survives a power cut, not only a killed process.
@@ -44,7 +47,10 @@ impl Store {
                 PRIMARY KEY (node, boot_id, seq)) WITHOUT ROWID;
              CREATE TABLE IF NOT EXISTS nodes (
                 node TEXT PRIMARY KEY, role TEXT NOT NULL, boot_id TEXT NOT NULL, agent_version TEXT NOT NULL,
-                last_seen_ms INTEGER NOT NULL);",
+                last_seen_ms INTEGER NOT NULL);
+             CREATE TABLE IF NOT EXISTS pruned (
+                node TEXT NOT NULL, boot_id TEXT NOT NULL, n INTEGER NOT NULL,
+                PRIMARY KEY (node, boot_id)) WITHOUT ROWID;",
         )?;
         Ok(Store { db })
     }
@@ -93,6 +99,25 @@ impl Store {
         Ok(n == 1)
     }
 
+    /// Delete reports received before `before_ms`, except each boot's newest (status reads it).
+    /// What is deleted is counted per boot, so it is not mistaken for reports lost on the way.
+    pub fn prune(&self, before_ms: i64) -> Result<u64, StoreError> {
+        let keep = "(node, boot_id, seq) NOT IN (SELECT node, boot_id, MAX(seq) FROM reports GROUP BY node, boot_id)";
+        self.db.execute(
+            &format!(
+                "INSERT INTO pruned (node, boot_id, n)
+                 SELECT node, boot_id, COUNT(*) FROM reports WHERE received_ms < ?1 AND {keep} GROUP BY node, boot_id
+                 ON CONFLICT(node, boot_id) DO UPDATE SET n = n + excluded.n"
+            ),
+            params![before_ms],
+        )?;
+        let n = self.db.execute(
+            &format!("DELETE FROM reports WHERE received_ms < ?1 AND {keep}"),
+            params![before_ms],
+        )?;
+        Ok(n as u64)
+    }
+
     /// Highest seq stored for this node and boot (what the agent may forget).
     pub fn highest(&self, node: &str, boot_id: &str) -> Result<u64, StoreError> {
         let v: Option<i64> = self.db.query_row(
@@ -115,9 +140,10 @@ impl Store {
              -- Seqs are dense within a boot (the agent keeps its seq across restarts), so what
              -- is missing below each boot's highest seq was never stored: a full outbox dropped
              -- it, or an agent was killed before sending it.
-             LEFT JOIN (SELECT node, SUM(m - c) AS lost FROM
-                          (SELECT node, MAX(seq) AS m, COUNT(*) AS c FROM reports GROUP BY node, boot_id)
-                        GROUP BY node) g ON g.node = n.node
+             LEFT JOIN (SELECT r.node, SUM(r.m - r.c - COALESCE(p.n, 0)) AS lost FROM
+                          (SELECT node, boot_id, MAX(seq) AS m, COUNT(*) AS c FROM reports GROUP BY node, boot_id) r
+                          LEFT JOIN pruned p ON p.node = r.node AND p.boot_id = r.boot_id
+                        GROUP BY r.node) g ON g.node = n.node
              ORDER BY n.node",
         )?;
         let rows = stmt.query_map([], |r| {
@@ -170,6 +196,21 @@ impl Store {
     }
 }
 
+/// Create `path` 0600 if absent; make it and its -wal and -shm files 0600 if present.
+fn private(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(path)?;
+    for suffix in ["", "-wal", "-shm"] {
+        let mut p = path.as_os_str().to_owned();
+        p.push(suffix);
+        match std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -211,5 +252,27 @@ mod tests {
         }
         let rows = s.nodes().unwrap();
         assert_eq!((rows[0].reports, rows[0].dropped, rows[0].last_seq), (7, 4, 4));
+    }
+
+    #[test]
+    fn pruning_keeps_the_newest_and_is_not_counted_as_lost() {
+        use std::os::unix::fs::PermissionsExt;
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("db");
+        let s = Store::open(&path).unwrap();
+        s.hello("m0", "master", "b1", "0.1", 1).unwrap();
+        for seq in 1..=10u64 {
+            let r = NodeReport { seq, ..Default::default() };
+            s.insert("m0", "b1", &r, seq as i64 * 100).unwrap();
+        }
+        // Everything received before 1000 goes, but seq 10 (received at 1000) is the newest anyway.
+        assert_eq!(s.prune(2000).unwrap(), 9);
+        assert_eq!(s.seqs("m0", "b1").unwrap(), vec![10]);
+        let row = &s.nodes().unwrap()[0];
+        assert_eq!((row.reports, row.dropped, row.last_seq), (1, 0, 10));
+        for f in ["db", "db-wal", "db-shm"] {
+            let mode = std::fs::metadata(t.path().join(f)).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600, "{f}");
+        }
     }
 }

@@ -3,6 +3,7 @@ use hardshift_collector::{server, store::Store};
 use hardshift_generator::fsio;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -14,6 +15,50 @@ pub struct Args {
     /// The report database. Default: DIR/collector/reports.db
     #[arg(long)]
     db: Option<PathBuf>,
+    /// Connections open at once, in all (handshaking ones included).
+    #[arg(long, default_value_t = 10_000)]
+    max_connections: usize,
+    /// Connections open at once from one source address (a node needs one).
+    #[arg(long, default_value_t = 64)]
+    max_per_address: usize,
+    /// Time a client has to finish the TLS handshake, e.g. 10s.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    handshake_timeout: Duration,
+    /// Time an agent has, once TLS is up, to send its Hello.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    hello_timeout: Duration,
+    /// Delete reports older than this (e.g. 7d, 12h); each boot's newest report is kept.
+    /// "forever" keeps everything.
+    #[arg(long, default_value = "7d", value_parser = parse_retention)]
+    retain: Retention,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Retention(Option<Duration>);
+
+fn parse_retention(s: &str) -> Result<Retention, String> {
+    if s == "forever" {
+        return Ok(Retention(None));
+    }
+    parse_duration(s).map(|d| Retention(Some(d)))
+}
+
+/// `500ms`, `45s`, `90m`, `12h`, `7d`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (n, unit) = s.split_at(split);
+    let n: u64 = n
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration: expected a number and a unit, e.g. 30s, 12h, 7d"))?;
+    let secs = match unit {
+        "ms" => return Ok(Duration::from_millis(n)),
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => return Err(format!("{s:?}: unknown unit {unit:?} (use ms, s, m, h or d)")),
+    };
+    Ok(Duration::from_secs(n.saturating_mul(secs)))
 }
 
 pub fn db_path(dir: &std::path::Path, db: Option<PathBuf>) -> PathBuf {
@@ -69,6 +114,16 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     if let Some(p) = db.parent() {
         std::fs::create_dir_all(p).map_err(|e| Failure::other(format!("{}: {e}", p.display())))?;
     }
+    // One collector per directory: a second would steal the admin socket and share the store.
+    let state = a.dir.join("collector");
+    std::fs::create_dir_all(&state).map_err(|e| Failure::other(format!("{}: {e}", state.display())))?;
+    let _lock = fsio::lock_file(&state.join("lock"), &format!("collector on {}", a.listen)).map_err(|e| match e {
+        fsio::LockError::Busy(holder) => Failure::other(format!(
+            "{}: another collector serves this bundle ({holder}); stop it first, or give this one another --dir",
+            a.dir.display()
+        )),
+        fsio::LockError::Io(e) => Failure::other(e),
+    })?;
     // The admin socket asks nodes for their logs: only this user may reach it.
     let admin = super::logs::admin_socket(&a.dir);
     std::fs::create_dir_all(admin.parent().unwrap_or(&a.dir))
@@ -87,9 +142,28 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         db.display(),
         admin.display()
     );
-    rt.block_on(server::serve(a.listen, tls, store, Some(&admin), async {
-        let _ = tokio::signal::ctrl_c().await;
-    }))
-    .map_err(Failure::other)?;
+    let opts = server::Options {
+        limits: hardshift_collector::listener::Limits {
+            handshake_timeout: a.handshake_timeout,
+            hello_timeout: a.hello_timeout,
+            max_connections: a.max_connections.max(1),
+            max_per_address: a.max_per_address.max(1),
+        },
+        retain: a.retain.0,
+        ..Default::default()
+    };
+    rt.block_on(async {
+        // SIGINT (Ctrl-C) and SIGTERM (systemctl stop, kill) both drain, then exit.
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .map_err(|e| Failure::other(format!("SIGTERM handler: {e}")))?;
+        server::serve(a.listen, tls, store, Some(&admin), opts, async move {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+        })
+        .await
+        .map_err(Failure::other)
+    })?;
     Ok(0)
 }

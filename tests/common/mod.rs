@@ -129,6 +129,11 @@ pub fn agent_bin() -> PathBuf {
 
 /// `hardshift collector` for bundle `dir` on 127.0.0.1:`port`, logging to `dir/collector.log`.
 pub fn collector(dir: &Path, port: u16) -> Kill {
+    collector_with(dir, port, &[])
+}
+
+/// `collector` with more arguments.
+pub fn collector_with(dir: &Path, port: u16, extra: &[&str]) -> Kill {
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -143,6 +148,7 @@ pub fn collector(dir: &Path, port: u16) -> Kill {
                 "--listen",
                 &format!("127.0.0.1:{port}"),
             ])
+            .args(extra)
             .stdout(std::process::Stdio::null())
             .stderr(log)
             .spawn()

@@ -1,0 +1,358 @@
+//! The agents' listener, owned here rather than left to tonic so that a flood cannot lock real
+//! agents out: connection caps in total and per source address, a deadline on the TLS handshake
+//! (each handshake in its own task, so idle sockets do not queue the others), a deadline on the
+//! Hello once TLS is up, and every refusal logged with its reason (rate-limited) and counted.
+
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+use tokio_rustls::rustls;
+use tokio_rustls::server::TlsStream;
+use tokio_rustls::TlsAcceptor;
+use tonic::transport::server::Connected;
+
+/// The limits a listener enforces.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    pub handshake_timeout: Duration,
+    /// From the end of the TLS handshake to the agent's Hello.
+    pub hello_timeout: Duration,
+    pub max_connections: usize,
+    pub max_per_address: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            handshake_timeout: Duration::from_secs(10),
+            hello_timeout: Duration::from_secs(10),
+            max_connections: 10_000,
+            max_per_address: 64,
+        }
+    }
+}
+
+/// Why a connection was refused (the label refusals are counted under).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Refusal {
+    ConnectionCap,
+    AddressCap,
+    HandshakeTimeout,
+    HandshakeFailed,
+    NoHello,
+}
+
+impl Refusal {
+    pub fn label(self) -> &'static str {
+        match self {
+            Refusal::ConnectionCap => "connection_cap",
+            Refusal::AddressCap => "address_cap",
+            Refusal::HandshakeTimeout => "handshake_timeout",
+            Refusal::HandshakeFailed => "handshake_failed",
+            Refusal::NoHello => "no_hello",
+        }
+    }
+}
+
+/// Open connections (admitted, handshaking or serving) and refusals so far.
+#[derive(Default)]
+pub struct Gate {
+    open: Mutex<(usize, HashMap<IpAddr, usize>)>,
+    refused: Mutex<BTreeMap<Refusal, u64>>,
+    log: Mutex<BTreeMap<Refusal, RateLimit>>,
+}
+
+/// At most `BURST` log lines per reason and window; the rest are counted and summed up when the
+/// window ends. Per reason, so a flood of one kind does not hide another.
+struct RateLimit {
+    window_start: Instant,
+    lines: u32,
+    suppressed: u64,
+}
+
+impl Default for RateLimit {
+    fn default() -> Self {
+        RateLimit {
+            window_start: Instant::now(),
+            lines: 0,
+            suppressed: 0,
+        }
+    }
+}
+
+const BURST: u32 = 20;
+const WINDOW: Duration = Duration::from_secs(60);
+
+/// A connection's place under the caps, given back when the connection ends.
+pub struct Slot {
+    gate: Arc<Gate>,
+    ip: IpAddr,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        if let Ok(mut open) = self.gate.open.lock() {
+            open.0 -= 1;
+            if let Some(n) = open.1.get_mut(&self.ip) {
+                *n -= 1;
+                if *n == 0 {
+                    open.1.remove(&self.ip);
+                }
+            }
+        }
+    }
+}
+
+impl Gate {
+    /// Admit a new connection from `ip`, or say which cap it hits.
+    pub fn admit(self: &Arc<Self>, ip: IpAddr, limits: &Limits) -> Result<Slot, Refusal> {
+        let mut open = self.open.lock().map_err(|_| Refusal::ConnectionCap)?;
+        if open.0 >= limits.max_connections {
+            return Err(Refusal::ConnectionCap);
+        }
+        let per = open.1.entry(ip).or_insert(0);
+        if *per >= limits.max_per_address {
+            return Err(Refusal::AddressCap);
+        }
+        *per += 1;
+        open.0 += 1;
+        Ok(Slot { gate: self.clone(), ip })
+    }
+
+    /// Count a refusal and log it, unless this window has had its share of lines.
+    pub fn refuse(&self, peer: SocketAddr, why: Refusal, detail: &str) {
+        if let Ok(mut r) = self.refused.lock() {
+            *r.entry(why).or_insert(0) += 1;
+        }
+        let Ok(mut logs) = self.log.lock() else { return };
+        let log = logs.entry(why).or_default();
+        let now = Instant::now();
+        if now.duration_since(log.window_start) >= WINDOW {
+            if log.suppressed > 0 {
+                eprintln!(
+                    "collector: {} more refusals ({}) were not logged in the last minute",
+                    log.suppressed,
+                    why.label()
+                );
+            }
+            *log = RateLimit {
+                window_start: now,
+                ..Default::default()
+            };
+        }
+        if log.lines < BURST {
+            log.lines += 1;
+            eprintln!("collector: refused {peer}: {}: {detail}", why.label());
+        } else {
+            log.suppressed += 1;
+        }
+    }
+
+    /// Refusals by reason so far.
+    pub fn refusals(&self) -> BTreeMap<Refusal, u64> {
+        self.refused.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+
+    /// Connections open now.
+    pub fn open(&self) -> usize {
+        self.open.lock().map(|o| o.0).unwrap_or(0)
+    }
+}
+
+/// What a handler learns about its connection: the peer, its verified certificate, and the flag
+/// its Hello sets to lift the Hello deadline.
+#[derive(Clone, Debug)]
+pub struct ConnInfo {
+    pub peer: SocketAddr,
+    /// The client's leaf certificate (DER), verified against the agent CA by rustls.
+    pub cert: Option<Vec<u8>>,
+    pub hello: Arc<AtomicBool>,
+}
+
+/// A TLS connection under the caps and the Hello deadline.
+pub struct Conn {
+    io: TlsStream<TcpStream>,
+    info: ConnInfo,
+    hello_deadline: Option<Pin<Box<tokio::time::Sleep>>>,
+    gate: Arc<Gate>,
+    _slot: Slot,
+}
+
+impl Connected for Conn {
+    type ConnectInfo = ConnInfo;
+    fn connect_info(&self) -> ConnInfo {
+        self.info.clone()
+    }
+}
+
+impl AsyncRead for Conn {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        // hyper always has a read pending, so this is polled when the deadline's timer fires.
+        if let Some(deadline) = this.hello_deadline.as_mut() {
+            if this.info.hello.load(Ordering::Acquire) {
+                this.hello_deadline = None;
+            } else if deadline.as_mut().poll(cx).is_ready() {
+                this.hello_deadline = None;
+                this.gate
+                    .refuse(this.info.peer, Refusal::NoHello, "no Hello after the TLS handshake; closed");
+                return Poll::Ready(Err(io::Error::new(io::ErrorKind::TimedOut, "no Hello")));
+            }
+        }
+        Pin::new(&mut this.io).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Conn {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+    fn poll_write_vectored(mut self: Pin<&mut Self>, cx: &mut Context<'_>, bufs: &[io::IoSlice<'_>]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+}
+
+/// The server's TLS: its certificate, and client certificates required from `client_ca`.
+pub fn tls_config(cert_pem: &str, key_pem: &str, client_ca_pem: &str) -> Result<rustls::ServerConfig, String> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = rustls::RootCertStore::empty();
+    for c in CertificateDer::pem_slice_iter(client_ca_pem.as_bytes()) {
+        roots
+            .add(c.map_err(|e| format!("agent CA: {e}"))?)
+            .map_err(|e| format!("agent CA: {e}"))?;
+    }
+    let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+        .build()
+        .map_err(|e| format!("agent CA: {e}"))?;
+    let chain = CertificateDer::pem_slice_iter(cert_pem.as_bytes())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("collector certificate: {e}"))?;
+    let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes()).map_err(|e| format!("collector key: {e}"))?;
+    let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(chain, key)
+        .map_err(|e| format!("collector certificate: {e}"))?;
+    cfg.alpn_protocols = vec![b"h2".to_vec()];
+    Ok(cfg)
+}
+
+/// Accept on `listener` until `stop`, handing each connection that passes the caps and the
+/// TLS handshake to `out`.
+pub async fn accept(
+    listener: TcpListener,
+    tls: Arc<rustls::ServerConfig>,
+    limits: Limits,
+    gate: Arc<Gate>,
+    out: mpsc::Sender<io::Result<Conn>>,
+    stop: impl Future<Output = ()>,
+) {
+    let acceptor = TlsAcceptor::from(tls);
+    tokio::pin!(stop);
+    loop {
+        let (tcp, peer) = tokio::select! {
+            _ = &mut stop => return,
+            r = listener.accept() => match r {
+                Ok(x) => x,
+                Err(e) => {
+                    // Out of file descriptors and the like: wait rather than spin.
+                    eprintln!("collector: accept: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+        };
+        let slot = match gate.admit(peer.ip(), &limits) {
+            Ok(s) => s,
+            Err(why) => {
+                let detail = match why {
+                    Refusal::AddressCap => format!("{} connections from this address already", limits.max_per_address),
+                    _ => format!("{} connections open already", limits.max_connections),
+                };
+                gate.refuse(peer, why, &detail);
+                continue;
+            }
+        };
+        let (acceptor, gate, out, limits) = (acceptor.clone(), gate.clone(), out.clone(), limits.clone());
+        tokio::spawn(async move {
+            match tokio::time::timeout(limits.handshake_timeout, acceptor.accept(tcp)).await {
+                Err(_) => gate.refuse(
+                    peer,
+                    Refusal::HandshakeTimeout,
+                    &format!("no TLS handshake within {:?}", limits.handshake_timeout),
+                ),
+                Ok(Err(e)) => gate.refuse(peer, Refusal::HandshakeFailed, &format!("TLS: {e}")),
+                Ok(Ok(io)) => {
+                    let cert = io.get_ref().1.peer_certificates().and_then(|c| c.first()).map(|c| c.to_vec());
+                    let conn = Conn {
+                        io,
+                        info: ConnInfo {
+                            peer,
+                            cert,
+                            hello: Arc::new(AtomicBool::new(false)),
+                        },
+                        hello_deadline: Some(Box::pin(tokio::time::sleep(limits.hello_timeout))),
+                        gate: gate.clone(),
+                        _slot: slot,
+                    };
+                    let _ = out.send(Ok(conn)).await;
+                }
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn caps_count_and_release() {
+        let gate = Arc::new(Gate::default());
+        let limits = Limits {
+            max_connections: 3,
+            max_per_address: 2,
+            ..Default::default()
+        };
+        let a: IpAddr = "10.0.0.1".parse().unwrap();
+        let b: IpAddr = "10.0.0.2".parse().unwrap();
+        let s1 = gate.admit(a, &limits).unwrap();
+        let _s2 = gate.admit(a, &limits).unwrap();
+        assert_eq!(gate.admit(a, &limits).err(), Some(Refusal::AddressCap));
+        let _s3 = gate.admit(b, &limits).unwrap();
+        assert_eq!(gate.admit(b, &limits).err(), Some(Refusal::ConnectionCap));
+        drop(s1);
+        assert_eq!(gate.open(), 2);
+        gate.admit(a, &limits).unwrap();
+        let peer: SocketAddr = "10.0.0.1:5".parse().unwrap();
+        for _ in 0..(BURST + 5) {
+            gate.refuse(peer, Refusal::NoHello, "x");
+        }
+        assert_eq!(gate.refusals()[&Refusal::NoHello], u64::from(BURST) + 5);
+        assert_eq!(gate.log.lock().unwrap()[&Refusal::NoHello].suppressed, 5);
+        // Another reason still gets its own lines.
+        gate.refuse(peer, Refusal::AddressCap, "y");
+        assert_eq!(gate.log.lock().unwrap()[&Refusal::AddressCap].lines, 1);
+    }
+}

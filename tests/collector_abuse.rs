@@ -1,0 +1,275 @@
+//! The collector under abuse, with the real collector and real agents on loopback: a flood of
+//! idle sockets does not lock agents out; a client that never says Hello is closed; every
+//! refusal is logged with its reason; a second collector on the same directory is refused;
+//! SIGTERM and SIGINT drain and exit with agents connected; the store is 0600; retention prunes.
+
+mod common;
+
+use common::*;
+use hardshift_collector::store::Store;
+use std::io::Read;
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn agent(dir: &Path, port: u16, node: &str, interval_ms: u64) -> Kill {
+    let pki = dir.join("agent-pki");
+    let cfg = dir.join(format!("agent-{node}.toml"));
+    std::fs::write(
+        &cfg,
+        format!(
+            "collector = \"127.0.0.1:{port}\"\nnode = \"{node}\"\nrole = \"master\"\nca = \"{}\"\ncert = \"{}\"\nkey = \"{}\"\ninterval_ms = {interval_ms}\nstate_dir = \"{}\"\ncri_socket = \"\"\nunits = []\n",
+            pki.join("agent-ca.crt").display(),
+            pki.join(format!("agent-{node}.crt")).display(),
+            pki.join(format!("agent-{node}.key")).display(),
+            dir.join(format!("state-{node}")).display(),
+        ),
+    )
+    .unwrap();
+    let log = std::fs::File::create(dir.join(format!("agent-{node}.log"))).unwrap();
+    Kill(
+        Command::new(agent_bin())
+            .args(["--config", cfg.to_str().unwrap()])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap(),
+    )
+}
+
+fn stored(dir: &Path, node: &str) -> Vec<u64> {
+    let db = dir.join("collector/reports.db");
+    if !db.exists() {
+        return vec![];
+    }
+    let s = Store::open(&db).unwrap();
+    match s.boot_of(node).unwrap() {
+        Some(b) => s.seqs(node, &b).unwrap(),
+        None => vec![],
+    }
+}
+
+fn wait_for(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(start.elapsed() < Duration::from_secs(secs), "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn log(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("collector.log")).unwrap_or_default()
+}
+
+fn bundle() -> tempfile::TempDir {
+    agent_bin();
+    let d = example_copy();
+    create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    d
+}
+
+/// Keep up to `n` idle TCP connections from `from` open to `to` until `stop`: each one the
+/// server closes is opened again, so the flood lasts as long as the test needs it.
+fn flood(from: &str, to: SocketAddr, n: usize, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<usize> {
+    let from: std::net::IpAddr = from.parse().unwrap();
+    std::thread::spawn(move || {
+        let mut opened = 0;
+        let mut socks: Vec<TcpStream> = Vec::new();
+        while !stop.load(Ordering::Relaxed) {
+            // Drop the ones the server closed (a read of 0 bytes or an error), then top up.
+            socks.retain_mut(|s| {
+                let mut b = [0u8; 1];
+                s.set_nonblocking(true).unwrap();
+                match s.read(&mut b) {
+                    Ok(0) => false,
+                    Ok(_) => true,
+                    Err(e) => e.kind() == std::io::ErrorKind::WouldBlock,
+                }
+            });
+            while socks.len() < n {
+                let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+                sock.bind(&SocketAddr::new(from, 0).into()).unwrap();
+                if sock.connect(&to.into()).is_err() {
+                    break;
+                }
+                opened += 1;
+                socks.push(sock.into());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        opened
+    })
+}
+
+#[test]
+fn a_flood_of_idle_sockets_does_not_lock_agents_out() {
+    let d = bundle();
+    let dir = d.path();
+    let port = free_port();
+    let _col = collector_with(
+        dir,
+        port,
+        &["--max-per-address", "64", "--handshake-timeout", "2s", "--hello-timeout", "2s"],
+    );
+    wait_for("the collector to listen", 30, || TcpStream::connect(("127.0.0.1", port)).is_ok());
+    // 200 idle sockets from another address, kept up for the whole test.
+    let stop = Arc::new(AtomicBool::new(false));
+    let attacker = flood("127.0.0.2", format!("127.0.0.1:{port}").parse().unwrap(), 200, stop.clone());
+    std::thread::sleep(Duration::from_secs(1));
+    let _a = agent(dir, port, "master-0", 200);
+    wait_for("20 reports from a real agent during the flood", 60, || {
+        stored(dir, "master-0").len() >= 20
+    });
+    // Let at least one round of idle sockets reach the handshake deadline.
+    wait_for("a handshake timeout", 30, || log(dir).contains("handshake_timeout"));
+    stop.store(true, Ordering::Relaxed);
+    let opened = attacker.join().unwrap();
+    assert!(opened >= 200, "the flood opened {opened} sockets");
+    let l = log(dir);
+    assert!(
+        l.contains("refused 127.0.0.2:") && l.contains("address_cap: 64 connections from this address already"),
+        "{l}"
+    );
+    assert!(l.contains("no TLS handshake within 2s"), "{l}");
+    // The log is rate-limited: a flood cannot fill the disk through it.
+    for reason in ["address_cap", "handshake_timeout"] {
+        let lines = l.lines().filter(|x| x.contains("refused 127.0.0.2") && x.contains(reason)).count();
+        assert!((1..=20).contains(&lines), "{lines} {reason} lines in one minute");
+    }
+}
+
+#[test]
+fn refusals_are_logged_and_a_silent_client_is_closed() {
+    let d = bundle();
+    let dir = d.path();
+    let pki = dir.join("agent-pki");
+    let port = free_port();
+    let _col = collector_with(dir, port, &["--hello-timeout", "2s"]);
+    wait_for("the collector to listen", 30, || TcpStream::connect(("127.0.0.1", port)).is_ok());
+    // A valid agent certificate, TLS up, then nothing: closed once the Hello deadline passes.
+    let mut s_client = Command::new("openssl")
+        .args(["s_client", "-quiet", "-alpn", "h2", "-connect", &format!("127.0.0.1:{port}")])
+        .arg("-cert")
+        .arg(pki.join("agent-master-1.crt"))
+        .arg("-key")
+        .arg(pki.join("agent-master-1.key"))
+        .arg("-CAfile")
+        .arg(pki.join("agent-ca.crt"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let closed = loop {
+        if let Some(st) = s_client.try_wait().unwrap() {
+            break Some(st);
+        }
+        if started.elapsed() > Duration::from_secs(60) {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let _ = s_client.kill();
+    assert!(closed.is_some(), "a client that never says Hello must be closed\n{}", log(dir));
+    wait_for("the no_hello refusal in the log", 10, || log(dir).contains("no_hello"));
+    // No client certificate: refused in the handshake, and the reason is logged.
+    let (ok, _) = run(
+        "curl",
+        &[
+            "-sS",
+            "--http2-prior-knowledge",
+            "--max-time",
+            "5",
+            "--cacert",
+            pki.join("agent-ca.crt").to_str().unwrap(),
+            &format!("https://127.0.0.1:{port}/"),
+        ],
+    );
+    assert!(!ok);
+    wait_for("the handshake refusal in the log", 10, || {
+        log(dir).contains("handshake_failed: TLS:") && log(dir).to_lowercase().contains("certificate")
+    });
+}
+
+#[test]
+fn one_collector_per_directory_and_signals_drain() {
+    for signal in ["TERM", "INT"] {
+        let d = bundle();
+        let dir = d.path();
+        let port = free_port();
+        let mut col = collector(dir, port);
+        let _a = agent(dir, port, "master-0", 100);
+        wait_for("reports", 60, || stored(dir, "master-0").len() >= 10);
+        let admin: PathBuf = dir.join("collector/admin.sock");
+        assert!(admin.exists());
+
+        // A second collector on the same directory is refused and leaves the first alone.
+        let out = hardshift(&[
+            "collector",
+            "--dir",
+            dir.to_str().unwrap(),
+            "--listen",
+            &format!("127.0.0.1:{}", free_port()),
+        ]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains("another collector serves this bundle (pid ") && err.contains(&col.0.id().to_string()),
+            "{err}"
+        );
+        assert!(admin.exists(), "the first collector's admin socket must stay");
+
+        // The store and its WAL are this user's only.
+        use std::os::unix::fs::PermissionsExt;
+        for f in ["reports.db", "reports.db-wal"] {
+            let mode = std::fs::metadata(dir.join("collector").join(f)).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600, "{f}");
+        }
+
+        // The signal with an agent streaming: drain, then exit 0.
+        let pid = col.0.id().to_string();
+        assert!(Command::new("kill").args([&format!("-{signal}"), &pid]).status().unwrap().success());
+        let started = Instant::now();
+        let status = loop {
+            if let Some(st) = col.0.try_wait().unwrap() {
+                break st;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "SIG{signal}: the collector did not exit with an agent connected\n{}",
+                log(dir)
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        assert!(status.success(), "SIG{signal}: {status:?}\n{}", log(dir));
+        let l = log(dir);
+        assert!(l.contains("draining 1 agent streams") && l.contains("collector: stopped"), "{l}");
+        assert!(!admin.exists(), "the admin socket is removed on exit");
+    }
+}
+
+#[test]
+fn retention_prunes_old_reports_without_counting_them_lost() {
+    let d = bundle();
+    let dir = d.path();
+    let port = free_port();
+    let _col = collector_with(dir, port, &["--retain", "2s"]);
+    let _a = agent(dir, port, "master-0", 100);
+    wait_for("seq 80", 90, || stored(dir, "master-0").last().is_some_and(|s| *s >= 80));
+    wait_for("a prune", 30, || log(dir).contains("retention: deleted"));
+    let seqs = stored(dir, "master-0");
+    let last = *seqs.last().unwrap();
+    assert!(
+        (seqs.len() as u64) < last,
+        "old reports were pruned: {} stored of {last}",
+        seqs.len()
+    );
+    assert!(!seqs.contains(&1), "the first report is older than 2 s");
+    let s = Store::open(&dir.join("collector/reports.db")).unwrap();
+    let row = s.nodes().unwrap().into_iter().find(|r| r.node == "master-0").unwrap();
+    assert_eq!(row.dropped, 0, "pruned reports are not lost reports");
+}
