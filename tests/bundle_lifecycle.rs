@@ -3,6 +3,8 @@
 
 mod common;
 
+use sha2::Digest;
+
 use common::*;
 use std::collections::BTreeSet;
 use std::os::unix::fs::PermissionsExt;
@@ -212,7 +214,11 @@ fn verify_passes_a_good_bundle_and_names_what_is_wrong_in_a_bad_one() {
     let out = hardshift(&["verify", "--dir", d.path().to_str().unwrap(), "-o", "json"]);
     assert!(out.status.success(), "{}", text(&out.stdout));
     let checks: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(checks.as_array().unwrap().len(), 1 + 35 + 9, "sums + PKI entries + kubeconfigs");
+    assert_eq!(
+        checks.as_array().unwrap().len(),
+        1 + 35 + 9 + 1,
+        "sums + PKI entries + kubeconfigs + regeneration"
+    );
     assert!(checks.as_array().unwrap().iter().all(|c| c["status"] == "ok"), "{checks}");
 
     // Tamper with a certificate and loosen a key's mode.
@@ -237,6 +243,90 @@ fn verify_passes_a_good_bundle_and_names_what_is_wrong_in_a_bad_one() {
         "{etcd}"
     );
     assert!(row("pki/admin ").contains("private keys must be 0600"), "{table}");
+}
+
+/// Rewrite `rel` of the live bundle with `f`, and SHA256SUMS to match, as an attacker would.
+fn tamper(dir: &Path, rel: &str, f: impl FnOnce(&mut serde_json::Value)) {
+    let path = std::fs::canonicalize(dir.join(rel)).unwrap();
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    f(&mut v);
+    // A fresh inode: the file may be a hard link shared with the previous generation.
+    std::fs::remove_file(&path).unwrap();
+    std::fs::write(&path, serde_json::to_vec(&v).unwrap()).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let hash = sha2::Sha256::digest(std::fs::read(&path).unwrap());
+    let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
+    let sums_path = std::fs::canonicalize(dir.join("SHA256SUMS")).unwrap();
+    let sums: String = std::fs::read_to_string(&sums_path)
+        .unwrap()
+        .lines()
+        .map(|l| match l.split_once("  ") {
+            Some((_, p)) if p == rel => format!("{hex}  {p}\n"),
+            _ => format!("{l}\n"),
+        })
+        .collect();
+    std::fs::remove_file(&sums_path).unwrap();
+    std::fs::write(&sums_path, sums).unwrap();
+}
+
+#[test]
+fn verify_rebuilds_and_finds_an_edit_that_sha256sums_hides() {
+    // Before: an injected SSH key plus a rewritten SHA256SUMS passed `verify`.
+    let d = example_copy();
+    create(d.path(), &["--key-algorithm", "ecdsa-p256"]);
+    tamper(d.path(), "ignition/master-0.ign", |v| {
+        v["passwd"]["users"][0]["sshAuthorizedKeys"]
+            .as_array_mut()
+            .unwrap()
+            .push("ssh-rsa AAAAB3NzaEVIL attacker@elsewhere".into());
+    });
+    let out = hardshift(&["verify", "--dir", d.path().to_str().unwrap()]);
+    let table = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{table}");
+    let sums = table.lines().find(|l| l.starts_with("SHA256SUMS")).unwrap();
+    assert!(sums.contains(" ok "), "the sums file was made to match: {sums}");
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("ignition/master-0.ign"))
+        .unwrap_or_else(|| panic!("{table}"));
+    assert!(
+        row.contains("FAIL") && row.contains("passwd.users[core].sshAuthorizedKeys[1] (added)"),
+        "{row}"
+    );
+    assert!(!table.contains("EVIL"), "what was injected is named by path, not printed");
+}
+
+#[test]
+fn create_repairs_a_damaged_live_bundle_and_says_so() {
+    let d = example_copy();
+    create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    let before = snapshot(d.path());
+    tamper(d.path(), "ignition/bootstrap.ign", |v| {
+        v["storage"]["files"].as_array_mut().unwrap().pop();
+    });
+    std::fs::remove_file(std::fs::canonicalize(d.path().join("ignition/worker-0.ign")).unwrap()).unwrap();
+    // Before: "bundle unchanged", and the damage stayed live.
+    let out = create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("repaired the live bundle (3 problems"), "{stdout}");
+    for line in [
+        "  SHA256SUMS was edited",
+        "  ignition/bootstrap.ign was edited",
+        "  ignition/worker-0.ign is missing",
+    ] {
+        assert!(stdout.contains(line), "{line:?}\n{stdout}");
+    }
+    assert_eq!(snapshot(d.path()), before, "the same bytes as the first run");
+    let out = hardshift(&["verify", "--dir", d.path().to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stdout));
+    // The damaged copy is kept for a look; a further run changes nothing.
+    let kept = std::fs::read_dir(d.path().join(".hardshift"))
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with("damaged-"))
+        .count();
+    assert_eq!(kept, 1);
+    let out = create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    assert!(text(&out.stdout).contains("bundle unchanged"), "{}", text(&out.stdout));
 }
 
 #[test]

@@ -71,6 +71,53 @@ pub enum Written {
     /// The same bytes were already live; nothing was touched.
     Unchanged(PathBuf),
     New(PathBuf),
+    /// The live generation should have held these bytes but had been damaged (files missing,
+    /// edited, added or with another mode): a fresh copy is now live, and the damaged one was
+    /// moved aside for a look.
+    Repaired {
+        gen: PathBuf,
+        damage: Vec<String>,
+        moved_to: PathBuf,
+    },
+}
+
+/// How the files under `live` differ from `b`: empty when they hold exactly its bytes and modes.
+pub fn damage(live: &Path, b: &Bundle) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    let mut stack = vec![live.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = fs::read_dir(&d) else {
+            out.push(format!("{} cannot be read", d.display()));
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            let Ok(ft) = e.file_type() else { continue };
+            if ft.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            let rel = p.strip_prefix(live).unwrap_or(&p).to_string_lossy().to_string();
+            match b.files.get(&rel) {
+                None => out.push(format!("{rel} is not part of the bundle")),
+                Some(f) => {
+                    seen.insert(rel.clone());
+                    let mode = fs::symlink_metadata(&p).map(|m| m.permissions().mode() & 0o7777).unwrap_or(0);
+                    if !ft.is_file() {
+                        out.push(format!("{rel} is not a regular file"));
+                    } else if fs::read(&p).map(|c| c != f.contents).unwrap_or(true) {
+                        out.push(format!("{rel} was edited"));
+                    } else if mode != f.mode {
+                        out.push(format!("{rel} has mode {mode:o}, should be {:o}", f.mode));
+                    }
+                }
+            }
+        }
+    }
+    out.extend(b.files.keys().filter(|k| !seen.contains(*k)).map(|k| format!("{k} is missing")));
+    out.sort();
+    out
 }
 
 /// Write `b` as the new live bundle of `dir`, atomically.
@@ -98,8 +145,26 @@ pub fn write(dir: &Path, b: &Bundle) -> Result<Written, WriteError> {
 
     fs::create_dir_all(&state).map_err(io_err(&state))?;
     fs::set_permissions(&state, fs::Permissions::from_mode(0o700)).map_err(io_err(&state))?;
-    let unchanged = current(dir).is_some_and(|c| c == gen);
+    let live = current(dir);
+    // A repaired generation is named gen-<hash>-r<time>: the same bundle.
+    let same_name = live.as_ref().and_then(|c| c.file_name()).is_some_and(|n| {
+        let n = n.to_string_lossy();
+        n == gen_name || n.starts_with(&format!("{gen_name}-r"))
+    });
+    if same_name {
+        let live = live.clone().unwrap_or_default();
+        let damage = damage(&live, b);
+        if !damage.is_empty() {
+            return repair(dir, &state, b, &gen_name, &live, damage);
+        }
+    }
+    let unchanged = same_name;
+    let gen = if same_name { live.unwrap_or(gen) } else { gen };
     if !unchanged {
+        // A generation of this name from before (the inputs went back) is reused only if intact.
+        if gen.exists() && !damage(&gen, b).is_empty() {
+            fs::remove_dir_all(&gen).map_err(io_err(&gen))?;
+        }
         if !gen.exists() {
             let tmp = state.join(format!("tmp-{}-{}", std::process::id(), nanos()));
             write_tree(&tmp, b, current(dir).as_deref())?;
@@ -118,8 +183,32 @@ pub fn write(dir: &Path, b: &Bundle) -> Result<Written, WriteError> {
         }
     }
     let previous = fs::read_link(state.join(PREVIOUS)).ok().map(|p| p.to_string_lossy().to_string());
-    clean_old(&state, &[Some(gen_name.as_str()), previous.as_deref()]);
+    let live_name = gen.file_name().map(|n| n.to_string_lossy().to_string());
+    clean_old(&state, &[live_name.as_deref(), previous.as_deref()]);
     Ok(if unchanged { Written::Unchanged(gen) } else { Written::New(gen) })
+}
+
+/// Make a fresh copy of `b` live in place of the damaged `live` generation (same bundle, so
+/// `previous` stays what it was), and move the damaged one aside.
+fn repair(dir: &Path, state: &Path, b: &Bundle, gen_name: &str, live: &Path, damage: Vec<String>) -> Result<Written, WriteError> {
+    let stamp = nanos();
+    let name = format!("{gen_name}-r{stamp}");
+    let gen = state.join(&name);
+    let tmp = state.join(format!("tmp-{}-{stamp}", std::process::id()));
+    // Nothing is linked from the damaged generation: every file is written anew.
+    write_tree(&tmp, b, None)?;
+    fs::rename(&tmp, &gen).map_err(io_err(&gen))?;
+    swap_link(state, CURRENT, Path::new(&name))?;
+    sync_dir(state)?;
+    let moved_to = state.join(format!("damaged-{stamp}"));
+    fs::rename(live, &moved_to).map_err(io_err(live))?;
+    for t in b.top_level() {
+        let p = dir.join(&t);
+        if fs::symlink_metadata(&p).is_err() {
+            symlink(link_target(&t), &p).map_err(io_err(&p))?;
+        }
+    }
+    Ok(Written::Repaired { gen, damage, moved_to })
 }
 
 fn swap_link(state: &Path, name: &str, target: &Path) -> Result<(), WriteError> {
@@ -168,7 +257,9 @@ fn write_tree(root: &Path, b: &Bundle, live: Option<&Path>) -> Result<(), WriteE
             let same_mode = fs::metadata(&src)
                 .map(|m| m.permissions().mode() & 0o7777 == f.mode)
                 .unwrap_or(false);
-            if same_mode && *h == bundle::sha256_hex(&f.contents) && fs::hard_link(&src, &path).is_ok() {
+            // SHA256SUMS says what the file should hold; only its bytes say what it holds.
+            let intact = || fs::read(&src).is_ok_and(|c| c == f.contents);
+            if same_mode && *h == bundle::sha256_hex(&f.contents) && intact() && fs::hard_link(&src, &path).is_ok() {
                 continue;
             }
         }
@@ -237,6 +328,25 @@ pub fn read_bundle(dir: &Path) -> io::Result<Bundle> {
         }
     }
     Ok(b)
+}
+
+/// Write one file whole or not at all: a temp file beside it (created with `mode`), synced,
+/// then renamed over `path`.
+pub fn write_file_atomic(path: &Path, contents: &[u8], mode: u32) -> io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp-{}-{}", std::process::id(), nanos()));
+    let result = (|| {
+        let mut f = fs::OpenOptions::new().write(true).create_new(true).mode(mode).open(&tmp)?;
+        f.write_all(contents)?;
+        f.set_permissions(fs::Permissions::from_mode(mode))?;
+        f.sync_all()?;
+        fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
 }
 
 /// The one-writer lock of a bundle directory (`DIR/.hardshift/lock`), held while it lives.

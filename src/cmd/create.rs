@@ -170,22 +170,41 @@ fn parse_alg(s: &str) -> Result<KeyAlgorithm, String> {
     KeyAlgorithm::parse(s).ok_or_else(|| format!("expected {}", KeyAlgorithm::NAMES))
 }
 
-pub fn run(a: Args) -> Result<u8, Failure> {
+/// Everything `create` makes, before it is written.
+pub struct Built {
+    pub cluster: hardshift_generator::cluster::Cluster,
+    pub extras: Extras,
+    pub existing: pki::Existing,
+    pub pki: pki::Pki,
+    pub nodes: Vec<assets::NodeIgnition>,
+    pub bundle: bundle::Bundle,
+    pub new_password: bool,
+}
+
+/// The inputs, read and checked: the cluster and what goes into every node besides.
+fn inputs(a: &Args) -> Result<(hardshift_generator::cluster::Cluster, Extras), Failure> {
     let overrides = Overrides {
         key_algorithm: a.key_algorithm,
         release_image: a.release_image.clone(),
     };
     let cluster = load_cluster(&a.dir, a.release_refs.as_deref(), &overrides)?;
-    let bases = mco_bases(&a)?;
+    let bases = mco_bases(a)?;
     let mut extras = read_extras(&a.dir, &bases)?;
-    check_bases(&a, &cluster, &extras)?;
-    extras.agent = agent_binary(&a)?;
-    // Inputs are read and checked; from here on the bundle is read and written: one run at a time.
-    let _lock = fsio::lock(&a.dir, "create").map_err(Failure::other)?;
-    let now = time::OffsetDateTime::now_utc();
+    check_bases(a, &cluster, &extras)?;
+    extras.agent = agent_binary(a)?;
+    Ok((cluster, extras))
+}
+
+/// The bundle these inputs make, keeping the live bundle's keys, certificates and password.
+fn generate(
+    a: &Args,
+    cluster: hardshift_generator::cluster::Cluster,
+    mut extras: Extras,
+    now: time::OffsetDateTime,
+) -> Result<Built, Failure> {
     let specs = pki::plan(&cluster);
     let existing = fsio::read_existing(&a.dir, &specs);
-    refuse_rekey(&a, &specs, &existing)?;
+    refuse_rekey(a, &specs, &existing)?;
     let pki = pki::issue(&specs, &existing, now, &SystemKeys, pki::Options { rotate_ca: a.rotate_ca }).map_err(|e| match e {
         PkiError::Refused { .. } => Failure::input(e),
         other => Failure::other(other),
@@ -199,8 +218,147 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         .filter(|b| b.is_remote())
         .map(|b| (agent::SERVED, &b.bytes[..]))
         .collect();
-    let b = bundle::assemble(&cluster, &pki, &mut nodes, &served, extras.kubeadmin.as_deref());
+    let bundle = bundle::assemble(&cluster, &pki, &mut nodes, &served, extras.kubeadmin.as_deref());
+    Ok(Built {
+        cluster,
+        extras,
+        existing,
+        pki,
+        nodes,
+        bundle,
+        new_password,
+    })
+}
+
+/// What `verify` needs to rebuild the live bundle: the same inputs and the choices `create`
+/// recorded when it wrote it (`DIR/.hardshift/create.json`).
+pub fn rebuild(dir: &Path, release_image: Option<String>, release_refs: Option<PathBuf>) -> Result<(Built, Vec<String>), Failure> {
+    let mut notes = Vec::new();
+    let rec = match std::fs::read(dir.join(fsio::STATE_DIR).join(RECORD)) {
+        Ok(b) => serde_json::from_slice::<Record>(&b)
+            .map_err(|e| Failure::input(format!("{}/{}/{RECORD}: {e}", dir.display(), fsio::STATE_DIR)))?,
+        Err(_) => {
+            notes.push(format!(
+                "no record of create's options in {}/{}/{RECORD} (a bundle from an older hardshift): assuming the defaults",
+                dir.display(),
+                fsio::STATE_DIR
+            ));
+            Record::default()
+        }
+    };
+    let mut args = rec.args(dir);
+    if release_image.is_some() {
+        args.release_image = release_image;
+    }
+    if release_refs.is_some() {
+        args.release_refs = release_refs;
+    }
+    if let Some(sha) = &rec.agent_sha256 {
+        let kept = dir.join(fsio::STATE_DIR).join(AGENTS).join(sha);
+        if kept.is_file() {
+            args.agent_binary = Some(kept);
+        } else {
+            notes.push(format!(
+                "the agent binary create embedded (sha256 {sha}) is not kept in {}: using the one beside hardshift",
+                kept.display()
+            ));
+        }
+    }
+    let (cluster, extras) = inputs(&args)?;
+    Ok((generate(&args, cluster, extras, time::OffsetDateTime::now_utc())?, notes))
+}
+
+/// Where create records its choices, and keeps the agent binary it embedded, under DIR/.hardshift.
+const RECORD: &str = "create.json";
+const AGENTS: &str = "agents";
+
+/// The options a bundle was made with: enough for `verify` to make it again.
+#[derive(Default, serde::Serialize, serde::Deserialize)]
+struct Record {
+    key_algorithm: Option<String>,
+    release_image: Option<String>,
+    release_refs: Option<PathBuf>,
+    mco_base: Vec<(String, PathBuf)>,
+    self_contained_nodes: bool,
+    no_agent: bool,
+    agent_url: Option<String>,
+    agent_sha256: Option<String>,
+}
+
+impl Record {
+    fn of(a: &Args, agent: Option<&agent::Binary>) -> Record {
+        let abs = |p: &PathBuf| std::path::absolute(p).unwrap_or_else(|_| p.clone());
+        Record {
+            key_algorithm: a.key_algorithm.map(|k| k.as_str().to_string()),
+            release_image: a.release_image.clone(),
+            release_refs: a.release_refs.as_ref().map(abs),
+            mco_base: a.mco_base.iter().map(|(r, p)| (r.as_str().to_string(), abs(p))).collect(),
+            self_contained_nodes: a.self_contained_nodes,
+            no_agent: agent.is_none(),
+            agent_url: a.agent_url.clone(),
+            agent_sha256: agent.map(|b| bundle::sha256_hex(&b.bytes)),
+        }
+    }
+
+    fn args(&self, dir: &Path) -> Args {
+        Args {
+            dir: dir.to_path_buf(),
+            key_algorithm: self.key_algorithm.as_deref().and_then(KeyAlgorithm::parse),
+            rotate_ca: false,
+            release_image: self.release_image.clone(),
+            release_refs: self.release_refs.clone(),
+            mco_base: self
+                .mco_base
+                .iter()
+                .filter_map(|(r, p)| parse_base(&format!("{r}={}", p.display())).ok())
+                .collect(),
+            self_contained_nodes: self.self_contained_nodes,
+            agent_binary: None,
+            no_agent: self.no_agent,
+            agent_url: self.agent_url.clone(),
+        }
+    }
+}
+
+/// Record the options and keep the agent binary (one: the one in use), atomically.
+fn record(a: &Args, agent: Option<&agent::Binary>) -> Result<(), Failure> {
+    let state = a.dir.join(fsio::STATE_DIR);
+    let fail = |p: &Path, e: std::io::Error| Failure::other(format!("{}: {e}", p.display()));
+    let rec = Record::of(a, agent);
+    if let (Some(b), Some(sha)) = (agent, &rec.agent_sha256) {
+        let dir = state.join(AGENTS);
+        std::fs::create_dir_all(&dir).map_err(|e| fail(&dir, e))?;
+        let kept = dir.join(sha);
+        if !kept.is_file() {
+            fsio::write_file_atomic(&kept, &b.bytes, 0o755).map_err(|e| fail(&kept, e))?;
+        }
+        for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            if e.file_name().to_string_lossy() != *sha {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+    let path = state.join(RECORD);
+    let json = serde_json::to_vec_pretty(&rec).map_err(Failure::other)?;
+    fsio::write_file_atomic(&path, &json, 0o600).map_err(|e| fail(&path, e))
+}
+
+pub fn run(a: Args) -> Result<u8, Failure> {
+    let (cluster, extras) = inputs(&a)?;
+    // Inputs are read and checked; from here on the bundle is read and written: one run at a time.
+    let _lock = fsio::lock(&a.dir, "create").map_err(Failure::other)?;
+    let now = time::OffsetDateTime::now_utc();
+    let Built {
+        cluster,
+        extras,
+        existing,
+        pki,
+        nodes,
+        bundle: b,
+        new_password,
+    } = generate(&a, cluster, extras, now)?;
     let written = fsio::write(&a.dir, &b).map_err(Failure::other)?;
+    record(&a, extras.agent.as_ref())?;
 
     let count = |r| cluster.nodes.iter().filter(|n| n.role == r).count();
     println!(
@@ -275,6 +433,21 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     match written {
         Written::Unchanged(_) => println!("bundle unchanged: {} files in {}", b.files.len(), a.dir.display()),
         Written::New(g) => println!("wrote {} files to {} ({})", b.files.len(), a.dir.display(), g.display()),
+        Written::Repaired { gen, damage, moved_to } => {
+            // Same inputs, same bundle: the live copy had been changed on disk. Say what.
+            println!(
+                "repaired the live bundle ({} problems; the damaged copy is in {}):",
+                damage.len(),
+                moved_to.display()
+            );
+            for d in damage.iter().take(20) {
+                println!("  {d}");
+            }
+            if damage.len() > 20 {
+                println!("  ... and {} more", damage.len() - 20);
+            }
+            println!("wrote {} files to {} ({})", b.files.len(), a.dir.display(), gen.display());
+        }
     }
     println!("admin kubeconfig: {}", a.dir.join("auth/kubeconfig").display());
     if new_password {

@@ -36,6 +36,12 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     match fsio::write(dir, &b).map_err(Failure::other)? {
         fsio::Written::Unchanged(_) => println!("lab unchanged: {n} files in {}", dir.join("lab").display()),
         fsio::Written::New(_) => println!("wrote {n} lab files to {}", dir.join("lab").display()),
+        fsio::Written::Repaired { damage, moved_to, .. } => println!(
+            "wrote {n} lab files to {} (repaired {} problems in the live copy; the damaged one is in {})",
+            dir.join("lab").display(),
+            damage.len(),
+            moved_to.display()
+        ),
     }
     Ok(0)
 }

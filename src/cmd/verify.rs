@@ -1,7 +1,6 @@
-use super::load_cluster;
 use crate::Failure;
-use hardshift_generator::config::Overrides;
 use hardshift_generator::fsio;
+use hardshift_generator::pki::Outcome;
 use hardshift_generator::verify::{self, Status};
 use std::path::PathBuf;
 
@@ -21,16 +20,37 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<u8, Failure> {
-    let cluster = load_cluster(
-        &a.dir,
-        a.release_refs.as_deref(),
-        &Overrides {
-            release_image: a.release_image.clone(),
-            ..Default::default()
-        },
-    )?;
     let b = fsio::read_bundle(&a.dir).map_err(Failure::input)?;
-    let checks = verify::verify(&cluster, &b, time::OffsetDateTime::now_utc());
+    // Rebuild from the inputs with the live keys: the same inputs give the same bytes.
+    let (built, notes) = super::create::rebuild(&a.dir, a.release_image.clone(), a.release_refs.clone())?;
+    for n in &notes {
+        eprintln!("note: {n}");
+    }
+    let mut checks = verify::verify(&built.cluster, &b, time::OffsetDateTime::now_utc());
+    let reissued: Vec<String> = built
+        .pki
+        .entries
+        .iter()
+        .filter_map(|e| match &e.outcome {
+            Outcome::Reused => None,
+            Outcome::Created => Some(format!("{} would be created", e.spec.id())),
+            Outcome::Reissued(why) => Some(format!("{} would be re-issued ({why})", e.spec.id())),
+        })
+        .collect();
+    if !reissued.is_empty() {
+        checks.push(verify::Check {
+            name: "pki".into(),
+            subject: String::new(),
+            issuer: String::new(),
+            expires: String::new(),
+            status: Status::Fail,
+            detail: format!(
+                "a fresh build would not keep the live PKI: {}; the files below differ because of it",
+                reissued.join("; ")
+            ),
+        });
+    }
+    checks.extend(verify::regeneration(&built.bundle, &b));
     if a.output == "json" {
         println!("{}", serde_json::to_string_pretty(&checks).map_err(Failure::other)?);
     } else {
