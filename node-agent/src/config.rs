@@ -89,13 +89,10 @@ impl Config {
 
 /// Read the main file and its drop-ins into one TOML table, then the typed config.
 pub fn load(main: &Path) -> Result<Config, String> {
-    let read = |p: &Path| -> Result<toml::Table, String> {
-        let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
-        text.parse::<toml::Table>().map_err(|e| format!("{}: {e}", p.display()))
-    };
-    let mut table = read(main)?;
-    let dropins = main.with_file_name("agent.d");
-    if let Ok(rd) = std::fs::read_dir(&dropins) {
+    let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()));
+    let text = read(main)?;
+    let mut dropins = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(main.with_file_name("agent.d")) {
         let mut files: Vec<PathBuf> = rd
             .flatten()
             .map(|e| e.path())
@@ -103,10 +100,63 @@ pub fn load(main: &Path) -> Result<Config, String> {
             .collect();
         files.sort();
         for f in files {
-            for (k, v) in read(&f)? {
-                table.insert(k, v);
-            }
+            dropins.push((f.display().to_string(), read(&f)?));
         }
     }
-    toml::Value::Table(table).try_into().map_err(|e| format!("{}: {e}", main.display()))
+    parse((&main.display().to_string(), &text), &dropins)
+}
+
+/// The config from the main file's text and its drop-ins' (name, text), later keys winning.
+pub fn parse(main: (&str, &str), dropins: &[(String, String)]) -> Result<Config, String> {
+    let table = |(name, text): (&str, &str)| text.parse::<toml::Table>().map_err(|e| format!("{name}: {e}"));
+    let mut merged = table(main)?;
+    for (name, text) in dropins {
+        for (k, v) in table((name, text))? {
+            merged.insert(k, v);
+        }
+    }
+    toml::Value::Table(merged).try_into().map_err(|e| format!("{}: {e}", main.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MAIN: &str = "collector = \"192.168.126.1:9443\"\nnode = \"master-0\"\nrole = \"master\"\nca = \"/etc/hardshift/agent-ca.crt\"\ncert = \"/etc/hardshift/agent.crt\"\nkey = \"/etc/hardshift/agent.key\"\ninterval_ms = 5000\n";
+
+    #[test]
+    fn dropins_override_and_unknown_keys_are_errors() {
+        let c = parse(("agent.toml", MAIN), &[("10.toml".into(), "interval_ms = 100\n".into())]).unwrap();
+        assert_eq!(c.interval_ms, 100);
+        assert_eq!(c.server_name(), "192.168.126.1");
+        let e = parse(("agent.toml", MAIN), &[("20.toml".into(), "intervall_ms = 1\n".into())]).unwrap_err();
+        assert!(e.contains("unknown field `intervall_ms`"), "{e}");
+    }
+
+    /// Whatever bytes the config files hold, the agent says what is wrong and never panics.
+    #[test]
+    fn fuzz_agent_config() {
+        let tokens: &[&[u8]] = &[
+            b"[etcd]\n",
+            b"endpoint = \"",
+            b"units = [",
+            b"\"\"\"",
+            b"interval_ms = 18446744073709551615\n",
+            b"outbox_capacity = 0\n",
+            b"collector = \"[::1]:9443\"\n",
+            b"= ",
+            b"]]",
+            b"\\u0000",
+            b"inf",
+            b"nan",
+            b"1979-05-27T07:32:00Z",
+        ];
+        hardshift_fuzz::run("agent-config", tokens, |input| {
+            let text = String::from_utf8_lossy(input);
+            if let Ok(c) = parse(("agent.toml", &text), &[]) {
+                let _ = c.server_name();
+            }
+            let _ = parse(("agent.toml", MAIN), &[("10.toml".into(), text.to_string())]);
+        });
+    }
 }
