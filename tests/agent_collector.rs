@@ -137,6 +137,8 @@ fn reports_survive_a_killed_collector_and_identities_are_enforced() {
         !foreign.contains("connected to"),
         "a foreign certificate must not get a stream: {foreign}"
     );
+    // Not just "transport error": the agent says what most likely happened.
+    assert!(foreign.contains("refused this node's certificate"), "{foreign}");
 
     // No client certificate at all: the TLS handshake is refused.
     let (ok, out) = run(

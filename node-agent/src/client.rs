@@ -39,7 +39,33 @@ async fn channel(cfg: &Config) -> Result<Channel, String> {
         .connect_timeout(Duration::from_secs(5))
         .connect()
         .await
-        .map_err(|e| format!("{e}: {:?}", std::error::Error::source(&e)))
+        .map_err(|e| explain(e.to_string(), std::error::Error::source(&e)))
+}
+
+/// An error with its causes ("transport error" alone says nothing), and what it most likely means.
+fn explain(head: String, source: Option<&(dyn std::error::Error + 'static)>) -> String {
+    let mut parts = vec![head];
+    let mut cur = source;
+    while let Some(c) = cur {
+        let s = c.to_string();
+        if !parts.iter().any(|p| p.contains(&s)) {
+            parts.push(s);
+        }
+        cur = c.source();
+    }
+    let text = parts.join(": ");
+    let lower = text.to_lowercase();
+    let hint = if lower.contains("invalid peer certificate") {
+        " (this node does not trust the collector's certificate: check ca and server_name in the agent config)"
+    } else if ["alert", "connection closed", "connection reset", "broken pipe"]
+        .iter()
+        .any(|w| lower.contains(w))
+    {
+        " (the collector closed the connection during or right after TLS: if its log says handshake_failed, it refused this node's certificate; is it from this bundle's agent CA?)"
+    } else {
+        ""
+    };
+    format!("{text}{hint}")
 }
 
 /// One connection, until it fails.
@@ -61,7 +87,7 @@ async fn session(cfg: &Config, shared: &Shared) -> Result<(), String> {
     let mut inbound = AgentClient::new(ch)
         .connect(tokio_stream::wrappers::ReceiverStream::new(rx))
         .await
-        .map_err(|s| format!("{}: {}", s.code(), s.message()))?
+        .map_err(|s| explain(format!("{:?}: {}", s.code(), s.message()), std::error::Error::source(&s)))?
         .into_inner();
     eprintln!("hardshift-agent: connected to {}", cfg.collector);
 
