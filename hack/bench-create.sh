@@ -1,28 +1,74 @@
 #!/usr/bin/env bash
-# Time and peak memory of `hardshift create` for the example (6 nodes) and for 100 and 1000
-# workers, for each key algorithm; fresh bundles and re-runs. Median of RUNS runs.
+# Speed of `hardshift create`, side by side in one run (rsa-2048, RUNS rounds, each round running
+# every case once in turn, medians reported):
+#   openssl      hack/openssl-pipeline.sh: the tutorial's way, one openssl call at a time
+#   no-agent     create --no-agent on a fresh directory
+#   default      create (the agent embedded) on a fresh directory, the agent's encoding cached
+#   default-cold the same with an empty cache (the first run after building a new agent)
+#   rerun        create again on a bundle, nothing changed
+#   1004 nodes   1,000 workers, every master and worker merged into the ~350 KB MCO fixture, the
+#                agent fetched by URL (--agent-url); peak RSS too
+# then the ratios the goals are stated in.
 #   hack/bench-create.sh            (RUNS=5 by default)
-#   MCO=1 hack/bench-create.sh      merge every master and worker into the ~350 KB MCO fixture base
-#   AGENT_URL=1 hack/bench-create.sh    nodes fetch the agent (--agent-url) instead of embedding it
-#   ALGS="ecdsa-p256" WORKERS="1000" to narrow the matrix
+#   MATRIX=1 hack/bench-create.sh   also the matrix: 6, 104 and 1004 nodes x each key algorithm,
+#                                   fresh and re-run (MCO=1, AGENT_URL=1, ALGS, WORKERS as before)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-5}
-cargo build --release --quiet
+cargo build --release --quiet --workspace
 bin=$PWD/target/release/hardshift
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export XDG_CACHE_HOME=$work/cache
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+fresh_dir() { local d; d=$(mktemp -d "$work/run.XXXXXX"); cp -r "$1"/. "$d"/; echo "$d"; }
+# time_of CMD...: wall seconds and peak RSS (KB) of one command, "E M".
+time_of() { { /usr/bin/time -f '%e %M' "$@" >/dev/null 2>&1; } 2>&1 | tail -1; }
+
+example=$work/example
+mkdir -p "$example"; cp -r examples/ocp4/*.yaml examples/ocp4/release examples/ocp4/crds "$example"/
+big=$work/big
+hack/gen-lab.py "$big" 1000 >/dev/null; cp -r examples/ocp4/release examples/ocp4/crds "$big"/
+base=$PWD/tests/fixtures/mco/master-large.ign
+alg=(--key-algorithm rsa-2048 --self-contained-nodes)
+declare -A T R
+for i in $(seq "$RUNS"); do
+  # One round: every case once, in turn, so that machine noise falls on all of them alike.
+  d=$(fresh_dir "$example"); T[openssl]+="$(time_of hack/openssl-pipeline.sh "$d/openssl") "
+  d=$(fresh_dir "$example"); T[no-agent]+="$(time_of "$bin" create --dir "$d" "${alg[@]}" --no-agent) "
+  rm -rf "$XDG_CACHE_HOME"
+  d=$(fresh_dir "$example"); T[default-cold]+="$(time_of "$bin" create --dir "$d" "${alg[@]}") "
+  d=$(fresh_dir "$example"); T[default]+="$(time_of "$bin" create --dir "$d" "${alg[@]}") "
+  T[rerun]+="$(time_of "$bin" create --dir "$d" "${alg[@]}") "
+  d=$(fresh_dir "$big")
+  T[1004-nodes]+="$(time_of "$bin" create --dir "$d" "${alg[@]}" --mco-base "master=$base,worker=$base" \
+    --agent-url http://192.168.126.1:8080/hardshift-agent) "
+  T[1004-rerun]+="$(time_of "$bin" create --dir "$d" "${alg[@]}" --mco-base "master=$base,worker=$base" \
+    --agent-url http://192.168.126.1:8080/hardshift-agent) "
+  rm -rf "$work"/run.*
+done
+printf '%-13s %10s %14s   (median of %s, rsa-2048)\n' case "time (s)" "peak RSS (MB)" "$RUNS"
+for c in openssl no-agent default default-cold rerun 1004-nodes 1004-rerun; do
+  read -r -a v <<<"${T[$c]}"
+  e=(); m=()
+  for ((j = 0; j < ${#v[@]}; j += 2)); do e+=("${v[j]}"); m+=("${v[j+1]}"); done
+  R[$c]=$(printf '%s\n' "${e[@]}" | median)
+  printf '%-13s %10s %14s\n' "$c" "${R[$c]}" "$(printf '%s\n' "${m[@]}" | median | awk '{printf "%.1f", $1/1024}')"
+done
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
+echo "openssl / default:       $(ratio "${R[openssl]}" "${R[default]}")x   (goal: at least 8x)"
+echo "default / no-agent:      $(ratio "${R[default]}" "${R[no-agent]}")x   (goal: at most 1.3x)"
+echo "default-cold / no-agent: $(ratio "${R[default-cold]}" "${R[no-agent]}")x"
+echo "1004 nodes:              ${R[1004-nodes]} s   (goal: under 2 s, peak RSS under 250 MB); rerun ${R[1004-rerun]} s"
+[ "${MATRIX:-0}" = 1 ] || exit 0
+
 extra=(--self-contained-nodes)
 if [ "${AGENT_URL:-0}" = 1 ]; then
   extra+=(--agent-url http://192.168.126.1:8080/hardshift-agent)
 fi
 if [ "${MCO:-0}" = 1 ]; then
-  base=$PWD/tests/fixtures/mco/master-large.ign
   extra+=(--mco-base "master=$base,worker=$base")
 fi
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-
 # user (s): CPU time in hardshift itself; the rest of "fresh" is mostly the kernel creating files.
 printf '%-10s %-11s %10s %9s %10s %14s %12s\n' nodes algorithm "fresh (s)" "user (s)" "rerun (s)" "peak RSS (MB)" "bundle (MB)"
 for workers in ${WORKERS:-2 100 1000}; do

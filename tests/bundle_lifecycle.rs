@@ -8,7 +8,7 @@ use sha2::Digest;
 use common::*;
 use std::collections::BTreeSet;
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 fn changed(a: &std::collections::BTreeMap<String, Vec<u8>>, b: &std::collections::BTreeMap<String, Vec<u8>>) -> BTreeSet<String> {
     let keys: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
@@ -488,4 +488,57 @@ fn a_create_killed_at_any_moment_leaves_a_complete_bundle_and_its_leftovers_are_
     std::fs::create_dir_all(stale.join("pki")).unwrap();
     create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
     assert!(!stale.exists(), "a stale temp generation must be cleaned");
+}
+
+#[test]
+fn the_agent_encoding_is_cached_by_hash_and_a_bad_entry_is_never_trusted() {
+    let cache = tempfile::tempdir().unwrap();
+    let run = |d: &Path| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_hardshift"))
+            .args([
+                "create",
+                "--dir",
+                d.to_str().unwrap(),
+                "--key-algorithm",
+                "ecdsa-p256",
+                "--self-contained-nodes",
+            ])
+            .env("XDG_CACHE_HOME", cache.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    };
+    agent_bin();
+    let a = example_copy();
+    run(a.path());
+    let entries: Vec<PathBuf> = std::fs::read_dir(cache.path().join("hardshift"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert!(entries[0].to_string_lossy().ends_with(".contents.json"));
+    // A second bundle, with the cache warm, embeds the same bytes.
+    let b = example_copy();
+    run(b.path());
+    let agent_of = |d: &Path| {
+        let ign: serde_json::Value = serde_json::from_slice(&std::fs::read(d.join("ignition/worker-0.ign")).unwrap()).unwrap();
+        ign["storage"]["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["path"] == "/usr/local/bin/hardshift-agent")
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(agent_of(a.path()), agent_of(b.path()));
+    // A forged entry (another binary's encoding under this hash) is not used.
+    let forged = serde_json::json!({"compression": null, "source": "data:;base64,ZXZpbA=="});
+    std::fs::write(&entries[0], serde_json::to_vec(&forged).unwrap()).unwrap();
+    let c = example_copy();
+    run(c.path());
+    assert_eq!(
+        agent_of(c.path()),
+        agent_of(a.path()),
+        "the forged cache entry must not reach a node"
+    );
 }

@@ -78,9 +78,6 @@ pub fn assemble(
         let text = kubeconfig::render(&k, pki);
         b.add(k.path, SECRET, text);
     }
-    let mut json = serde_json::to_string_pretty(c).expect("cluster serializes");
-    json.push('\n');
-    b.add(CLUSTER_JSON, PUBLIC, json);
     let sums = sums(&b);
     b.add(SUMS, PUBLIC, sums);
     b
@@ -99,9 +96,18 @@ pub fn sums(b: &Bundle) -> String {
         .collect()
 }
 
-/// Put the lab files in (replacing any), for `create` and for `hardshift lab`.
+/// The cluster model the bundle was made from (no secrets: the pull secret is left out).
+pub fn cluster_json(c: &Cluster) -> String {
+    let mut json = serde_json::to_string_pretty(c).expect("cluster serializes");
+    json.push('\n');
+    json
+}
+
+/// Put the lab files in (replacing any), for `create` and for `hardshift lab`, with the cluster
+/// model they were made from (its lab settings are in it).
 pub fn add_lab(b: &mut Bundle, c: &Cluster, hashes: &BTreeMap<String, String>) {
     b.files.retain(|p, _| !p.starts_with("lab/"));
+    b.add(CLUSTER_JSON, PUBLIC, cluster_json(c));
     for (path, mode, text) in crate::lab::render(c, hashes) {
         b.add(path, mode, text);
     }

@@ -77,8 +77,28 @@ fn agent_binary(a: &Args) -> Result<Option<agent::Binary>, Failure> {
     Ok(Some(match &a.agent_url {
         Some(url) if url.starts_with("http://") || url.starts_with("https://") => agent::Binary::remote(bytes, url),
         Some(url) => return Err(Failure::input(format!("--agent-url {url:?}: expected an http:// or https:// URL"))),
-        None => agent::Binary::new(bytes),
+        None => {
+            // Compressing 7 MB costs most of a run; it changes only when the agent does.
+            let hit = encoding_cache(&bundle::sha256_hex(&bytes))
+                .and_then(|p| std::fs::read(p).ok())
+                .and_then(|j| serde_json::from_slice::<ignition::Contents>(&j).ok());
+            match hit {
+                Some(c) => agent::Binary::from_encoded(bytes, c).unwrap_or_else(agent::Binary::new),
+                None => agent::Binary::new(bytes),
+            }
+        }
     }))
+}
+
+/// Where the agent's Ignition encoding is kept, by the binary's SHA-256: the user's cache
+/// (`$XDG_CACHE_HOME/hardshift`, else `~/.cache/hardshift`), shared by every bundle. A hit is
+/// used only if it decodes to the binary, so a damaged or forged entry costs a re-encode, no more.
+fn encoding_cache(sha: &str) -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("hardshift").join(format!("agent-{sha}.contents.json")))
 }
 
 fn parse_base(part: &str) -> Result<(Role, PathBuf), String> {
@@ -268,6 +288,25 @@ pub fn rebuild(dir: &Path, release_image: Option<String>, release_refs: Option<P
     Ok((generate(&args, cluster, extras, time::OffsetDateTime::now_utc())?, notes))
 }
 
+/// The overrides `create` recorded for DIR's bundle (none if it recorded nothing).
+pub struct Recorded {
+    pub key_algorithm: Option<KeyAlgorithm>,
+    pub release_image: Option<String>,
+    pub release_refs: Option<PathBuf>,
+}
+
+pub fn recorded(dir: &Path) -> Recorded {
+    let rec: Record = std::fs::read(dir.join(fsio::STATE_DIR).join(RECORD))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    Recorded {
+        key_algorithm: rec.key_algorithm.as_deref().and_then(KeyAlgorithm::parse),
+        release_image: rec.release_image,
+        release_refs: rec.release_refs,
+    }
+}
+
 /// Where create records its choices, and keeps the agent binary it embedded, under DIR/.hardshift.
 const RECORD: &str = "create.json";
 const AGENTS: &str = "agents";
@@ -332,6 +371,16 @@ fn record(a: &Args, agent: Option<&agent::Binary>) -> Result<(), Failure> {
         if !kept.is_file() {
             fsio::write_file_atomic(&kept, &b.bytes, 0o755).map_err(|e| fail(&kept, e))?;
         }
+        // The cache is a convenience: a read-only or absent home only makes the next run slower.
+        if let Some(enc) = encoding_cache(sha).filter(|p| !b.is_remote() && !p.is_file()) {
+            if let Ok(json) = serde_json::to_vec(&*b.encoded) {
+                let _ = enc
+                    .parent()
+                    .map(std::fs::create_dir_all)
+                    .map(|_| fsio::write_file_atomic(&enc, &json, 0o644));
+            }
+        }
+        // Keep only the agent in use.
         for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
             if e.file_name().to_string_lossy() != *sha {
                 let _ = std::fs::remove_file(e.path());

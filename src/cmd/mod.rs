@@ -26,12 +26,15 @@ pub struct ClusterArgs {
 }
 
 impl ClusterArgs {
+    /// The cluster as `create` built it: the inputs, with the options it recorded unless given here.
     pub fn load(&self) -> Result<Cluster, Failure> {
+        let rec = create::recorded(&self.dir);
         let overrides = config::Overrides {
-            release_image: self.release_image.clone(),
-            ..Default::default()
+            release_image: self.release_image.clone().or(rec.release_image),
+            key_algorithm: rec.key_algorithm,
         };
-        load_cluster(&self.dir, self.release_refs.as_deref(), &overrides)
+        let refs = self.release_refs.clone().or(rec.release_refs);
+        load_cluster(&self.dir, refs.as_deref(), &overrides)
     }
 }
 

@@ -47,6 +47,19 @@ impl Binary {
         }
     }
 
+    /// Embedded, with an encoding made before (a cache keyed by the binary's hash): used only if it
+    /// decodes to exactly `bytes`, else `bytes` come back to be encoded anew.
+    pub fn from_encoded(bytes: Vec<u8>, encoded: Contents) -> Result<Binary, Vec<u8>> {
+        let remote = encoded.source.as_deref().is_some_and(|s| !s.starts_with("data:"));
+        if remote || ignition::decode(&encoded).as_deref() != Some(&bytes[..]) {
+            return Err(bytes);
+        }
+        Ok(Binary {
+            bytes: Arc::from(bytes),
+            encoded: Arc::new(encoded),
+        })
+    }
+
     /// Fetched by Ignition from `url` (the helper's HTTP server, which serves `DIR/http/`), pinned
     /// by its SHA-512: node configs stay small when there are hundreds of nodes.
     pub fn remote(bytes: Vec<u8>, url: &str) -> Binary {
@@ -119,5 +132,22 @@ pub fn unit() -> Unit {
         enabled: Some(true),
         contents: Some(UNIT.into()),
         ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cached_encoding_is_used_only_when_it_decodes_to_the_binary() {
+        let bytes: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        let fresh = Binary::new(bytes.clone());
+        let reused = Binary::from_encoded(bytes.clone(), (*fresh.encoded).clone()).ok().unwrap();
+        assert_eq!(reused.encoded, fresh.encoded);
+        // The cache of another binary (or an edited one) is refused, and the bytes come back.
+        let mut other = bytes.clone();
+        other[7] ^= 1;
+        assert_eq!(Binary::from_encoded(other.clone(), (*fresh.encoded).clone()).err(), Some(other));
     }
 }
