@@ -87,13 +87,15 @@ pub fn sha256_hex(data: &[u8]) -> String {
     Sha256::digest(data).iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// `sha256sum -c` format over every file but the sums file itself.
+/// `sha256sum -c` format over every file but the sums file itself (hashed on all cores).
 pub fn sums(b: &Bundle) -> String {
-    b.files
-        .iter()
-        .filter(|(p, _)| p.as_str() != SUMS)
+    use rayon::prelude::*;
+    let files: Vec<(&String, &File)> = b.files.iter().filter(|(p, _)| p.as_str() != SUMS).collect();
+    files
+        .par_iter()
         .map(|(p, f)| format!("{}  {p}\n", sha256_hex(&f.contents)))
-        .collect()
+        .collect::<Vec<_>>()
+        .concat()
 }
 
 /// The cluster model the bundle was made from (no secrets: the pull secret is left out).

@@ -82,9 +82,11 @@ pub enum Written {
 }
 
 /// How the files under `live` differ from `b`: empty when they hold exactly its bytes and modes.
+/// Every byte is read (on all cores): SHA256SUMS sits beside the files and can be edited with them.
 pub fn damage(live: &Path, b: &Bundle) -> Vec<String> {
+    use rayon::prelude::*;
     let mut out = Vec::new();
-    let mut seen = std::collections::BTreeSet::new();
+    let mut found: Vec<(String, PathBuf, bool)> = Vec::new();
     let mut stack = vec![live.to_path_buf()];
     while let Some(d) = stack.pop() {
         let Ok(rd) = fs::read_dir(&d) else {
@@ -96,26 +98,40 @@ pub fn damage(live: &Path, b: &Bundle) -> Vec<String> {
             let Ok(ft) = e.file_type() else { continue };
             if ft.is_dir() {
                 stack.push(p);
-                continue;
-            }
-            let rel = p.strip_prefix(live).unwrap_or(&p).to_string_lossy().to_string();
-            match b.files.get(&rel) {
-                None => out.push(format!("{rel} is not part of the bundle")),
-                Some(f) => {
-                    seen.insert(rel.clone());
-                    let mode = fs::symlink_metadata(&p).map(|m| m.permissions().mode() & 0o7777).unwrap_or(0);
-                    if !ft.is_file() {
-                        out.push(format!("{rel} is not a regular file"));
-                    } else if fs::read(&p).map(|c| c != f.contents).unwrap_or(true) {
-                        out.push(format!("{rel} was edited"));
-                    } else if mode != f.mode {
-                        out.push(format!("{rel} has mode {mode:o}, should be {:o}", f.mode));
-                    }
-                }
+            } else {
+                let rel = p.strip_prefix(live).unwrap_or(&p).to_string_lossy().to_string();
+                found.push((rel, p, ft.is_file()));
             }
         }
     }
-    out.extend(b.files.keys().filter(|k| !seen.contains(*k)).map(|k| format!("{k} is missing")));
+    let seen: std::collections::BTreeSet<&str> = found.iter().map(|(r, _, _)| r.as_str()).collect();
+    out.extend(
+        b.files
+            .keys()
+            .filter(|k| !seen.contains(k.as_str()))
+            .map(|k| format!("{k} is missing")),
+    );
+    out.extend(
+        found
+            .par_iter()
+            .filter_map(|(rel, p, regular)| {
+                let Some(f) = b.files.get(rel) else {
+                    return Some(format!("{rel} is not part of the bundle"));
+                };
+                if !regular {
+                    return Some(format!("{rel} is not a regular file"));
+                }
+                let mode = fs::symlink_metadata(p).map(|m| m.permissions().mode() & 0o7777).unwrap_or(0);
+                if fs::read(p).map(|c| c != f.contents).unwrap_or(true) {
+                    Some(format!("{rel} was edited"))
+                } else if mode != f.mode {
+                    Some(format!("{rel} has mode {mode:o}, should be {:o}", f.mode))
+                } else {
+                    None
+                }
+            })
+            .collect::<Vec<_>>(),
+    );
     out.sort();
     out
 }
@@ -242,6 +258,13 @@ fn write_tree(root: &Path, b: &Bundle, live: Option<&Path>) -> Result<(), WriteE
     fs::create_dir_all(root).map_err(io_err(root))?;
     fs::set_permissions(root, fs::Permissions::from_mode(0o700)).map_err(io_err(root))?;
     let old = live.map(live_sums).unwrap_or_default();
+    // This bundle's own hashes, from its SHA256SUMS: not computed again.
+    let new: std::collections::HashMap<&str, &str> = b
+        .files
+        .get(bundle::SUMS)
+        .and_then(|f| std::str::from_utf8(&f.contents).ok())
+        .map(|t| t.lines().filter_map(|l| l.split_once("  ")).map(|(h, p)| (p, h)).collect())
+        .unwrap_or_default();
     for (rel, f) in &b.files {
         let path = root.join(rel);
         if let Some(parent) = path.parent() {
@@ -259,7 +282,10 @@ fn write_tree(root: &Path, b: &Bundle, live: Option<&Path>) -> Result<(), WriteE
                 .unwrap_or(false);
             // SHA256SUMS says what the file should hold; only its bytes say what it holds.
             let intact = || fs::read(&src).is_ok_and(|c| c == f.contents);
-            if same_mode && *h == bundle::sha256_hex(&f.contents) && intact() && fs::hard_link(&src, &path).is_ok() {
+            let same_hash = new
+                .get(rel.as_str())
+                .map_or_else(|| *h == bundle::sha256_hex(&f.contents), |n| n == h);
+            if same_mode && same_hash && intact() && fs::hard_link(&src, &path).is_ok() {
                 continue;
             }
         }

@@ -13,10 +13,15 @@ use crate::cluster::{Cluster, Node};
 use sha2::{Digest, Sha512};
 use std::collections::BTreeMap;
 
-/// hostname → SHA-512 (hex) of its Ignition config.
+/// hostname → SHA-512 (hex) of its Ignition config. On all cores: at a thousand nodes with an
+/// MCO base this hashes over 300 MB.
 pub fn ignition_hashes<'a>(configs: impl Iterator<Item = (&'a str, &'a [u8])>) -> BTreeMap<String, String> {
-    configs
+    use rayon::prelude::*;
+    let all: Vec<(&str, &[u8])> = configs.collect();
+    all.par_iter()
         .map(|(h, b)| (h.to_string(), Sha512::digest(b).iter().map(|x| format!("{x:02x}")).collect()))
+        .collect::<Vec<_>>()
+        .into_iter()
         .collect()
 }
 use std::net::IpAddr;
