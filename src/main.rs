@@ -30,6 +30,8 @@ enum Command {
     Events(cmd::events::Args),
     /// A node's journal (allow-listed units), a container's log, or etcd's members, via the collector.
     Logs(cmd::logs::Args),
+    /// Approve the kubelets' CSRs the machine-approver's rules allow for this inventory, and say why not for the rest.
+    ApproveCsrs(cmd::approve_csrs::Args),
 }
 
 /// Failures carry their exit code: 2 for input and usage errors, 1 for everything else.
@@ -64,6 +66,7 @@ fn main() -> ExitCode {
         Command::Status(a) => cmd::status::run(a),
         Command::Events(a) => cmd::events::run(a),
         Command::Logs(a) => cmd::logs::run(a),
+        Command::ApproveCsrs(a) => cmd::approve_csrs::run(a),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -322,6 +322,63 @@ fn may_approve(cp: &ControlPlane, csr: &Value, node: &str, ip: &str, registered:
     Ok(())
 }
 
+/// Create a CSR object `name` for `signer` from a fresh key, as the identity of `kubeconfig`,
+/// from namespace `ns`: what a forger with that identity could post.
+#[allow(clippy::too_many_arguments)]
+fn forge_csr(cp: &ControlPlane, ns: &str, kubeconfig: &str, name: &str, signer: &str, subj: &str, sans: &str, usages: &[&str]) {
+    use base64::Engine;
+    let dir = cp.work.path();
+    let (key, req) = (dir.join(format!("{name}.key")), dir.join(format!("{name}.csr")));
+    let mut args = vec![
+        "req".to_string(),
+        "-new".into(),
+        "-newkey".into(),
+        "ec".into(),
+        "-pkeyopt".into(),
+        "ec_paramgen_curve:prime256v1".into(),
+        "-nodes".into(),
+        "-keyout".into(),
+        key.display().to_string(),
+        "-out".into(),
+        req.display().to_string(),
+        "-subj".into(),
+        subj.into(),
+    ];
+    if !sans.is_empty() {
+        args.extend(["-addext".into(), format!("subjectAltName={sans}")]);
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (ok, out) = common::run("openssl", &args);
+    assert!(ok, "{out}");
+    let request = base64::engine::general_purpose::STANDARD.encode(std::fs::read(&req).unwrap());
+    let obj = serde_json::json!({
+        "apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+        "metadata": {"name": name},
+        "spec": {"request": request, "signerName": signer, "usages": usages},
+    });
+    let file = dir.join(format!("{name}.json"));
+    std::fs::write(&file, obj.to_string()).unwrap();
+    let (ok, out) = cp.exec(ns, "kubectl", &["--kubeconfig", kubeconfig, "create", "-f", file.to_str().unwrap()]);
+    assert!(ok, "create {name}: {out}");
+}
+
+/// `hardshift approve-csrs` once, on the bootstrap, with its localhost kubeconfig; its output.
+fn approve_csrs(cp: &ControlPlane) -> String {
+    let kc = cp.boot.map("/etc/kubernetes/kubeconfigs/localhost.kubeconfig");
+    let (ok, out) = cp.exec(
+        "bootstrap",
+        env!("CARGO_BIN_EXE_hardshift"),
+        &["approve-csrs", "--dir", cp.bundle.path().to_str().unwrap(), "--kubeconfig", &kc],
+    );
+    assert!(ok, "approve-csrs: {out}");
+    out
+}
+
+/// Is CSR `name` still pending (neither approved nor denied)?
+fn still_pending(cp: &ControlPlane, name: &str) -> bool {
+    cp.kubectl_json(&["get", "csr", name])["status"].get("conditions").is_none()
+}
+
 /// The first pending CSR for `signer`.
 fn pending_csr(cp: &ControlPlane, signer: &str) -> Result<Value, String> {
     let all = cp.kubectl_json(&["get", "csr"]);
@@ -392,8 +449,69 @@ fn master_0s_real_kubelet_joins_through_its_csrs_and_the_agent_reports_it() {
         "a CSR for another node"
     );
     let name = csr["metadata"]["name"].as_str().unwrap().to_string();
-    let (ok, out) = cp.kubectl(&["certificate", "approve", &name]);
-    assert!(ok, "{out}");
+    // Forgeries beside it, posted with the bootstrap identity as a rogue machine could.
+    let boot_kc = cp.bundle.path().join("kubeconfigs/kubelet-bootstrap.kubeconfig");
+    let boot_kc = boot_kc.to_str().unwrap();
+    let client = "kubernetes.io/kube-apiserver-client-kubelet";
+    let forged = [
+        (
+            "forged-unknown-node",
+            "/O=system:nodes/CN=system:node:rogue-0",
+            "",
+            vec!["digital signature", "client auth"],
+            "is not a node of this cluster's inventory",
+        ),
+        (
+            "forged-masters-group",
+            "/O=system:masters/CN=system:node:master-1",
+            "",
+            vec!["digital signature", "client auth"],
+            "O must be exactly [system:nodes]",
+        ),
+        (
+            "forged-wrong-cn",
+            "/O=system:nodes/CN=system:admin",
+            "",
+            vec!["digital signature", "client auth"],
+            "is not system:node:<name>",
+        ),
+        (
+            "forged-server-usage",
+            "/O=system:nodes/CN=system:node:master-1",
+            "",
+            vec!["digital signature", "client auth", "server auth"],
+            "usages",
+        ),
+        (
+            "forged-client-with-san",
+            "/O=system:nodes/CN=system:node:master-2",
+            "DNS:master-2",
+            vec!["digital signature", "client auth"],
+            "names no hosts",
+        ),
+    ];
+    for (n, subj, sans, usages, _) in &forged {
+        forge_csr(&cp, "bootstrap", boot_kc, n, client, subj, sans, usages);
+    }
+    // hardshift approve-csrs: the machine-approver's rules against the bundle's inventory.
+    let t_approve = std::time::Instant::now();
+    let out = approve_csrs(&cp);
+    cp.timings.push(("approve-csrs (client)".into(), t_approve.elapsed()));
+    assert!(out.contains(&format!("approved {name} ({client})")), "{out}");
+    for (n, _, _, _, why) in &forged {
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(&format!("refused {n} ")))
+            .unwrap_or_else(|| panic!("{n}: {out}"));
+        assert!(line.contains(why), "{n}: {line}");
+        assert!(still_pending(&cp, n), "{n} must stay pending");
+    }
+    let decisions = std::fs::read_to_string(cp.bundle.path().join("collector/csr-decisions.jsonl")).unwrap();
+    assert_eq!(
+        decisions.lines().count(),
+        1 + forged.len(),
+        "every decision is recorded: {decisions}"
+    );
 
     // The Node registers, then asks for its serving certificate.
     cp.wait("Node master-0", Duration::from_secs(90), "kubelet", |cp| {
@@ -423,8 +541,59 @@ fn master_0s_real_kubelet_joins_through_its_csrs_and_the_agent_reports_it() {
     let (ok, out) = cp.kubectl(&["get", "--raw", "/api/v1/nodes/master-0/proxy/healthz"]);
     assert!(!ok, "the kubelet answered before its serving CSR was approved: {out}");
     let name = csr["metadata"]["name"].as_str().unwrap().to_string();
-    let (ok, out) = cp.kubectl(&["certificate", "approve", &name]);
-    assert!(ok, "{out}");
+    // Forged serving CSRs, posted with master-0's own (now real) client certificate.
+    let node_kc = m0.map("/var/lib/kubelet/kubeconfig");
+    let serving = "kubernetes.io/kubelet-serving";
+    let subj = "/O=system:nodes/CN=system:node:master-0";
+    let forged = [
+        (
+            "forged-api-name",
+            "DNS:master-0,DNS:api.ocp4.example.com",
+            "DNS name api.ocp4.example.com is not master-0's",
+        ),
+        (
+            "forged-other-ip",
+            "DNS:master-0,IP:192.168.126.102",
+            "IP 192.168.126.102 is not master-0's",
+        ),
+    ];
+    for (n, sans, _) in &forged {
+        forge_csr(
+            &cp,
+            "master-0",
+            &node_kc,
+            n,
+            serving,
+            subj,
+            sans,
+            &["digital signature", "server auth"],
+        );
+    }
+    // A client CSR for master-0 now that it is registered: a second machine would be master-0.
+    forge_csr(
+        &cp,
+        "bootstrap",
+        boot_kc,
+        "forged-second-master-0",
+        client,
+        subj,
+        "",
+        &["digital signature", "client auth"],
+    );
+    let out = approve_csrs(&cp);
+    assert!(out.contains(&format!("approved {name} ({serving})")), "{out}");
+    for (n, why) in forged
+        .iter()
+        .map(|(n, _, w)| (*n, *w))
+        .chain([("forged-second-master-0", "already registered")])
+    {
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(&format!("refused {n} ")))
+            .unwrap_or_else(|| panic!("{n}: {out}"));
+        assert!(line.contains(why), "{n}: {line}");
+        assert!(still_pending(&cp, n), "{n} must stay pending");
+    }
 
     // The API server reaches the kubelet with TLS verified (--kubelet-certificate-authority) and is
     // authorized by the kubelet's webhook (the bundle's RBAC for system:kube-apiserver).

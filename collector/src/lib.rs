@@ -1,6 +1,7 @@
 //! The workstation side of the agent protocol: the mTLS server agents stream to, and the durable
 //! store of their reports.
 
+pub mod approver;
 pub mod events;
 pub mod ingest;
 pub mod listener;

@@ -1,3 +1,4 @@
+pub mod approve_csrs;
 pub mod collector;
 pub mod create;
 pub mod events;

@@ -1,0 +1,391 @@
+//! A safe CSR approver for platform none: cluster-machine-approver's rules, checked against the
+//! bundle's inventory instead of Machine objects (field-notes §7). Pure: a CSR and what is known
+//! of the cluster in, a decision with its reason out. Anything not provably a node of the
+//! inventory asking for what it needs is refused, with the reason; nothing is ever denied
+//! (a refused CSR stays pending, as the machine-approver leaves it, for a human to look at).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+use x509_parser::prelude::*;
+
+pub const CLIENT_SIGNER: &str = "kubernetes.io/kube-apiserver-client-kubelet";
+pub const SERVING_SIGNER: &str = "kubernetes.io/kubelet-serving";
+/// Who may ask for a new node's first client certificate: the bootstrap kubeconfig's identity.
+pub const BOOTSTRAPPER: &str = "system:bootstrapper";
+/// The machine-approver stops when this many more CSRs than nodes are pending: a flood is an
+/// attack or a bug, and approving into it is how a cluster gets a rogue node.
+pub const MAX_PENDING_OVER_NODES: usize = 100;
+
+/// A node the bundle made: its name and the only addresses and names its certificates may carry.
+#[derive(Debug, Clone)]
+pub struct InventoryNode {
+    pub ips: Vec<IpAddr>,
+    pub dns: Vec<String>,
+}
+
+/// The nodes that may join (the bootstrap is not one: it runs no kubelet that joins).
+#[derive(Debug, Clone, Default)]
+pub struct Inventory {
+    pub nodes: BTreeMap<String, InventoryNode>,
+}
+
+/// What a CSR object says: spec fields and the PEM request.
+#[derive(Debug, Clone)]
+pub struct Csr {
+    pub name: String,
+    pub signer: String,
+    pub username: String,
+    pub groups: Vec<String>,
+    pub usages: Vec<String>,
+    pub request_pem: Vec<u8>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    Approve(String),
+    Refuse(String),
+}
+
+/// The subject and names a PKCS#10 request asks for.
+#[derive(Debug, Default)]
+struct Request {
+    cn: Vec<String>,
+    orgs: Vec<String>,
+    dns: Vec<String>,
+    ips: Vec<IpAddr>,
+    /// SANs of other kinds (email, URI, ...): never for a node.
+    other_sans: usize,
+}
+
+fn parse(pem: &[u8]) -> Result<Request, String> {
+    let (_, p) = x509_parser::pem::parse_x509_pem(pem).map_err(|e| format!("not a PEM request: {e}"))?;
+    if p.label != "CERTIFICATE REQUEST" && p.label != "NEW CERTIFICATE REQUEST" {
+        return Err(format!("PEM block is {:?}, not a CERTIFICATE REQUEST", p.label));
+    }
+    let (_, req) = X509CertificationRequest::from_der(&p.contents).map_err(|e| format!("not a PKCS#10 request: {e}"))?;
+    req.verify_signature()
+        .map_err(|e| format!("the request's signature does not verify: {e}"))?;
+    let info = &req.certification_request_info;
+    let mut r = Request {
+        cn: info
+            .subject
+            .iter_common_name()
+            .filter_map(|a| a.as_str().ok())
+            .map(str::to_string)
+            .collect(),
+        orgs: info
+            .subject
+            .iter_organization()
+            .filter_map(|a| a.as_str().ok())
+            .map(str::to_string)
+            .collect(),
+        ..Default::default()
+    };
+    for ext in req.requested_extensions().into_iter().flatten() {
+        if let ParsedExtension::SubjectAlternativeName(san) = ext {
+            for name in &san.general_names {
+                match name {
+                    GeneralName::DNSName(d) => r.dns.push(d.to_string()),
+                    GeneralName::IPAddress(b) => match b.len() {
+                        4 => r.ips.push(IpAddr::from(<[u8; 4]>::try_from(*b).unwrap_or_default())),
+                        16 => r.ips.push(IpAddr::from(<[u8; 16]>::try_from(*b).unwrap_or_default())),
+                        _ => r.other_sans += 1,
+                    },
+                    _ => r.other_sans += 1,
+                }
+            }
+        }
+    }
+    Ok(r)
+}
+
+/// Decide one pending CSR. `registered`: the Nodes that exist; `pending`: how many CSRs wait.
+pub fn decide(inv: &Inventory, csr: &Csr, registered: &BTreeSet<String>, pending: usize) -> Decision {
+    match check(inv, csr, registered, pending) {
+        Ok(why) => Decision::Approve(why),
+        Err(why) => Decision::Refuse(why),
+    }
+}
+
+fn check(inv: &Inventory, csr: &Csr, registered: &BTreeSet<String>, pending: usize) -> Result<String, String> {
+    let cap = inv.nodes.len() + MAX_PENDING_OVER_NODES;
+    if pending > cap {
+        return Err(format!(
+            "{pending} CSRs are pending, more than the {} nodes + {MAX_PENDING_OVER_NODES}: approving nothing until someone looks",
+            inv.nodes.len()
+        ));
+    }
+    let client = match csr.signer.as_str() {
+        CLIENT_SIGNER => true,
+        SERVING_SIGNER => false,
+        other => return Err(format!("signer {other} is not a kubelet's; only a person should approve it")),
+    };
+    let r = parse(&csr.request_pem)?;
+    let [cn] = r.cn.as_slice() else {
+        return Err(format!("the subject must have one CN, it has {:?}", r.cn));
+    };
+    let Some(node) = cn.strip_prefix("system:node:") else {
+        return Err(format!("CN {cn:?} is not system:node:<name>"));
+    };
+    let Some(known) = inv.nodes.get(node) else {
+        return Err(format!("{node} is not a node of this cluster's inventory"));
+    };
+    if r.orgs != ["system:nodes"] {
+        return Err(format!("O must be exactly [system:nodes], it is {:?}", r.orgs));
+    }
+    let usages: BTreeSet<&str> = csr.usages.iter().map(String::as_str).collect();
+    let (needed, allowed) = if client {
+        ("client auth", ["digital signature", "key encipherment", "client auth"])
+    } else {
+        ("server auth", ["digital signature", "key encipherment", "server auth"])
+    };
+    if !usages.contains(needed) || !usages.contains("digital signature") || usages.iter().any(|u| !allowed.contains(u)) {
+        return Err(format!(
+            "usages {:?}: must be digital signature and {needed} (key encipherment optional), nothing else",
+            csr.usages
+        ));
+    }
+    if client {
+        if csr.username != BOOTSTRAPPER {
+            return Err(format!(
+                "a node's first client certificate is asked for by {BOOTSTRAPPER}, not {:?}",
+                csr.username
+            ));
+        }
+        if registered.contains(node) {
+            return Err(format!(
+                "{node} is already registered: a new client certificate for it would let a second machine be {node}"
+            ));
+        }
+        if !r.dns.is_empty() || !r.ips.is_empty() || r.other_sans > 0 {
+            return Err("a client certificate names no hosts, and this request does".into());
+        }
+        return Ok(format!("client certificate for {node}, a node of the inventory not yet registered"));
+    }
+    if csr.username != *cn {
+        return Err(format!("a serving CSR for {node} must come from {cn}, not {:?}", csr.username));
+    }
+    if !csr.groups.iter().any(|g| g == "system:nodes") {
+        return Err(format!("{:?} is not in group system:nodes", csr.username));
+    }
+    if r.other_sans > 0 {
+        return Err("names other than DNS names and IP addresses".into());
+    }
+    if r.dns.is_empty() && r.ips.is_empty() {
+        return Err("a serving certificate must name the node".into());
+    }
+    if let Some(d) = r.dns.iter().find(|d| !known.dns.contains(d)) {
+        return Err(format!("DNS name {d} is not {node}'s (allowed: {})", known.dns.join(", ")));
+    }
+    if let Some(ip) = r.ips.iter().find(|ip| !known.ips.contains(ip)) {
+        let allowed: Vec<String> = known.ips.iter().map(ToString::to_string).collect();
+        return Err(format!("IP {ip} is not {node}'s (allowed: {})", allowed.join(", ")));
+    }
+    Ok(format!("serving certificate for {node}, every name and address its own"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rcgen::{CertificateParams, DistinguishedName, DnType, KeyPair, SanType};
+
+    fn inventory() -> Inventory {
+        let mut inv = Inventory::default();
+        for (n, ip) in [("master-0", "192.168.126.101"), ("worker-0", "192.168.126.111")] {
+            inv.nodes.insert(
+                n.into(),
+                InventoryNode {
+                    ips: vec![ip.parse().unwrap()],
+                    dns: vec![n.into(), format!("{n}.ocp4.example.com")],
+                },
+            );
+        }
+        inv
+    }
+
+    fn request(cn: &str, orgs: &[&str], sans: Vec<SanType>) -> Vec<u8> {
+        let mut p = CertificateParams::default();
+        let mut dn = DistinguishedName::new();
+        for o in orgs {
+            dn.push(DnType::OrganizationName, *o);
+        }
+        dn.push(DnType::CommonName, cn);
+        p.distinguished_name = dn;
+        p.subject_alt_names = sans;
+        let key = KeyPair::generate().unwrap();
+        p.serialize_request(&key).unwrap().pem().unwrap().into_bytes()
+    }
+
+    fn client(cn: &str, orgs: &[&str], user: &str, usages: &[&str], sans: Vec<SanType>) -> Csr {
+        Csr {
+            name: "csr-x".into(),
+            signer: CLIENT_SIGNER.into(),
+            username: user.into(),
+            groups: vec!["system:bootstrappers".into()],
+            usages: usages.iter().map(|u| u.to_string()).collect(),
+            request_pem: request(cn, orgs, sans),
+        }
+    }
+
+    fn serving(cn: &str, user: &str, sans: Vec<SanType>) -> Csr {
+        Csr {
+            name: "csr-y".into(),
+            signer: SERVING_SIGNER.into(),
+            username: user.into(),
+            groups: vec!["system:nodes".into(), "system:authenticated".into()],
+            usages: vec!["digital signature".into(), "server auth".into()],
+            request_pem: request(cn, &["system:nodes"], sans),
+        }
+    }
+
+    fn refused(d: Decision, why: &str) {
+        match d {
+            Decision::Refuse(r) => assert!(r.contains(why), "{r:?} should say {why:?}"),
+            other => panic!("{other:?} should be refused for {why:?}"),
+        }
+    }
+
+    #[test]
+    fn a_new_nodes_client_csr_is_approved_and_forgeries_are_not() {
+        let inv = inventory();
+        let none = BTreeSet::new();
+        let cn = "system:node:master-0";
+        let good = |u: &[&str]| client(cn, &["system:nodes"], BOOTSTRAPPER, u, vec![]);
+        assert!(matches!(
+            decide(&inv, &good(&["digital signature", "client auth"]), &none, 1),
+            Decision::Approve(_)
+        ));
+        assert!(matches!(
+            decide(&inv, &good(&["digital signature", "key encipherment", "client auth"]), &none, 1),
+            Decision::Approve(_)
+        ));
+        refused(
+            decide(
+                &inv,
+                &client(
+                    "system:node:rogue",
+                    &["system:nodes"],
+                    BOOTSTRAPPER,
+                    &["digital signature", "client auth"],
+                    vec![],
+                ),
+                &none,
+                1,
+            ),
+            "not a node of this cluster's inventory",
+        );
+        refused(
+            decide(
+                &inv,
+                &client(cn, &["system:masters"], BOOTSTRAPPER, &["digital signature", "client auth"], vec![]),
+                &none,
+                1,
+            ),
+            "O must be exactly [system:nodes]",
+        );
+        refused(
+            decide(
+                &inv,
+                &client(
+                    cn,
+                    &["system:nodes", "system:masters"],
+                    BOOTSTRAPPER,
+                    &["digital signature", "client auth"],
+                    vec![],
+                ),
+                &none,
+                1,
+            ),
+            "O must be exactly",
+        );
+        refused(
+            decide(
+                &inv,
+                &client(
+                    "system:admin",
+                    &["system:nodes"],
+                    BOOTSTRAPPER,
+                    &["digital signature", "client auth"],
+                    vec![],
+                ),
+                &none,
+                1,
+            ),
+            "is not system:node:<name>",
+        );
+        refused(
+            decide(&inv, &good(&["digital signature", "client auth", "server auth"]), &none, 1),
+            "usages",
+        );
+        refused(decide(&inv, &good(&["client auth"]), &none, 1), "usages");
+        refused(
+            decide(
+                &inv,
+                &client(cn, &["system:nodes"], "system:admin", &["digital signature", "client auth"], vec![]),
+                &none,
+                1,
+            ),
+            "asked for by system:bootstrapper",
+        );
+        refused(
+            decide(
+                &inv,
+                &client(
+                    cn,
+                    &["system:nodes"],
+                    BOOTSTRAPPER,
+                    &["digital signature", "client auth"],
+                    vec![SanType::DnsName("x".try_into().unwrap())],
+                ),
+                &none,
+                1,
+            ),
+            "names no hosts",
+        );
+        let registered = BTreeSet::from(["master-0".to_string()]);
+        refused(
+            decide(&inv, &good(&["digital signature", "client auth"]), &registered, 1),
+            "already registered",
+        );
+        refused(
+            decide(&inv, &good(&["digital signature", "client auth"]), &none, 103),
+            "approving nothing",
+        );
+        let mut other = good(&["digital signature", "client auth"]);
+        other.signer = "kubernetes.io/kube-apiserver-client".into();
+        refused(decide(&inv, &other, &none, 1), "is not a kubelet's");
+        let mut garbage = good(&["digital signature", "client auth"]);
+        garbage.request_pem = b"-----BEGIN CERTIFICATE REQUEST-----\nAAAA\n-----END CERTIFICATE REQUEST-----\n".to_vec();
+        refused(decide(&inv, &garbage, &none, 1), "not a PKCS#10 request");
+    }
+
+    #[test]
+    fn a_serving_csr_names_only_its_own_node() {
+        let inv = inventory();
+        let reg = BTreeSet::from(["master-0".to_string()]);
+        let cn = "system:node:master-0";
+        let ip = |s: &str| SanType::IpAddress(s.parse().unwrap());
+        let dns = |s: &str| SanType::DnsName(s.try_into().unwrap());
+        let good = serving(cn, cn, vec![dns("master-0"), ip("192.168.126.101")]);
+        assert!(matches!(decide(&inv, &good, &reg, 1), Decision::Approve(_)));
+        refused(
+            decide(&inv, &serving(cn, cn, vec![dns("master-0"), ip("192.168.126.111")]), &reg, 1),
+            "IP 192.168.126.111 is not master-0's",
+        );
+        refused(
+            decide(&inv, &serving(cn, cn, vec![dns("master-0"), dns("api.ocp4.example.com")]), &reg, 1),
+            "DNS name api.ocp4.example.com is not master-0's",
+        );
+        refused(
+            decide(&inv, &serving(cn, "system:node:worker-0", vec![dns("master-0")]), &reg, 1),
+            "must come from system:node:master-0",
+        );
+        let mut no_group = good.clone();
+        no_group.groups = vec!["system:authenticated".into()];
+        refused(decide(&inv, &no_group, &reg, 1), "not in group system:nodes");
+        let mut client_usage = good.clone();
+        client_usage.usages.push("client auth".into());
+        refused(decide(&inv, &client_usage, &reg, 1), "usages");
+        refused(decide(&inv, &serving(cn, cn, vec![]), &reg, 1), "must name the node");
+    }
+}
