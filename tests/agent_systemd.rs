@@ -252,6 +252,15 @@ fn a_stopped_unit_reaches_the_collector_before_the_next_tick() {
         assert!(start.elapsed() < Duration::from_secs(30), "no first report");
         std::thread::sleep(Duration::from_millis(100));
     }
+    // The kubelet runs but has no client certificate here: its CSR waits (HS030).
+    let diagnose = || {
+        let out = hardshift(&["diagnose", "master-0", "--dir", dir.to_str().unwrap(), "-o", "json"]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let f: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+        f.iter().map(|x| x["id"].as_str().unwrap().to_string()).collect::<Vec<_>>()
+    };
+    let before = diagnose();
+    assert!(before.contains(&"HS030".to_string()), "{before:?}");
     let stopped_at = Instant::now();
     assert!(sd.systemctl(&["stop", "kubelet.service"]).0);
     while !events()
@@ -265,4 +274,15 @@ fn a_stopped_unit_reaches_the_collector_before_the_next_tick() {
         std::thread::sleep(Duration::from_millis(50));
     }
     eprintln!("kubelet.service stop known to the collector after {:?}", stopped_at.elapsed());
+    // Before: status said both "kubelet not running" and "the CSR waits for approval". The
+    // stopped unit is the cause; the waiting CSR and the silent /healthz are its consequences.
+    let after = diagnose();
+    assert_eq!(after.first().map(String::as_str), Some("HS020"), "{after:?}");
+    assert!(!after.iter().any(|id| id == "HS030" || id == "HS021"), "{after:?}");
+    let status = hardshift(&["status", "--dir", dir.to_str().unwrap()]);
+    assert!(
+        text(&status.stdout).contains("CAUSE HS020 kubelet.service is not running"),
+        "{}",
+        text(&status.stdout)
+    );
 }

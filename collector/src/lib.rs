@@ -2,6 +2,7 @@
 //! store of their reports.
 
 pub mod approver;
+pub mod diagnose;
 pub mod events;
 pub mod ingest;
 pub mod listener;

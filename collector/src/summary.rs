@@ -21,6 +21,8 @@ pub struct Summary {
     pub etcd: String,
     pub pods_not_running: Vec<String>,
     pub clock_offset_ms: Option<i64>,
+    /// The first finding of `diagnose`: what to look at first.
+    pub root_cause: Option<String>,
     pub warnings: Vec<String>,
     pub reports: u64,
     pub dropped: u64,
@@ -91,6 +93,11 @@ pub fn summarize(r: &NodeRow, now_ms: i64) -> Summary {
         etcd: short(find("etcd")),
         pods_not_running,
         clock_offset_ms,
+        root_cause: r.last.as_ref().and_then(|l| {
+            crate::diagnose::diagnose(&r.node, &r.role, l, now_ms - r.last_seen_ms)
+                .first()
+                .map(|f| format!("{} {}", f.id, f.title))
+        }),
         warnings: warnings.into_iter().map(|w| w.1).collect(),
         reports: r.reports,
         dropped: r.dropped,

@@ -1,6 +1,7 @@
 pub mod approve_csrs;
 pub mod collector;
 pub mod create;
+pub mod diagnose;
 pub mod events;
 pub mod lab;
 pub mod logs;

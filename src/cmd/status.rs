@@ -42,11 +42,10 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         "NODE", "ROLE", "SEEN", "KUBELET", "CRI", "ETCD", "PODS"
     );
     for s in &sums {
-        let warn = if s.warnings.is_empty() {
-            "-".to_string()
-        } else {
-            s.warnings.join("; ")
-        };
+        // The root cause first (see `hardshift diagnose`), then every warning.
+        let mut parts: Vec<String> = s.root_cause.iter().map(|c| format!("CAUSE {c}")).collect();
+        parts.extend(s.warnings.iter().cloned());
+        let warn = if parts.is_empty() { "-".to_string() } else { parts.join("; ") };
         println!(
             "{:<18} {:<9} {:>5}s  {:<18} {:<22} {:<18} {:>4}  {warn}",
             s.node,

@@ -1,0 +1,388 @@
+//! Why a node is stuck: rules over its newest report, each with an id, a severity, the evidence
+//! it fired on and a fix. Causes come before consequences: a finding lists the rules it
+//! explains, and those are dropped (a stopped kubelet is the cause, not also "a CSR waits" and
+//! "the kubelet does not answer"). Pure: the report and its age in, findings out.
+
+use hardshift_proto::v1::{ComponentState, Health, NodeReport};
+use serde::Serialize;
+
+/// A node that has not reported for this long is silent.
+pub const SILENT_AFTER_MS: i64 = 30_000;
+/// TLS handshakes and certificate windows start failing past a few seconds of skew.
+pub const CLOCK_SKEW_MS: i64 = 2_000;
+/// OpenShift's minimums: control plane 16 GiB of memory, compute 8 GiB.
+const MIN_MEMORY_CONTROL: u64 = 16 << 30;
+const MIN_MEMORY_COMPUTE: u64 = 8 << 30;
+/// Below this free in /var, image pulls and etcd fail.
+const MIN_VAR_FREE: u64 = 10 << 30;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Critical,
+    Warning,
+    Info,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Finding {
+    pub id: &'static str,
+    pub severity: Severity,
+    pub node: String,
+    pub title: String,
+    pub evidence: Vec<String>,
+    pub fix: String,
+    /// Rules this finding explains: not shown while it stands.
+    #[serde(skip)]
+    pub explains: &'static [&'static str],
+}
+
+/// The rules, in cause-before-consequence order (the order findings are shown in, within a severity).
+pub const RULES: &[(&str, &str)] = &[
+    ("HS001", "the node is silent"),
+    ("HS010", "clock skew"),
+    ("HS020", "kubelet.service is not running"),
+    ("HS022", "crio.service is not running"),
+    ("HS040", "the container runtime is not ready"),
+    ("HS050", "etcd is unhealthy"),
+    ("HS060", "/var is nearly full"),
+    ("HS061", "less memory than OpenShift's minimum"),
+    ("HS042", "images cannot be pulled"),
+    ("HS031", "the kubelet's client certificate is not valid"),
+    ("HS030", "the kubelet's client CSR waits for approval"),
+    ("HS021", "the kubelet does not answer /healthz"),
+    ("HS043", "containers keep failing"),
+    ("HS041", "no CNI network yet"),
+];
+
+fn comp<'a>(r: &'a NodeReport, name: &str) -> Option<&'a ComponentState> {
+    r.components.iter().find(|c| c.name == name)
+}
+
+fn failing(c: Option<&ComponentState>) -> bool {
+    c.is_some_and(|c| c.health == Health::Failing as i32 || c.health == Health::Absent as i32)
+}
+
+fn said(c: &ComponentState) -> String {
+    if c.reason.is_empty() {
+        format!("{}: {}", c.name, c.state)
+    } else {
+        format!("{}: {} ({})", c.name, c.state, c.reason)
+    }
+}
+
+/// Findings for one node, root causes first. `seen_ago_ms`: since its newest report arrived.
+pub fn diagnose(node: &str, role: &str, r: &NodeReport, seen_ago_ms: i64) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let mut add = |id: &'static str, severity, title: String, evidence: Vec<String>, fix: &str, explains: &'static [&'static str]| {
+        out.push(Finding {
+            id,
+            severity,
+            node: node.to_string(),
+            title,
+            evidence,
+            fix: fix.to_string(),
+            explains,
+        })
+    };
+    if seen_ago_ms > SILENT_AFTER_MS {
+        add(
+            "HS001",
+            Severity::Critical,
+            format!("{node} has not reported for {} s", seen_ago_ms / 1000),
+            vec!["what follows is from its last report".into()],
+            "the node is down, rebooting or cut off from the collector: check its console, its network and `systemctl status hardshift-agent`",
+            &[],
+        );
+    }
+    let host = r.host.clone().unwrap_or_default();
+    let cert = comp(r, "kubelet-cert");
+    let not_yet_valid = cert.is_some_and(|c| c.state == "not yet valid");
+    if (host.clock_offset_known && host.clock_offset_ms.abs() > CLOCK_SKEW_MS) || not_yet_valid {
+        let mut ev = Vec::new();
+        if host.clock_offset_known {
+            ev.push(format!(
+                "clock offset to the collector: {:+.1} s",
+                host.clock_offset_ms as f64 / 1000.0
+            ));
+        }
+        if let Some(c) = cert.filter(|_| not_yet_valid) {
+            ev.push(said(c));
+        }
+        add(
+            "HS010",
+            Severity::Critical,
+            format!("{node}'s clock is off: certificates look not yet valid or expired"),
+            ev,
+            "point chrony at a reachable NTP server (a chrony MachineConfig, or the helper) and check `chronyc tracking`",
+            &["HS031", "HS021", "HS030"],
+        );
+    }
+    let kubelet_unit = comp(r, "kubelet.service");
+    if failing(kubelet_unit) {
+        add(
+            "HS020",
+            Severity::Critical,
+            "kubelet.service is not running".into(),
+            vec![said(kubelet_unit.unwrap())],
+            "read why: `hardshift logs NODE kubelet` (its config, its certificates, the runtime socket)",
+            &["HS021", "HS030", "HS041", "HS043"],
+        );
+    }
+    let crio_unit = comp(r, "crio.service");
+    if failing(crio_unit) {
+        add(
+            "HS022",
+            Severity::Critical,
+            "crio.service is not running".into(),
+            vec![said(crio_unit.unwrap())],
+            "read why: `hardshift logs NODE crio` (storage, registries.conf, the pull secret)",
+            &["HS040", "HS021", "HS041", "HS042", "HS043"],
+        );
+    }
+    let cri = comp(r, "cri");
+    if let Some(c) = cri.filter(|c| c.health == Health::Failing as i32) {
+        add(
+            "HS040",
+            Severity::Critical,
+            "the container runtime is not ready".into(),
+            vec![said(c)],
+            "check the runtime: `hardshift logs NODE crio`",
+            &["HS021", "HS041", "HS043"],
+        );
+    }
+    let etcd = comp(r, "etcd");
+    if let Some(c) = etcd.filter(|c| c.health == Health::Failing as i32) {
+        add(
+            "HS050",
+            Severity::Critical,
+            "etcd is unhealthy".into(),
+            vec![said(c)],
+            "`hardshift logs NODE etcd-members`; a slow disk (fdatasync over 10 ms) or a lost quorum are the usual causes",
+            &[],
+        );
+    }
+    if host.var_free_bytes > 0 && host.var_free_bytes < MIN_VAR_FREE {
+        add(
+            "HS060",
+            Severity::Critical,
+            format!("/var has {} MiB free", host.var_free_bytes >> 20),
+            vec![format!(
+                "/var free: {} MiB, / free: {} MiB",
+                host.var_free_bytes >> 20,
+                host.root_free_bytes >> 20
+            )],
+            "give the node a bigger disk (images and etcd live in /var): 100 GiB is the tutorial's size",
+            &["HS042", "HS043"],
+        );
+    }
+    let min_mem = if role == "worker" { MIN_MEMORY_COMPUTE } else { MIN_MEMORY_CONTROL };
+    if host.memory_total_bytes > 0 && host.memory_total_bytes < min_mem * 95 / 100 {
+        add(
+            "HS061",
+            Severity::Warning,
+            format!("{node} has {} MiB of memory", host.memory_total_bytes >> 20),
+            vec![format!("a {role} needs at least {} GiB", min_mem >> 30)],
+            "give the VM more memory",
+            &[],
+        );
+    }
+    let pulls: Vec<String> = r
+        .containers
+        .iter()
+        .filter(|c| c.reason.contains("ImagePull") || c.reason.contains("ErrImage") || c.message.contains("pull"))
+        .map(|c| format!("{}/{}: {} {}", c.pod, c.name, c.reason, c.image))
+        .collect();
+    if !pulls.is_empty() {
+        add(
+            "HS042",
+            Severity::Critical,
+            "images cannot be pulled".into(),
+            pulls,
+            "check the mirror (`hardshift mirror-check`), the pull secret and /etc/containers/registries.conf on the node",
+            &["HS043"],
+        );
+    }
+    if let Some(c) = cert.filter(|c| c.health == Health::Failing as i32 && c.state != "not yet valid") {
+        add(
+            "HS031",
+            Severity::Critical,
+            format!("the kubelet's client certificate is {}", c.state),
+            vec![said(c)],
+            "approve its renewal CSR (`hardshift approve-csrs`), or check the clock",
+            &["HS021"],
+        );
+    }
+    if let Some(c) = cert.filter(|c| c.state == "bootstrapping") {
+        add(
+            "HS030",
+            Severity::Warning,
+            "the kubelet's client CSR waits for approval".into(),
+            vec![said(c)],
+            "`hardshift approve-csrs --dir DIR` approves it if it is this node's (the machine-approver's rules)",
+            &["HS021", "HS041"],
+        );
+    }
+    let kubelet = comp(r, "kubelet");
+    if let Some(c) = kubelet.filter(|c| c.health != Health::Ok as i32 && c.health != Health::Unknown as i32) {
+        add(
+            "HS021",
+            Severity::Critical,
+            "the kubelet does not answer /healthz".into(),
+            vec![said(c)],
+            "`hardshift logs NODE kubelet`",
+            &[],
+        );
+    }
+    let crashing: Vec<String> = r
+        .containers
+        .iter()
+        .filter(|c| c.state == "exited" && c.exit_code != 0)
+        .map(|c| format!("{}/{}: exit {} {} (attempt {})", c.pod, c.name, c.exit_code, c.reason, c.attempt))
+        .collect();
+    if !crashing.is_empty() {
+        add(
+            "HS043",
+            Severity::Warning,
+            format!("{} containers exited with an error", crashing.len()),
+            crashing,
+            "`hardshift logs NODE --container NS/POD/NAME`",
+            &[],
+        );
+    }
+    if let Some(c) = cri.filter(|c| c.reason.contains("NetworkReady=false")) {
+        add(
+            "HS041",
+            Severity::Info,
+            "no CNI network yet".into(),
+            vec![said(c)],
+            "expected until the network operator runs on this node (after the control plane is up); if it stays, look at the network operator's pods",
+            &[],
+        );
+    }
+    // Consequences of a standing cause go; then worst first, causes before consequences.
+    let explained: Vec<&str> = out.iter().flat_map(|f| f.explains.iter().copied()).collect();
+    out.retain(|f| !explained.contains(&f.id));
+    let rank = |id: &str| RULES.iter().position(|(r, _)| *r == id).unwrap_or(usize::MAX);
+    out.sort_by_key(|f| (f.severity, rank(f.id)));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hardshift_proto::v1::{ContainerInfo, HostState};
+
+    fn c(name: &str, h: Health, state: &str, reason: &str) -> ComponentState {
+        ComponentState {
+            name: name.into(),
+            health: h as i32,
+            state: state.into(),
+            reason: reason.into(),
+            details: Default::default(),
+        }
+    }
+
+    fn report(components: Vec<ComponentState>) -> NodeReport {
+        NodeReport {
+            components,
+            host: Some(HostState {
+                memory_total_bytes: 16 << 30,
+                var_free_bytes: 80 << 30,
+                root_free_bytes: 80 << 30,
+                clock_offset_known: true,
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn ids(f: &[Finding]) -> Vec<&str> {
+        f.iter().map(|f| f.id).collect()
+    }
+
+    #[test]
+    fn a_stopped_kubelet_is_the_cause_not_also_a_pending_csr() {
+        let r = report(vec![
+            c("kubelet.service", Health::Failing, "failed/failed", "exited 1"),
+            c("kubelet", Health::Failing, "not listening", "connection refused"),
+            c("kubelet-cert", Health::Warning, "bootstrapping", "absent: the CSR waits"),
+            c("cri", Health::Warning, "ready", "NetworkReady=false: NetworkPluginNotReady"),
+        ]);
+        let f = diagnose("master-0", "master", &r, 1000);
+        assert_eq!(ids(&f), vec!["HS020"], "{f:#?}");
+        assert!(f[0].evidence[0].contains("failed/failed"));
+    }
+
+    #[test]
+    fn a_running_kubelet_without_its_certificate_is_waiting_for_its_csr() {
+        let r = report(vec![
+            c("kubelet.service", Health::Ok, "active/running", ""),
+            c("kubelet", Health::Ok, "healthy", ""),
+            c("kubelet-cert", Health::Warning, "bootstrapping", "absent"),
+            c("cri", Health::Warning, "ready", "NetworkReady=false: x"),
+        ]);
+        let f = diagnose("worker-0", "worker", &r, 1000);
+        assert_eq!(ids(&f), vec!["HS030"], "no CNI is its consequence: {f:#?}");
+        assert!(f[0].fix.contains("approve-csrs"));
+    }
+
+    #[test]
+    fn clock_skew_explains_certificate_errors() {
+        let mut r = report(vec![
+            c("kubelet-cert", Health::Failing, "not yet valid", "valid only from 300 s from now"),
+            c("kubelet", Health::Failing, "healthz error", "x"),
+        ]);
+        r.host.as_mut().unwrap().clock_offset_ms = -300_000;
+        let f = diagnose("master-1", "master", &r, 0);
+        assert_eq!(ids(&f), vec!["HS010"], "{f:#?}");
+        assert!(f[0].evidence.iter().any(|e| e.contains("-300.0 s")));
+    }
+
+    #[test]
+    fn image_pulls_disk_memory_and_silence() {
+        let mut r = report(vec![c("cri", Health::Warning, "ready", "1 failing")]);
+        r.containers.push(ContainerInfo {
+            pod: "openshift-etcd/etcd".into(),
+            name: "etcd".into(),
+            state: "exited".into(),
+            exit_code: 1,
+            reason: "ErrImagePull".into(),
+            image: "registry.example.com/etcd@sha256:1".into(),
+            ..Default::default()
+        });
+        let h = r.host.as_mut().unwrap();
+        h.var_free_bytes = 2 << 30;
+        h.memory_total_bytes = 8 << 30;
+        let f = diagnose("master-2", "master", &r, 60_000);
+        // Silent first; the full /var explains the pull failure and the exited container.
+        assert_eq!(ids(&f), vec!["HS001", "HS060", "HS061"], "{f:#?}");
+        let mut r2 = r.clone();
+        r2.host.as_mut().unwrap().var_free_bytes = 50 << 30;
+        let f = diagnose("master-2", "master", &r2, 0);
+        assert_eq!(ids(&f), vec!["HS042", "HS061"], "{f:#?}");
+        assert!(f[0].evidence[0].contains("registry.example.com/etcd"));
+        // A worker with 8 GiB meets its minimum.
+        assert!(!ids(&diagnose("w", "worker", &r2, 0)).contains(&"HS061"));
+    }
+
+    #[test]
+    fn a_healthy_node_has_no_findings() {
+        let r = report(vec![
+            c("kubelet.service", Health::Ok, "active/running", ""),
+            c("kubelet", Health::Ok, "healthy", ""),
+            c("kubelet-cert", Health::Ok, "valid", ""),
+            c("cri", Health::Ok, "ready", ""),
+            c("etcd", Health::Ok, "healthy", ""),
+        ]);
+        assert!(diagnose("m", "master", &r, 0).is_empty());
+    }
+
+    #[test]
+    fn every_rule_is_listed_once() {
+        let mut seen = std::collections::BTreeSet::new();
+        for (id, _) in RULES {
+            assert!(seen.insert(*id), "{id} twice");
+        }
+    }
+}
