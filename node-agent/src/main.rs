@@ -36,34 +36,48 @@ async fn report(cfg: &config::Config, bus: Option<&zbus::Connection>, clock: Opt
         host.clock_offset_ms = off;
         host.clock_offset_known = true;
     }
-    let mut components = vec![
-        probes::kubelet_healthz(&cfg.kubelet_healthz).await,
-        probes::kubelet_cert(&cfg.kubelet_cert, now_ms() / 1000),
-    ];
+    // The probes run at once: each has its own timeout, and one slow answer (a hung etcd, a
+    // kubelet that accepts and never answers) must not hold the others or stretch the interval.
+    let cri = async {
+        match cfg.cri_socket.as_os_str().is_empty() {
+            true => None,
+            false => Some(cri::probe(&cfg.cri_socket).await),
+        }
+    };
+    let etcd = async {
+        match &cfg.etcd {
+            Some(e) => Some(etcd::probe(e).await),
+            None => None,
+        }
+    };
+    let units = async {
+        match bus {
+            Some(conn) => {
+                let mut out = Vec::with_capacity(cfg.units.len());
+                for u in &cfg.units {
+                    out.push(systemd::unit(conn, u).await);
+                }
+                out
+            }
+            None if !cfg.units.is_empty() => vec![hardshift_proto::v1::ComponentState {
+                name: "systemd".into(),
+                health: hardshift_proto::v1::Health::Unknown as i32,
+                state: "unreachable".into(),
+                reason: format!("cannot reach the D-Bus {} bus", cfg.systemd_bus),
+                details: Default::default(),
+            }],
+            None => vec![],
+        }
+    };
+    let (kubelet, cri, etcd, units) = tokio::join!(probes::kubelet_healthz(&cfg.kubelet_healthz), cri, etcd, units);
+    let mut components = vec![kubelet, probes::kubelet_cert(&cfg.kubelet_cert, now_ms() / 1000)];
     let (mut pods, mut containers) = (vec![], vec![]);
-    if !cfg.cri_socket.as_os_str().is_empty() {
-        let (c, p, k) = cri::probe(&cfg.cri_socket).await;
+    if let Some((c, p, k)) = cri {
         components.push(c);
         (pods, containers) = (p, k);
     }
-    if let Some(e) = &cfg.etcd {
-        components.push(etcd::probe(e).await);
-    }
-    match bus {
-        Some(conn) => {
-            for u in &cfg.units {
-                components.push(systemd::unit(conn, u).await);
-            }
-        }
-        None if !cfg.units.is_empty() => components.push(hardshift_proto::v1::ComponentState {
-            name: "systemd".into(),
-            health: hardshift_proto::v1::Health::Unknown as i32,
-            state: "unreachable".into(),
-            reason: format!("cannot reach the D-Bus {} bus", cfg.systemd_bus),
-            details: Default::default(),
-        }),
-        None => {}
-    }
+    components.extend(etcd);
+    components.extend(units);
     NodeReport {
         seq: 0,
         time_ms: now_ms(),
