@@ -30,6 +30,8 @@ enum Command {
     Events(cmd::events::Args),
     /// A node's journal (allow-listed units), a container's log, or etcd's members, via the collector.
     Logs(cmd::logs::Args),
+    /// A support archive without SSH: journals, container logs, etcd members, reports, events, diagnosis.
+    Gather(cmd::gather::Args),
     /// Why each node is stuck: root causes first, with evidence and a fix.
     Diagnose(cmd::diagnose::Args),
     /// Approve the kubelets' CSRs the machine-approver's rules allow for this inventory, and say why not for the rest.
@@ -70,6 +72,7 @@ fn main() -> ExitCode {
         Command::Logs(a) => cmd::logs::run(a),
         Command::ApproveCsrs(a) => cmd::approve_csrs::run(a),
         Command::Diagnose(a) => cmd::diagnose::run(a),
+        Command::Gather(a) => cmd::gather::run(a),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -340,4 +340,38 @@ fn logs_come_through_the_collector_read_only_and_bounded() {
     let out = hardshift(&["logs", "master-0", "etcd-members", "--dir", d_]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("no etcd member"), "{}", text(&out.stderr));
+
+    // gather: the same answers and the store's view in one archive, with an index, no secrets.
+    let archive = dir.join("support.tar.gz");
+    let out = hardshift(&["gather", "master-0", "--dir", d_, "-o", archive.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(std::fs::metadata(&archive).unwrap().permissions().mode() & 0o777, 0o600);
+    let x = dir.join("x");
+    std::fs::create_dir_all(&x).unwrap();
+    let (ok, out) = run("tar", &["-xzf", archive.to_str().unwrap(), "-C", x.to_str().unwrap()]);
+    assert!(ok, "{out}");
+    let g = x.join("hardshift-gather");
+    for f in [
+        "index.json",
+        "master-0/status.json",
+        "master-0/diagnose.json",
+        "master-0/last-report.json",
+        "master-0/events.json",
+    ] {
+        assert!(g.join(f).is_file(), "{f} missing from the archive");
+    }
+    let kubelet = std::fs::read_to_string(g.join("master-0/journal/kubelet.log")).unwrap();
+    assert!(kubelet.contains("Unable to register node with API server"), "{kubelet}");
+    let index: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(g.join("index.json")).unwrap()).unwrap();
+    let entries = index["entries"].as_array().unwrap();
+    assert!(entries.iter().any(|e| e["file"] == "master-0/journal/kubelet.log"), "{index}");
+    // What the node could not answer is said, not silently missing.
+    assert!(
+        entries
+            .iter()
+            .any(|e| e["what"] == "etcd's member list" && e["error"].as_str().unwrap_or("").contains("no etcd member")),
+        "{index}"
+    );
+    let (_, all) = run("grep", &["-r", "SECRET-SHOULD-NOT-LEAK", g.to_str().unwrap()]);
+    assert!(all.trim().is_empty(), "sshd's journal must not be gathered: {all}");
 }

@@ -6,6 +6,7 @@ pub mod diagnose;
 pub mod events;
 pub mod ingest;
 pub mod listener;
+pub mod scrub;
 pub mod server;
 pub mod store;
 pub mod summary;

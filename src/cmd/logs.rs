@@ -28,6 +28,21 @@ pub fn admin_socket(dir: &std::path::Path) -> PathBuf {
     dir.join("collector").join("admin.sock")
 }
 
+/// One debug request to `node` through the collector's admin socket.
+pub async fn ask(socket: &std::path::Path, node: &str, kind: Kind) -> Result<hardshift_proto::v1::DebugResponse, Failure> {
+    let ch = hardshift_proto::unix_channel(socket, std::time::Duration::from_secs(3))
+        .await
+        .map_err(|e| Failure::other(format!("{e} (is `hardshift collector` running for this bundle?)")))?;
+    AdminClient::new(ch)
+        .debug(AdminDebugRequest {
+            node: node.to_string(),
+            request: Some(DebugRequest { id: 0, kind: Some(kind) }),
+        })
+        .await
+        .map(|r| r.into_inner())
+        .map_err(|s| Failure::other(s.message()))
+}
+
 /// Ask a connected node, through the running collector, for bounded read-only output.
 pub fn run(a: Args) -> Result<u8, Failure> {
     let kind = if a.container {
@@ -48,19 +63,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         .enable_all()
         .build()
         .map_err(Failure::other)?;
-    let resp = rt.block_on(async {
-        let ch = hardshift_proto::unix_channel(&socket, std::time::Duration::from_secs(3))
-            .await
-            .map_err(|e| Failure::other(format!("{e} (is `hardshift collector` running for this bundle?)")))?;
-        AdminClient::new(ch)
-            .debug(AdminDebugRequest {
-                node: a.node.clone(),
-                request: Some(DebugRequest { id: 0, kind: Some(kind) }),
-            })
-            .await
-            .map(|r| r.into_inner())
-            .map_err(|s| Failure::other(s.message()))
-    })?;
+    let resp = rt.block_on(ask(&socket, &a.node, kind))?;
     for l in &resp.lines {
         println!("{l}");
     }

@@ -3,6 +3,7 @@ pub mod collector;
 pub mod create;
 pub mod diagnose;
 pub mod events;
+pub mod gather;
 pub mod lab;
 pub mod logs;
 pub mod mco;
