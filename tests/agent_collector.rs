@@ -8,7 +8,7 @@ use common::*;
 use hardshift_collector::store::Store;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// An agent reporting as `node` with the certificate of `cert_of` from bundle `pki_dir`.
 fn agent(dir: &Path, port: u16, node: &str, cert_of: &str, pki_dir: &Path) -> (Kill, PathBuf) {
@@ -48,22 +48,6 @@ fn state_dir(dir: &Path, node: &str, cert_of: &str) -> PathBuf {
 
 fn db(dir: &Path) -> Store {
     Store::open(&dir.join("collector/reports.db")).unwrap()
-}
-
-fn wait_for(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !f() {
-        assert!(start.elapsed() < Duration::from_secs(secs), "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
-fn stored(dir: &Path, node: &str) -> Vec<u64> {
-    let s = db(dir);
-    match s.boot_of(node).unwrap() {
-        Some(b) => s.seqs(node, &b).unwrap(),
-        None => vec![],
-    }
 }
 
 #[test]

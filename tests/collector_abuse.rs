@@ -40,26 +40,6 @@ fn agent(dir: &Path, port: u16, node: &str, interval_ms: u64) -> Kill {
     )
 }
 
-fn stored(dir: &Path, node: &str) -> Vec<u64> {
-    let db = dir.join("collector/reports.db");
-    if !db.exists() {
-        return vec![];
-    }
-    let s = Store::open(&db).unwrap();
-    match s.boot_of(node).unwrap() {
-        Some(b) => s.seqs(node, &b).unwrap(),
-        None => vec![],
-    }
-}
-
-fn wait_for(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !f() {
-        assert!(start.elapsed() < Duration::from_secs(secs), "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 fn log(dir: &Path) -> String {
     std::fs::read_to_string(dir.join("collector.log")).unwrap_or_default()
 }

@@ -6,10 +6,7 @@
 use hardshift_proto::v1::{ComponentState, Health, NodeReport};
 use serde::Serialize;
 
-/// A node that has not reported for this long is silent.
-pub const SILENT_AFTER_MS: i64 = 30_000;
-/// TLS handshakes and certificate windows start failing past a few seconds of skew.
-pub const CLOCK_SKEW_MS: i64 = 2_000;
+use crate::summary::{CLOCK_SKEW_WARN_MS as CLOCK_SKEW_MS, SILENT_AFTER_MS};
 /// OpenShift's minimums: control plane 16 GiB of memory, compute 8 GiB.
 const MIN_MEMORY_CONTROL: u64 = 16 << 30;
 const MIN_MEMORY_COMPUTE: u64 = 8 << 30;

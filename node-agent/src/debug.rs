@@ -10,7 +10,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::time::Duration;
 
 /// The units whose journal a request may read.
-pub const UNITS: [&str; 5] = ["kubelet", "crio", "bootkube", "release-image", "hardshift-agent"];
+pub const UNITS: [&str; 5] = hardshift_proto::DEBUG_UNITS;
 pub const MAX_LINES: u32 = 2000;
 pub const DEFAULT_LINES: u32 = 100;
 /// Bytes of output per answer: a gRPC message stays small whatever the lines hold.

@@ -2,6 +2,10 @@
 //! collector (`proto/hardshift/agent/v1/agent.proto`). `cri`: the subset of the Kubernetes CRI
 //! (`runtime.v1`) the agent reads from CRI-O (`proto/cri/runtime/v1/api.proto`).
 
+/// The units whose journal a debug request may read: the agent's allow-list, and what
+/// `hardshift gather` asks each node for.
+pub const DEBUG_UNITS: [&str; 5] = ["kubelet", "crio", "bootkube", "release-image", "hardshift-agent"];
+
 pub mod v1 {
     tonic::include_proto!("hardshift.agent.v1");
 }

@@ -120,7 +120,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
             &mut budget,
         );
         // Through the agent: the bounded, read-only answers of `hardshift logs`.
-        let mut asks: Vec<(String, String, Kind)> = UNITS
+        let mut asks: Vec<(String, String, Kind)> = hardshift_proto::DEBUG_UNITS
             .iter()
             .map(|u| {
                 (
@@ -192,9 +192,6 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     );
     Ok(0)
 }
-
-/// The units whose journals the agents answer for (their allow-list).
-const UNITS: [&str; 5] = ["kubelet", "crio", "bootkube", "release-image", "hardshift-agent"];
 
 /// The archive, written whole or not at all (temp file, then rename), 0600: logs can say much.
 fn write(path: &std::path::Path, files: &[(String, Vec<u8>)]) -> std::io::Result<()> {

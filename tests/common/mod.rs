@@ -155,3 +155,28 @@ pub fn collector_with(dir: &Path, port: u16, extra: &[&str]) -> Kill {
             .unwrap(),
     )
 }
+
+/// Poll `f` every 100 ms until it holds; fail naming `what` after `secs`.
+pub fn wait_for(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !f() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(secs),
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// The seqs the collector of bundle `dir` stored for `node`'s current boot (none yet: empty).
+pub fn stored(dir: &Path, node: &str) -> Vec<u64> {
+    let db = dir.join("collector/reports.db");
+    if !db.exists() {
+        return vec![];
+    }
+    let s = hardshift_collector::store::Store::open(&db).unwrap();
+    match s.boot_of(node).unwrap() {
+        Some(b) => s.seqs(node, &b).unwrap(),
+        None => vec![],
+    }
+}
