@@ -36,6 +36,10 @@ enum Command {
     Diagnose(cmd::diagnose::Args),
     /// Approve the kubelets' CSRs the machine-approver's rules allow for this inventory, and say why not for the rest.
     ApproveCsrs(cmd::approve_csrs::Args),
+    /// Watch the API (Nodes, CSRs, ClusterOperators, ClusterVersion, control-plane pods) into the store.
+    Watch(cmd::watch::Args),
+    /// Wait for bootstrap-complete, pivot-ready or install-complete; on timeout, say what is unmet and why.
+    WaitFor(cmd::wait_for::Args),
 }
 
 /// Failures carry their exit code: 2 for input and usage errors, 1 for everything else.
@@ -73,6 +77,8 @@ fn main() -> ExitCode {
         Command::ApproveCsrs(a) => cmd::approve_csrs::run(a),
         Command::Diagnose(a) => cmd::diagnose::run(a),
         Command::Gather(a) => cmd::gather::run(a),
+        Command::Watch(a) => cmd::watch::run(a),
+        Command::WaitFor(a) => cmd::wait_for::run(a),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -359,3 +359,50 @@ fn logs_come_through_the_collector_read_only_and_bounded() {
     let (_, all) = run("grep", &["-r", "SECRET-SHOULD-NOT-LEAK", g.to_str().unwrap()]);
     assert!(all.trim().is_empty(), "sshd's journal must not be gathered: {all}");
 }
+
+/// The collector keeps two connections to its store (the ingest, and the API watch beside it).
+/// Readers that open and close the store (`status`, `wait-for`) must never make a report it
+/// stored invisible: before the fix, opening the second connection closed a descriptor of the
+/// database, which dropped the process's locks, and the next reader to close took itself for the
+/// last one and deleted the WAL the collector was writing.
+#[test]
+fn readers_never_hide_what_the_collector_writes() {
+    agent_bin();
+    let d = example_copy();
+    create(d.path(), &["--key-algorithm", "ecdsa-p256"]);
+    let dir = d.path();
+    // An API that is not there: the watch runs on its own connection and only logs its errors.
+    let kc = dir.join("unreachable.kubeconfig");
+    let text = std::fs::read_to_string(dir.join("auth/kubeconfig")).unwrap();
+    let text: String = text
+        .lines()
+        .map(|l| match l.trim_start().starts_with("server:") {
+            true => "    server: https://127.0.0.1:1".to_string(),
+            false => l.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(&kc, text).unwrap();
+    let port = free_port();
+    let _c = collector_with(dir, port, &["--kubeconfig", kc.to_str().unwrap()]);
+    let (_a, _) = agent(dir, port, "master-0", "master-0", &dir.join("agent-pki"));
+    let last_seq = || -> u64 {
+        let out = hardshift(&["status", "--dir", dir.to_str().unwrap(), "-o", "json"]);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        v[0]["last_seq"].as_u64().unwrap_or(0)
+    };
+    wait_for("the first reports", 30, || last_seq() >= 3);
+    for round in 0..8 {
+        let before = last_seq();
+        for _ in 0..5 {
+            let _ = hardshift(&["status", "--dir", dir.to_str().unwrap()]);
+        }
+        wait_for(
+            &format!("round {round}: reports after seq {before} visible to a new reader"),
+            10,
+            || last_seq() > before + 2,
+        );
+    }
+    let log = std::fs::read_to_string(dir.join("collector.log")).unwrap();
+    assert!(log.contains("watching the API"), "{log}");
+}

@@ -409,6 +409,23 @@ fn master_0s_real_kubelet_joins_through_its_csrs_and_the_agent_reports_it() {
     let mut cp = ControlPlane::start(&[]);
     let (ok, out) = cp.run_bootkube();
     assert!(ok, "bootkube.sh failed:\n{out}");
+    // The collector on the helper, before any kubelet: it watches the API with the bundle's admin
+    // kubeconfig (the helper resolves api as the nodes do), so it sees every CSR and the Node come.
+    let bundle = cp.bundle.path().to_path_buf();
+    let collector_log = cp.log_path("collector");
+    let _collector = cp.net.spawn_logged(
+        "helper",
+        env!("CARGO_BIN_EXE_hardshift"),
+        &[
+            "collector".into(),
+            "--dir".into(),
+            bundle.to_string_lossy().into(),
+            "--listen".into(),
+            format!("{HELPER_IP}:9443"),
+        ],
+        &[],
+        &collector_log,
+    );
 
     // master-0's filesystem, containerd in its namespace, and its kubelet with the unit's exact
     // ExecStart (paths mapped; its own root and certificate directories under the scratch root).
@@ -635,21 +652,6 @@ fn master_0s_real_kubelet_joins_through_its_csrs_and_the_agent_reports_it() {
     // The node agent in master-0's namespace, with the node's own agent config and certificate
     // (paths mapped; no system bus here, so no systemd units), reports to the collector on the
     // helper over mTLS. The bootstrap's agent reports its etcd.
-    let bundle = cp.bundle.path().to_path_buf();
-    let collector_log = cp.log_path("collector");
-    let _collector = cp.net.spawn_logged(
-        "helper",
-        env!("CARGO_BIN_EXE_hardshift"),
-        &[
-            "collector".into(),
-            "--dir".into(),
-            bundle.to_string_lossy().into(),
-            "--listen".into(),
-            format!("{HELPER_IP}:9443"),
-        ],
-        &[],
-        &collector_log,
-    );
     let agent = common::agent_bin();
     let start_agent = |cp: &mut ControlPlane, node: &str, root: &NodeRoot, extra: String| {
         let main = root.map("/etc/hardshift/agent.toml");
@@ -659,12 +661,14 @@ fn master_0s_real_kubelet_joins_through_its_csrs_and_the_agent_reports_it() {
             "/etc/hardshift/agent.crt",
             "/etc/hardshift/agent.key",
             "/etc/kubernetes/",
+            "/var/lib/hardshift/",
+            "/var/lib/etcd\"",
         ] {
             text = text.replace(&format!("\"{f}"), &format!("\"{}", root.map(f)));
         }
-        // Top-level keys go before the [etcd] table; report every half second.
-        let (head, etcd) = match text.split_once("\n[etcd]") {
-            Some((a, b)) => (a.to_string(), format!("\n[etcd]{b}")),
+        // Top-level keys go before the tables ([etcd], [[dns]]); report every half second.
+        let (head, etcd) = match text.split_once("\n[") {
+            Some((a, b)) => (a.to_string(), format!("\n[{b}")),
             None => (text, String::new()),
         };
         assert!(head.contains("interval_ms = 5000"), "{head}");
@@ -733,6 +737,102 @@ fn master_0s_real_kubelet_joins_through_its_csrs_and_the_agent_reports_it() {
         cert.to_string().contains("system:node:master-0"),
         "the real client certificate: {cert}"
     );
+    // etcd's disk, measured by the bootstrap's agent in etcd's own data directory (the scratch root's).
+    let disk = cp.wait(
+        "the bootstrap's etcd disk measured",
+        Duration::from_secs(30),
+        "agent-bootstrap",
+        |cp| {
+            let d = component(&status(cp)?, "bootstrap", "etcd-disk");
+            if d.is_null() {
+                Err("not yet".into())
+            } else {
+                Ok(d)
+            }
+        },
+    );
+    eprintln!("timing: bootstrap etcd disk: {disk}");
+    assert!(
+        disk["details"]["p99_ms"].as_str().is_some_and(|p| p.parse::<f64>().is_ok()),
+        "{disk}"
+    );
+    assert!(
+        disk["details"]["dir"].as_str().unwrap().ends_with("bootstrap/var/lib/etcd"),
+        "{disk}"
+    );
+    // The bootstrap's agent read bootkube's own progress record.
+    let bootkube = component(&healthy, "bootstrap", "bootkube");
+    assert_eq!(
+        (bootkube["health"].as_str(), bootkube["state"].as_str()),
+        (Some("ok"), Some("complete")),
+        "{bootkube}"
+    );
+
+    // The API side, as the collector watched it: the CSRs approved and issued, the Node turning Ready.
+    let dir = bundle.to_str().unwrap();
+    let (ok, timeline) = common::run(env!("CARGO_BIN_EXE_hardshift"), &["events", "--dir", dir]);
+    assert!(ok, "{timeline}");
+    for want in [
+        "CertificateSigningRequest",
+        "Approved=True",
+        "issued",
+        "Node master-0 created",
+        "Ready False → True",
+    ] {
+        assert!(timeline.contains(want), "{want:?} not in the timeline:\n{timeline}");
+    }
+    // Phases: bootkube is done, but no cluster-version-operator runs here, so bootstrap-complete
+    // is not reached, and wait-for says which check and why.
+    let wait_for = |target: &str, timeout: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_hardshift"))
+            .args(["wait-for", target, "--dir", dir, "--timeout", timeout, "--interval", "200ms"])
+            .output()
+            .unwrap();
+        (out.status.code(), common::text(&out.stdout))
+    };
+    let (code, out) = wait_for("bootstrap-complete", "2s");
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("the install is at \"the cluster-version-operator runs\"") && out.contains("ClusterVersion/version has no status"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("unmet: bootkube complete") && !out.contains("unmet: the API answers"),
+        "{out}"
+    );
+    // The CVO cannot run here: write its status as its sources do (desired release, conditions).
+    let cvo_status = serde_json::json!({"status": {
+    "desired": {"version": "4.19.0", "image": "quay.io/openshift-release-dev/ocp-release@sha256:0"},
+    "observedGeneration": 1, "versionHash": "test", "availableUpdates": null,
+    "conditions": [
+        {"type": "Available", "status": "False", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+        {"type": "Progressing", "status": "True", "message": "Working towards 4.19.0", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    ]}});
+    let (ok, out) = cp.kubectl(&[
+        "patch",
+        "clusterversion",
+        "version",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        &cvo_status.to_string(),
+    ]);
+    assert!(ok, "{out}");
+    let t_wait = std::time::Instant::now();
+    let (code, out) = wait_for("bootstrap-complete", "60s");
+    assert_eq!(code, Some(0), "{out}");
+    cp.timings.push(("CVO status → bootstrap-complete".into(), t_wait.elapsed()));
+    // pivot-ready needs etcd and kube-apiserver on every master: here there is one master and no operator.
+    let (code, out) = wait_for("pivot-ready", "1s");
+    assert_eq!(code, Some(1), "{out}");
+    for want in [
+        "unmet: etcd runs on every master",
+        "master-0: no etcd pod",
+        "master-1: has never reported",
+        "etcd still has the bootstrap member",
+    ] {
+        assert!(out.contains(want), "{want:?}:\n{out}");
+    }
 
     // The kubelet stops: the agent's next report says so, an event records it, status shows it.
     cp.net.kill(kubelet);

@@ -38,18 +38,26 @@ pub struct Finding {
 pub const RULES: &[(&str, &str)] = &[
     ("HS001", "the node is silent"),
     ("HS010", "clock skew"),
+    ("HS070", "the hostname is not the node's name"),
+    ("HS071", "DNS answers differ from the bundle's zones"),
+    ("HS072", "the load balancer does not forward the API"),
     ("HS020", "kubelet.service is not running"),
     ("HS022", "crio.service is not running"),
     ("HS040", "the container runtime is not ready"),
+    ("HS051", "the disk under etcd is too slow"),
     ("HS050", "etcd is unhealthy"),
     ("HS060", "/var is nearly full"),
     ("HS061", "less memory than OpenShift's minimum"),
+    ("HS062", "fewer CPUs than OpenShift's minimum"),
     ("HS042", "images cannot be pulled"),
     ("HS031", "the kubelet's client certificate is not valid"),
+    ("HS032", "the kubelet's client certificate expires soon"),
     ("HS030", "the kubelet's client CSR waits for approval"),
     ("HS021", "the kubelet does not answer /healthz"),
     ("HS043", "containers keep failing"),
     ("HS041", "no CNI network yet"),
+    ("HS080", "bootkube failed"),
+    ("HS081", "bootkube is still working"),
 ];
 
 fn comp<'a>(r: &'a NodeReport, name: &str) -> Option<&'a ComponentState> {
@@ -115,6 +123,43 @@ pub fn diagnose(node: &str, role: &str, r: &NodeReport, seen_ago_ms: i64) -> Vec
             &["HS031", "HS021", "HS030"],
         );
     }
+    // The kubelet registers, and asks for certificates, under the hostname: a wrong one is a
+    // Node nobody expects and CSRs the approver refuses.
+    let short = host.hostname.split('.').next().unwrap_or("");
+    if !host.hostname.is_empty() && short != node {
+        let local = matches!(short, "localhost" | "localhost6" | "fedora" | "");
+        add(
+            "HS070",
+            Severity::Critical,
+            format!("{node}'s hostname is {:?}", host.hostname),
+            vec![format!(
+                "the kubelet will register as {short:?} and its CSRs will name it, not {node}{}",
+                if local { " (no name came from DHCP, DNS or the Ignition config)" } else { "" }
+            )],
+            "give the node its name: a DHCP host entry or reverse DNS for its address (the lab's dnsmasq/dhcpd configs), or `hostnamectl set-hostname NODE`, then reboot",
+            &["HS030"],
+        );
+    }
+    if let Some(c) = comp(r, "dns").filter(|c| c.health == Health::Failing as i32) {
+        add(
+            "HS071",
+            Severity::Critical,
+            format!("{node} resolves {}", c.state),
+            c.reason.split("; ").map(String::from).collect(),
+            "serve the bundle's zone (lab/dns: dnsmasq or BIND) and point the node's resolver at it (DHCP option 6, or its NetworkManager config); `dig @SERVER NAME` from the node",
+            &["HS030", "HS072"],
+        );
+    }
+    if let Some(c) = comp(r, "lb").filter(|c| c.health == Health::Failing as i32) {
+        add(
+            "HS072",
+            Severity::Critical,
+            format!("{node} cannot reach the API through the load balancer"),
+            vec![c.reason.clone()],
+            "start HAProxy on the helper with the bundle's lab/haproxy/haproxy.cfg (`haproxy -c -f` it first), check the VIPs are on the helper (scripts/helper-network.sh) and that 6443 and 22623 are open",
+            &["HS030"],
+        );
+    }
     let kubelet_unit = comp(r, "kubelet.service");
     if failing(kubelet_unit) {
         add(
@@ -146,6 +191,16 @@ pub fn diagnose(node: &str, role: &str, r: &NodeReport, seen_ago_ms: i64) -> Vec
             vec![said(c)],
             "check the runtime: `hardshift logs NODE crio`",
             &["HS021", "HS041", "HS043"],
+        );
+    }
+    if let Some(c) = comp(r, "etcd-disk").filter(|c| c.health == Health::Warning as i32) {
+        add(
+            "HS051",
+            Severity::Warning,
+            format!("the disk under etcd is too slow on {node}"),
+            vec![said(c)],
+            "give etcd an SSD or NVMe disk (on KVM: cache=none, io=native, not a qcow2 on a spinning disk); etcd's own check is `fio --rw=write --ioengine=sync --fdatasync=1 --bs=2300 --size=22m`",
+            &[],
         );
     }
     let etcd = comp(r, "etcd");
@@ -184,6 +239,17 @@ pub fn diagnose(node: &str, role: &str, r: &NodeReport, seen_ago_ms: i64) -> Vec
             &[],
         );
     }
+    let min_cpus = if role == "worker" { 2 } else { 4 };
+    if host.cpus > 0 && host.cpus < min_cpus {
+        add(
+            "HS062",
+            Severity::Warning,
+            format!("{node} has {} CPUs", host.cpus),
+            vec![format!("a {role} needs at least {min_cpus} vCPUs")],
+            "give the VM more vCPUs (etcd and the API server starve first)",
+            &[],
+        );
+    }
     let pulls: Vec<String> = r
         .containers
         .iter()
@@ -208,6 +274,16 @@ pub fn diagnose(node: &str, role: &str, r: &NodeReport, seen_ago_ms: i64) -> Vec
             vec![said(c)],
             "approve its renewal CSR (`hardshift approve-csrs`), or check the clock",
             &["HS021"],
+        );
+    }
+    if let Some(c) = cert.filter(|c| c.state == "expiring") {
+        add(
+            "HS032",
+            Severity::Warning,
+            "the kubelet's client certificate expires soon".into(),
+            vec![said(c)],
+            "its renewal CSR waits: `hardshift approve-csrs --dir DIR` (after the pivot, the machine-approver does it)",
+            &[],
         );
     }
     if let Some(c) = cert.filter(|c| c.state == "bootstrapping") {
@@ -257,6 +333,27 @@ pub fn diagnose(node: &str, role: &str, r: &NodeReport, seen_ago_ms: i64) -> Vec
             &[],
         );
     }
+    if let Some(c) = comp(r, "bootkube") {
+        let stage = c.details.get("stage").cloned().unwrap_or_default();
+        let fix = match stage.as_str() {
+            "etcd" => "etcd did not become healthy: `hardshift logs NODE etcd-members`, and its static pod's log",
+            "kube-apiserver" => "the API server did not become ready: its container log (`hardshift logs NODE --container kube-system/bootstrap-kube-apiserver-NODE/kube-apiserver`), etcd and its certificates",
+            "crds-established" => "a CRD was not Established: check the bundle's crds/ (the release's CRDs) with `oc get crd`",
+            _ => "`hardshift logs NODE bootkube`",
+        };
+        if c.health == Health::Failing as i32 {
+            add(
+                "HS080",
+                Severity::Critical,
+                format!("bootkube failed at {stage}"),
+                vec![said(c)],
+                fix,
+                &[],
+            );
+        } else if c.health == Health::Warning as i32 && c.state != "not started" {
+            add("HS081", Severity::Info, format!("bootkube is at {stage}"), vec![said(c)], fix, &[]);
+        }
+    }
     // Consequences of a standing cause go; then worst first, causes before consequences.
     let explained: Vec<&str> = out.iter().flat_map(|f| f.explains.iter().copied()).collect();
     out.retain(|f| !explained.contains(&f.id));
@@ -296,6 +393,72 @@ mod tests {
 
     fn ids(f: &[Finding]) -> Vec<&str> {
         f.iter().map(|f| f.id).collect()
+    }
+
+    #[test]
+    fn a_wrong_hostname_and_wrong_dns_are_causes() {
+        let mut r = report(vec![c("kubelet-cert", Health::Warning, "bootstrapping", "")]);
+        r.host.as_mut().unwrap().hostname = "localhost".into();
+        let f = diagnose("master-0", "master", &r, 0);
+        assert_eq!(ids(&f), ["HS070"], "the CSR is its consequence");
+        assert!(f[0].evidence[0].contains("no name came from DHCP"), "{:?}", f[0].evidence);
+        r.host.as_mut().unwrap().hostname = "master-0.ocp4.example.com".into();
+        assert_eq!(
+            ids(&diagnose("master-0", "master", &r, 0)),
+            ["HS030"],
+            "an FQDN hostname is the node's name"
+        );
+        r.components.push(c(
+            "dns",
+            Health::Failing,
+            "1 of 4 names wrong",
+            "api-int.x → 10.0.0.9, but the zone says 192.168.126.10",
+        ));
+        let f = diagnose("master-0", "master", &r, 0);
+        assert_eq!(ids(&f), ["HS071"]);
+        assert_eq!(f[0].evidence, ["api-int.x → 10.0.0.9, but the zone says 192.168.126.10"]);
+    }
+
+    #[test]
+    fn a_slow_etcd_disk_is_named_with_its_numbers() {
+        let d = c(
+            "etcd-disk",
+            Health::Warning,
+            "fdatasync p99 42.00 ms",
+            "fdatasync p99 42.00 ms in /var/lib/etcd (p50 3.10 ms, 200 writes): etcd needs under 10 ms",
+        );
+        let f = diagnose("master-0", "master", &report(vec![d]), 0);
+        assert_eq!(ids(&f), ["HS051"]);
+        assert!(f[0].evidence[0].contains("p99 42.00 ms"));
+    }
+
+    #[test]
+    fn too_few_cpus_and_an_expiring_certificate() {
+        let mut r = report(vec![c(
+            "kubelet-cert",
+            Health::Warning,
+            "expiring",
+            "expires in 5 h: its rotation CSR needs approval",
+        )]);
+        r.host.as_mut().unwrap().cpus = 2;
+        let f = diagnose("master-0", "master", &r, 0);
+        assert_eq!(ids(&f), ["HS062", "HS032"]);
+        assert_eq!(
+            ids(&diagnose("worker-0", "worker", &r, 0)),
+            ["HS032"],
+            "2 CPUs are enough for a worker"
+        );
+    }
+
+    #[test]
+    fn bootkube_says_its_stage() {
+        let mut b = c("bootkube", Health::Failing, "crds-established: failed", "timed out waiting");
+        b.details.insert("stage".into(), "crds-established".into());
+        let f = diagnose("bootstrap", "bootstrap", &report(vec![b.clone()]), 0);
+        assert_eq!(ids(&f), ["HS080"]);
+        assert!(f[0].fix.contains("crds/"), "{}", f[0].fix);
+        b.health = Health::Warning as i32;
+        assert_eq!(ids(&diagnose("bootstrap", "bootstrap", &report(vec![b]), 0)), ["HS081"]);
     }
 
     #[test]

@@ -1,11 +1,13 @@
 //! The workstation side of the agent protocol: the mTLS server agents stream to, and the durable
 //! store of their reports.
 
+pub mod api;
 pub mod approver;
 pub mod diagnose;
 pub mod events;
 pub mod ingest;
 pub mod listener;
+pub mod phase;
 pub mod scrub;
 pub mod server;
 pub mod store;

@@ -50,7 +50,19 @@ impl Store {
                 last_seen_ms INTEGER NOT NULL);
              CREATE TABLE IF NOT EXISTS pruned (
                 node TEXT NOT NULL, boot_id TEXT NOT NULL, n INTEGER NOT NULL,
-                PRIMARY KEY (node, boot_id)) WITHOUT ROWID;",
+                PRIMARY KEY (node, boot_id)) WITHOUT ROWID;
+             -- What the API server says (hardshift watch): each object's newest projection,
+             -- every change a person would look at, and how the last contact went.
+             CREATE TABLE IF NOT EXISTS api_objects (
+                kind TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
+                observed_ms INTEGER NOT NULL, deleted INTEGER NOT NULL, view TEXT NOT NULL,
+                PRIMARY KEY (kind, namespace, name)) WITHOUT ROWID;
+             CREATE TABLE IF NOT EXISTS api_changes (
+                observed_ms INTEGER NOT NULL, kind TEXT NOT NULL, namespace TEXT NOT NULL,
+                name TEXT NOT NULL, change TEXT NOT NULL);
+             CREATE TABLE IF NOT EXISTS api_contact (
+                id INTEGER PRIMARY KEY CHECK (id = 1), last_ok_ms INTEGER, last_error TEXT,
+                last_error_ms INTEGER);",
         )?;
         Ok(Store { db })
     }
@@ -188,6 +200,122 @@ impl Store {
         Ok(out)
     }
 
+    /// Record what the API server said of one object (None: it was deleted). Returns the
+    /// change recorded, if any. Unchanged objects rewrite nothing.
+    pub fn observe(
+        &self,
+        kind: &str,
+        namespace: &str,
+        name: &str,
+        view: Option<&serde_json::Value>,
+        now_ms: i64,
+    ) -> Result<Option<String>, StoreError> {
+        let old: Option<(String, bool)> = self
+            .db
+            .query_row(
+                "SELECT view, deleted FROM api_objects WHERE kind = ?1 AND namespace = ?2 AND name = ?3",
+                params![kind, namespace, name],
+                |r| Ok((r.get(0)?, r.get::<_, i64>(1)? != 0)),
+            )
+            .optional()?;
+        let before: Option<serde_json::Value> = old
+            .as_ref()
+            .filter(|(_, deleted)| !deleted)
+            .and_then(|(v, _)| serde_json::from_str(v).ok());
+        if before.as_ref() == view {
+            return Ok(None);
+        }
+        let change = crate::api::change(kind, before.as_ref(), view);
+        let text = match view {
+            Some(v) => v.to_string(),
+            None => old.map(|(v, _)| v).unwrap_or_else(|| "{}".into()),
+        };
+        self.db.execute(
+            "INSERT INTO api_objects (kind, namespace, name, observed_ms, deleted, view) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+             ON CONFLICT(kind, namespace, name) DO UPDATE SET observed_ms = ?4, deleted = ?5, view = ?6",
+            params![kind, namespace, name, now_ms, view.is_none() as i64, text],
+        )?;
+        if let Some(c) = &change {
+            self.db.execute(
+                "INSERT INTO api_changes (observed_ms, kind, namespace, name, change) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![now_ms, kind, namespace, name, c],
+            )?;
+        }
+        Ok(change)
+    }
+
+    /// How the last contact with the API server went: Ok(now) or Err(the error).
+    pub fn api_contact(&self, result: Result<(), &str>, now_ms: i64) -> Result<(), StoreError> {
+        match result {
+            Ok(()) => self.db.execute(
+                "INSERT INTO api_contact (id, last_ok_ms) VALUES (1, ?1) ON CONFLICT(id) DO UPDATE SET last_ok_ms = ?1",
+                params![now_ms],
+            )?,
+            Err(e) => self.db.execute(
+                "INSERT INTO api_contact (id, last_error, last_error_ms) VALUES (1, ?1, ?2)
+                 ON CONFLICT(id) DO UPDATE SET last_error = ?1, last_error_ms = ?2",
+                params![e, now_ms],
+            )?,
+        };
+        Ok(())
+    }
+
+    /// Every object the API server was last seen to hold (deleted ones left out).
+    pub fn api_objects(&self) -> Result<Vec<crate::api::ApiObject>, StoreError> {
+        let mut stmt = self.db.prepare(
+            "SELECT kind, namespace, name, observed_ms, deleted, view FROM api_objects WHERE deleted = 0
+             ORDER BY kind, namespace, name",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            let view: String = r.get(5)?;
+            Ok(crate::api::ApiObject {
+                kind: r.get(0)?,
+                namespace: r.get(1)?,
+                name: r.get(2)?,
+                observed_ms: r.get(3)?,
+                deleted: r.get::<_, i64>(4)? != 0,
+                view: serde_json::from_str(&view).unwrap_or_default(),
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// (last_ok_ms, last_error, last_error_ms) of the API watch; all None if it never ran.
+    pub fn api_status(&self) -> Result<ApiContact, StoreError> {
+        Ok(self
+            .db
+            .query_row(
+                "SELECT last_ok_ms, last_error, last_error_ms FROM api_contact WHERE id = 1",
+                [],
+                |r| {
+                    Ok(ApiContact {
+                        last_ok_ms: r.get(0)?,
+                        last_error: r.get(1)?,
+                        last_error_ms: r.get(2)?,
+                    })
+                },
+            )
+            .optional()?
+            .unwrap_or_default())
+    }
+
+    /// The API-side timeline, oldest first.
+    pub fn api_changes(&self) -> Result<Vec<ApiChange>, StoreError> {
+        let mut stmt = self
+            .db
+            .prepare("SELECT observed_ms, kind, namespace, name, change FROM api_changes ORDER BY rowid")?;
+        let rows = stmt.query_map([], |r| {
+            Ok(ApiChange {
+                time_ms: r.get(0)?,
+                kind: r.get(1)?,
+                namespace: r.get(2)?,
+                name: r.get(3)?,
+                change: r.get(4)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     pub fn boot_of(&self, node: &str) -> Result<Option<String>, StoreError> {
         Ok(self
             .db
@@ -196,10 +324,37 @@ impl Store {
     }
 }
 
+/// One change the API watch saw.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ApiChange {
+    pub time_ms: i64,
+    pub kind: String,
+    pub namespace: String,
+    pub name: String,
+    pub change: String,
+}
+
+/// The API watch's last contact.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct ApiContact {
+    pub last_ok_ms: Option<i64>,
+    pub last_error: Option<String>,
+    pub last_error_ms: Option<i64>,
+}
+
 /// Create `path` 0600 if absent; make it and its -wal and -shm files 0600 if present.
+/// Never opens the file when it exists: closing any descriptor of a database file drops every
+/// POSIX lock this process holds on it, and another connection of this process (the collector's
+/// ingest beside its API watch) would lose its locks; a reader closing last would then take
+/// itself for the last connection and delete the WAL under the writer.
 fn private(path: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(path)?;
+    if !path.exists() {
+        match std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path) {
+            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e),
+            _ => {}
+        }
+    }
     for suffix in ["", "-wal", "-shm"] {
         let mut p = path.as_os_str().to_owned();
         p.push(suffix);
@@ -232,6 +387,31 @@ mod tests {
         assert_eq!(s.seqs("m0", "b1").unwrap(), vec![1]);
         let rows = s.nodes().unwrap();
         assert_eq!(rows[0].reports, 2);
+    }
+
+    #[test]
+    fn api_observations_keep_the_newest_view_and_each_change() {
+        let t = tempfile::tempdir().unwrap();
+        let s = Store::open(&t.path().join("db")).unwrap();
+        let v = |st: &str| serde_json::json!({"conditions": [{"type": "Ready", "status": st}]});
+        assert_eq!(
+            s.observe("Node", "", "m0", Some(&v("False")), 1).unwrap().as_deref(),
+            Some("created (Ready=False)")
+        );
+        assert_eq!(s.observe("Node", "", "m0", Some(&v("False")), 2).unwrap(), None, "unchanged");
+        assert_eq!(
+            s.observe("Node", "", "m0", Some(&v("True")), 3).unwrap().as_deref(),
+            Some("Ready False → True")
+        );
+        let objs = s.api_objects().unwrap();
+        assert_eq!((objs.len(), objs[0].observed_ms, objs[0].is_true("Ready")), (1, 3, true));
+        assert_eq!(s.observe("Node", "", "m0", None, 4).unwrap().as_deref(), Some("deleted"));
+        assert!(s.api_objects().unwrap().is_empty());
+        assert_eq!(s.api_changes().unwrap().len(), 3);
+        s.api_contact(Err("connection refused"), 5).unwrap();
+        s.api_contact(Ok(()), 6).unwrap();
+        let c = s.api_status().unwrap();
+        assert_eq!((c.last_ok_ms, c.last_error.as_deref()), (Some(6), Some("connection refused")));
     }
 
     #[test]

@@ -33,7 +33,7 @@ pub struct Config {
     /// The CRI socket of the container runtime; "" turns the CRI probe off.
     #[serde(default = "default_cri")]
     pub cri_socket: PathBuf,
-    /// The kubelet's client certificate: absent while its CSR waits for approval.
+    /// The kubelet's client certificate: absent while its CSR waits for approval; "" turns it off.
     #[serde(default = "default_kubelet_cert")]
     pub kubelet_cert: PathBuf,
     /// Where journalctl reads (`--directory`); default: the system journal.
@@ -42,6 +42,18 @@ pub struct Config {
     /// Where the last used seq is kept across agent restarts within a boot (tmpfs is enough).
     #[serde(default = "default_state_dir")]
     pub state_dir: PathBuf,
+    /// bootkube.sh's progress record (the bootstrap only).
+    #[serde(default)]
+    pub bootkube_progress: Option<PathBuf>,
+    /// etcd's data directory, for a bounded fdatasync probe at start and every hour (bootstrap and masters).
+    #[serde(default)]
+    pub etcd_disk: Option<PathBuf>,
+    /// Names this node must resolve, with the addresses the bundle's zones give them.
+    #[serde(default)]
+    pub dns: Vec<crate::install::DnsCheck>,
+    /// The API through the load balancer and each API server directly.
+    #[serde(default)]
+    pub endpoint: Vec<crate::install::Endpoint>,
     /// The local etcd member (bootstrap and masters).
     #[serde(default)]
     pub etcd: Option<crate::etcd::EtcdConfig>,

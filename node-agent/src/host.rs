@@ -44,6 +44,7 @@ pub fn probe() -> HostState {
         root_free_bytes: free_bytes("/"),
         var_free_bytes: free_bytes("/var"),
         addresses,
+        cpus: read("/proc/cpuinfo").lines().filter(|l| l.starts_with("processor")).count() as u32,
         ..Default::default()
     }
 }

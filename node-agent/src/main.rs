@@ -9,14 +9,16 @@ mod client;
 mod config;
 mod cri;
 mod debug;
+mod disk;
 mod etcd;
 mod host;
+mod install;
 mod outbox;
 mod probes;
 mod seq_state;
 mod systemd;
 
-use hardshift_proto::v1::NodeReport;
+use hardshift_proto::v1::{ComponentState, NodeReport};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -30,7 +32,7 @@ fn now_ms() -> i64 {
 
 /// One report: every probe, each bounded by its own timeout. `clock` is this node's offset to
 /// the collector's clock when known.
-async fn report(cfg: &config::Config, bus: Option<&zbus::Connection>, clock: Option<i64>) -> NodeReport {
+async fn report(cfg: &config::Config, bus: Option<&zbus::Connection>, clock: Option<i64>, disk: Option<ComponentState>) -> NodeReport {
     let mut host = host::probe();
     if let Some(off) = clock {
         host.clock_offset_ms = off;
@@ -69,8 +71,31 @@ async fn report(cfg: &config::Config, bus: Option<&zbus::Connection>, clock: Opt
             None => vec![],
         }
     };
-    let (kubelet, cri, etcd, units) = tokio::join!(probes::kubelet_healthz(&cfg.kubelet_healthz), cri, etcd, units);
-    let mut components = vec![kubelet, probes::kubelet_cert(&cfg.kubelet_cert, now_ms() / 1000)];
+    let dns = async {
+        match cfg.dns.is_empty() {
+            true => None,
+            false => Some(install::dns(&cfg.dns, &install::resolve(&cfg.dns, Duration::from_secs(2)).await)),
+        }
+    };
+    let lb = async {
+        match cfg.endpoint.is_empty() {
+            true => None,
+            false => Some(install::lb(
+                &cfg.endpoint,
+                &install::connect_all(&cfg.endpoint, Duration::from_secs(2)).await,
+            )),
+        }
+    };
+    let (kubelet, cri, etcd, units, dns, lb) = tokio::join!(probes::kubelet_healthz(&cfg.kubelet_healthz), cri, etcd, units, dns, lb);
+    let mut components = vec![kubelet];
+    // "" turns it off: the bootstrap's standalone kubelet never gets a client certificate.
+    if !cfg.kubelet_cert.as_os_str().is_empty() {
+        components.push(probes::kubelet_cert(&cfg.kubelet_cert, now_ms() / 1000));
+    }
+    components.extend(cfg.bootkube_progress.as_deref().map(install::bootkube));
+    components.extend(disk);
+    components.extend(dns);
+    components.extend(lb);
     let (mut pods, mut containers) = (vec![], vec![]);
     if let Some((c, p, k)) = cri {
         components.push(c);
@@ -152,7 +177,7 @@ fn main() -> std::process::ExitCode {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     match cli.command.unwrap_or(Command::Run) {
         Command::Status { json } => {
-            let r = rt.block_on(async { report(&cfg, bus(&cfg).await.as_ref(), None).await });
+            let r = rt.block_on(async { report(&cfg, bus(&cfg).await.as_ref(), None, None).await });
             if json {
                 let comps: Vec<serde_json::Value> = r
                     .components
@@ -241,6 +266,25 @@ async fn run(cfg: config::Config) {
     if let Some(c) = &conn {
         tokio::spawn(systemd::watch(c.clone(), cfg.units.clone(), changed.clone()));
     }
+    // etcd's disk is measured at start and hourly (it writes, so never per report); each report
+    // carries the latest result.
+    let disk: Arc<Mutex<Option<ComponentState>>> = Arc::default();
+    if let Some(dir) = cfg.etcd_disk.clone() {
+        let disk = disk.clone();
+        tokio::spawn(async move {
+            loop {
+                let d = dir.clone();
+                let r = tokio::task::spawn_blocking(move || disk::fdatasync_probe(&d, disk::SAMPLES, disk::BUDGET))
+                    .await
+                    .unwrap_or_else(|e| Err(e.to_string()));
+                let again = if r.is_ok() { 3600 } else { 60 };
+                if let Ok(mut slot) = disk.lock() {
+                    *slot = Some(disk::component(&dir, &r));
+                }
+                tokio::time::sleep(Duration::from_secs(again)).await;
+            }
+        });
+    }
     let mut tick = tokio::time::interval(Duration::from_millis(cfg.interval_ms.max(100)));
     loop {
         tokio::select! {
@@ -249,7 +293,8 @@ async fn run(cfg: config::Config) {
             _ = tick.tick() => {}
             _ = tokio::signal::ctrl_c() => break,
         }
-        let r = report(&cfg, conn.as_ref(), shared.clock_offset()).await;
+        let latest_disk = disk.lock().ok().and_then(|d| d.clone());
+        let r = report(&cfg, conn.as_ref(), shared.clock_offset(), latest_disk).await;
         if let Ok(mut o) = shared.outbox.lock() {
             // Record the seq before it can reach the collector, so a restart never reuses it.
             if let Err(e) = seq_state::save(&cfg.state_dir, &cfg.node, &boot_id, o.next_seq()) {

@@ -31,6 +31,13 @@ pub struct Args {
     /// "forever" keeps everything.
     #[arg(long, default_value = "7d", value_parser = parse_retention)]
     retain: Retention,
+    /// Watch the API with this kubeconfig (Nodes, CSRs, ClusterOperators, ClusterVersion,
+    /// control-plane pods) for `wait-for` and `diagnose`. Default: DIR/auth/kubeconfig when it exists.
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// Do not watch the API: agents' reports only.
+    #[arg(long, conflicts_with = "kubeconfig")]
+    no_api_watch: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -152,7 +159,25 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         retain: a.retain.0,
         ..Default::default()
     };
+    let kubeconfig = match (&a.kubeconfig, a.no_api_watch) {
+        (_, true) => None,
+        (Some(k), _) => Some(k.clone()),
+        (None, _) => Some(a.dir.join("auth/kubeconfig")).filter(|k| k.exists()),
+    };
+    // The API side writes through its own connection: WAL lets it and the ingest share the file.
+    let api_store = match &kubeconfig {
+        Some(_) => Some(Store::open(&db).map_err(|e| Failure::other(format!("{}: {e}", db.display())))?),
+        None => None,
+    };
+    let (stop_api, api_stopped) = tokio::sync::oneshot::channel::<()>();
     rt.block_on(async {
+        if let (Some(k), Some(s)) = (kubeconfig, api_store) {
+            let client = super::watch::client(&k).await?;
+            eprintln!("collector: watching the API through {}", k.display());
+            tokio::spawn(super::watch::run_api_watch(client, s, async move {
+                let _ = api_stopped.await;
+            }));
+        }
         // SIGINT (Ctrl-C) and SIGTERM (systemctl stop, kill) both drain, then exit.
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
             .map_err(|e| Failure::other(format!("SIGTERM handler: {e}")))?;
@@ -165,5 +190,6 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         .await
         .map_err(Failure::other)
     })?;
+    let _ = stop_api.send(());
     Ok(0)
 }

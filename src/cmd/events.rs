@@ -22,6 +22,30 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     for n in &nodes {
         all.extend(events::changes(n, &store.reports(n).map_err(Failure::other)?));
     }
+    // What the API server said, on the same timeline: a Node's changes under its name, the
+    // rest (CSRs, operators, pods) under "api".
+    for c in store.api_changes().map_err(Failure::other)? {
+        let node = if c.kind == "Node" { c.name.clone() } else { "api".into() };
+        if a.node
+            .as_ref()
+            .is_some_and(|n| *n != node && !c.change.contains(n.as_str()) && !c.name.contains(n.as_str()))
+        {
+            continue;
+        }
+        let id = if c.namespace.is_empty() {
+            c.name
+        } else {
+            format!("{}/{}", c.namespace, c.name)
+        };
+        all.push(events::Event {
+            node,
+            time_ms: c.time_ms,
+            component: format!("{} {id}", c.kind),
+            from: String::new(),
+            to: c.change,
+            reason: String::new(),
+        });
+    }
     all.sort_by_key(|e| e.time_ms);
     if a.output == "json" {
         println!("{}", serde_json::to_string_pretty(&all).map_err(Failure::other)?);
@@ -36,7 +60,11 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         } else {
             format!("  ({})", e.reason)
         };
-        println!("{t}  {:<16} {:<10} {} → {}{why}", e.node, e.component, e.from, e.to);
+        if e.from.is_empty() {
+            println!("{t}  {:<16} {:<10} {}{why}", e.node, e.component, e.to);
+        } else {
+            println!("{t}  {:<16} {:<10} {} → {}{why}", e.node, e.component, e.from, e.to);
+        }
     }
     Ok(0)
 }

@@ -9,6 +9,8 @@ pub mod logs;
 pub mod mco;
 pub mod status;
 pub mod verify;
+pub mod wait_for;
+pub mod watch;
 
 use crate::Failure;
 use hardshift_generator::{cluster::Cluster, config};

@@ -112,7 +112,51 @@ collector = \"{host}:{port}\"\nnode = \"{node}\"\nrole = \"{role}\"\nca = \"{CA}
         node = n.hostname,
         role = n.role.as_str(),
     );
-    format!("{body}{etcd}")
+    let etcd_disk = match n.role {
+        crate::cluster::Role::Worker => "",
+        _ => "etcd_disk = \"/var/lib/etcd\"\n",
+    };
+    let bootkube = match n.role {
+        // The bootstrap's kubelet runs standalone: it never has a client certificate to watch.
+        crate::cluster::Role::Bootstrap => format!("bootkube_progress = \"{}\"\nkubelet_cert = \"\"\n", super::paths::BOOTKUBE_PROGRESS),
+        _ => String::new(),
+    };
+    format!("{body}{bootkube}{etcd_disk}{etcd}{}", dns_checks(c, n))
+}
+
+/// The names a node must resolve as the bundle's zones say: the API (external and internal),
+/// a name under the `*.apps` wildcard, and its own name.
+fn dns_checks(c: &Cluster, n: &Node) -> String {
+    let r = crate::lab::dns::records(c);
+    let me = n.fqdn(&r.domain);
+    let mut out = String::new();
+    let mut add = |name: &str, ip: std::net::IpAddr| {
+        out.push_str(&format!("\n[[dns]]\nname = \"{name}\"\nexpect = [\"{ip}\"]\n"));
+    };
+    for a in
+        r.a.iter()
+            .filter(|a| a.name.starts_with("api.") || a.name.starts_with("api-int.") || a.name == me)
+    {
+        add(&a.name, a.ip);
+    }
+    add(&format!("hardshift-probe.apps.{}", r.domain), r.wildcard_apps);
+    // The API through HAProxy, and each API server (bootstrap, masters) directly: a refused
+    // api-int while a backend answers is the load balancer's fault.
+    out.push_str(&format!(
+        "\n[[endpoint]]\nname = \"api-int:6443\"\naddr = \"api-int.{}:6443\"\nvia = \"lb\"\n",
+        r.domain
+    ));
+    for b in c.nodes.iter().filter(|b| b.role != crate::cluster::Role::Worker) {
+        let ip = match b.ip {
+            std::net::IpAddr::V6(v6) => format!("[{v6}]"),
+            v4 => v4.to_string(),
+        };
+        out.push_str(&format!(
+            "\n[[endpoint]]\nname = \"{}:6443\"\naddr = \"{ip}:6443\"\nvia = \"backend\"\n",
+            b.hostname
+        ));
+    }
+    out
 }
 
 pub fn files(c: &Cluster, n: &Node, pki: &Pki, bin: &Binary) -> Vec<NodeFile> {
