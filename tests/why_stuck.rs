@@ -226,3 +226,69 @@ fn dns_and_hostname_faults_are_named_as_root_causes() {
     assert!(f[0]["title"].as_str().unwrap().contains("\"localhost\""), "{}", f[0]);
     assert!(!ids(&f).contains(&"HS030".to_string()), "{:?}", ids(&f));
 }
+
+/// The host's own limits and clock, made real: the agent runs with a 64 MiB tmpfs as its /var
+/// (its own mount namespace) and a clock 45 s ahead (libfaketime), on this machine's CPUs.
+#[test]
+fn a_full_var_a_skewed_clock_and_too_few_cpus_are_named() {
+    let agent = agent_bin();
+    let d = example_copy();
+    let dir = d.path();
+    let out = create(dir, &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let port = free_port();
+    let _c = collector_with(dir, port, &["--no-api-watch"]);
+    let work = tempfile::tempdir().unwrap();
+    let cfg = work.path().join("agent.toml");
+    let pki = dir.join("agent-pki");
+    std::fs::write(
+        &cfg,
+        format!(
+            "collector = \"127.0.0.1:{port}\"\nnode = \"master-0\"\nrole = \"master\"\nca = \"{}\"\ncert = \"{}\"\nkey = \"{}\"\ninterval_ms = 300\nunits = []\ncri_socket = \"\"\nkubelet_cert = \"\"\nstate_dir = \"{}\"\n",
+            pki.join("agent-ca.crt").display(),
+            pki.join("agent-master-0.crt").display(),
+            pki.join("agent-master-0.key").display(),
+            work.path().join("state").display()
+        ),
+    )
+    .unwrap();
+    let _agent = Kill(
+        std::process::Command::new("unshare")
+            .args([
+                "--mount",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                "mount -t tmpfs -o size=64m tmpfs /var && exec \"$0\" \"$@\"",
+            ])
+            .arg(&agent)
+            .args(["--config", cfg.to_str().unwrap()])
+            .env("LD_PRELOAD", "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")
+            .env("FAKETIME", "+45s")
+            .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(work.path().join("agent.log")).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let start = Instant::now();
+    wait_for("HS010 and HS060", 30, || {
+        let f = ids(&findings(dir));
+        f.contains(&"HS010".to_string()) && f.contains(&"HS060".to_string())
+    });
+    eprintln!("timing: agent start → HS010 and HS060: {:.2} s", start.elapsed().as_secs_f64());
+    let f = findings(dir);
+    assert_eq!(ids(&f)[0], "HS010", "the clock comes first: {:?}", ids(&f));
+    let get = |id: &str| f.iter().find(|x| x["id"] == id).unwrap().to_string();
+    let skew = get("HS010");
+    assert!(skew.contains("clock offset to the collector: +4"), "{skew}");
+    assert!(get("HS060").contains("/var has 6"), "{}", get("HS060"));
+    // This machine's CPUs: the agent counts them as OpenShift does, and a master needs 4.
+    let cpus = std::fs::read_to_string("/proc/cpuinfo")
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("processor"))
+        .count();
+    assert_eq!(ids(&f).contains(&"HS062".to_string()), cpus < 4, "{cpus} CPUs: {:?}", ids(&f));
+}
