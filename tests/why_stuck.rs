@@ -213,6 +213,12 @@ fn dns_and_hostname_faults_are_named_as_root_causes() {
     });
     eprintln!("timing: HAProxy started → HS072 gone: {:.2} s", lb_up.elapsed().as_secs_f64());
     assert!(ids(&findings(dir)).contains(&"HS030".to_string()), "now the CSR is the finding");
+    // The install's phase heads `status`: no bootstrap has reported in this lab.
+    let table = common::text(&hardshift(&["status", "--dir", dir.to_str().unwrap()]).stdout);
+    assert!(
+        table.starts_with("PHASE 0/14: waiting for the bootstrap reports: bootstrap has never reported"),
+        "{table}"
+    );
 
     // The node booted without its name: the kubelet would register as "localhost".
     net.kill(a);

@@ -37,6 +37,38 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         println!("{}", serde_json::to_string_pretty(&v).map_err(Failure::other)?);
         return Ok(0);
     }
+    // Where the install is, when the bundle's inputs are here to name its nodes.
+    let rec = super::create::recorded(&a.store.dir);
+    let overrides = hardshift_generator::config::Overrides {
+        release_image: rec.release_image,
+        key_algorithm: rec.key_algorithm,
+    };
+    let inventory = super::load_cluster(&a.store.dir, rec.release_refs.as_deref(), &overrides)
+        .ok()
+        .map(|c| {
+            c.nodes
+                .iter()
+                .map(|n| hardshift_collector::phase::Member {
+                    name: n.hostname.clone(),
+                    role: n.role.as_str().to_string(),
+                })
+                .collect::<Vec<_>>()
+        });
+    if let Some(inv) = inventory {
+        let api = store.api_objects().map_err(Failure::other)?;
+        let contact = store.api_status().map_err(Failure::other)?;
+        let checks = hardshift_collector::phase::checks(&inv, &rows, &api, &contact, now);
+        let done = checks.iter().take_while(|c| c.met).count();
+        match hardshift_collector::phase::phase(&checks) {
+            None => println!("PHASE complete ({done}/{})", checks.len()),
+            Some(c) => println!(
+                "PHASE {done}/{}: waiting for {}: {}",
+                checks.len(),
+                c.title,
+                c.evidence.first().cloned().unwrap_or_default()
+            ),
+        }
+    }
     println!(
         "{:<18} {:<9} {:>6}  {:<18} {:<22} {:<18} {:>4}  WARNINGS",
         "NODE", "ROLE", "SEEN", "KUBELET", "CRI", "ETCD", "PODS"
