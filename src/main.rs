@@ -36,6 +36,10 @@ enum Command {
     Diagnose(cmd::diagnose::Args),
     /// Approve the kubelets' CSRs the machine-approver's rules allow for this inventory, and say why not for the rest.
     ApproveCsrs(cmd::approve_csrs::Args),
+    /// The release straight from its registry: `pull` (into DIR/release/, cached) or `show`.
+    Release(cmd::release::Args),
+    /// Before anything boots: an authenticated manifest HEAD, through the mirrors, for every image the nodes will pull.
+    MirrorCheck(cmd::release::CheckArgs),
     /// Watch the API (Nodes, CSRs, ClusterOperators, ClusterVersion, control-plane pods) into the store.
     Watch(cmd::watch::Args),
     /// Wait for bootstrap-complete, pivot-ready or install-complete; on timeout, say what is unmet and why.
@@ -78,6 +82,8 @@ fn main() -> ExitCode {
         Command::Diagnose(a) => cmd::diagnose::run(a),
         Command::Gather(a) => cmd::gather::run(a),
         Command::Watch(a) => cmd::watch::run(a),
+        Command::Release(a) => cmd::release::run(a),
+        Command::MirrorCheck(a) => cmd::release::mirror_check(a),
         Command::WaitFor(a) => cmd::wait_for::run(a),
     };
     match result {

@@ -59,14 +59,20 @@ fn changing_a_master_ip_reissues_only_the_leaves_that_name_it() {
     let out = create(d.path(), &[]);
     let stdout = text(&out.stdout);
     let after = snapshot(d.path());
-    // The bootstrap carries the re-issued certificates, master-1 its new address; no other node changes.
+    // The bootstrap carries the re-issued certificates, master-1 its new address, and every node's
+    // agent the new address among the API servers it checks directly (the load balancer probe);
+    // no other file changes.
     let want: BTreeSet<String> = [
         "agent-config.yaml",
         "pki/etcd-peer-master-1.crt",
         "pki/etcd-server.crt",
         "pki/kube-apiserver.crt",
         "ignition/bootstrap.ign",
+        "ignition/master-0.ign",
         "ignition/master-1.ign",
+        "ignition/master-2.ign",
+        "ignition/worker-0.ign",
+        "ignition/worker-1.ign",
         "cluster.json",
         "SHA256SUMS",
     ]

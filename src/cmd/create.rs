@@ -3,7 +3,7 @@ use crate::Failure;
 use hardshift_generator::assets::{self, agent, Crd, Extras};
 use hardshift_generator::bundle;
 use hardshift_generator::cluster::{KeyAlgorithm, Role};
-use hardshift_generator::config::Overrides;
+use hardshift_generator::config::{self, Overrides};
 use hardshift_generator::fsio::{self, Written};
 use hardshift_generator::ignition;
 use hardshift_generator::kubeadmin;
@@ -49,6 +49,57 @@ pub struct Args {
     /// every config; serve DIR/http/ there. For clusters with many nodes.
     #[arg(long)]
     agent_url: Option<String>,
+    /// Do not check, before anything boots, that the mirror holds every image of the release.
+    #[arg(long)]
+    no_mirror_check: bool,
+}
+
+/// Without DIR/release/image-references (and no --release-refs), the release comes from its
+/// registry, through the mirrors, or from DIR/release/cache. Returns whether a registry answered.
+fn release_from_registry(a: &Args, rt: &tokio::runtime::Runtime) -> Result<Option<super::release::Access>, Failure> {
+    if a.release_refs.is_some() || a.dir.join(config::RELEASE_REFS).exists() {
+        return Ok(None);
+    }
+    let acc = super::release::access(&a.dir, a.release_image.as_deref())?;
+    if acc.image.is_none() {
+        return Ok(None); // read_sources says what is missing, and how to get it
+    }
+    println!("{}", super::release::pull_into(&a.dir, rt, &acc)?);
+    Ok(Some(acc))
+}
+
+/// The mirror check, when a registry is in reach (one TCP connect within a second says so).
+fn mirror_check(a: &Args, rt: &tokio::runtime::Runtime, acc: Option<super::release::Access>) {
+    if a.no_mirror_check {
+        return;
+    }
+    let acc = match acc {
+        Some(acc) => acc,
+        None => match super::release::access(&a.dir, a.release_image.as_deref()) {
+            Ok(acc) => acc,
+            Err(_) => return,
+        },
+    };
+    let Some(first) = acc.sources.iter().flat_map(|s| s.mirrors.first()).next().cloned() else {
+        return;
+    };
+    let host = first.split('/').next().unwrap_or("").to_string();
+    let addr = if host.contains(':') { host.clone() } else { format!("{host}:443") };
+    let reachable = rt.block_on(async {
+        matches!(
+            tokio::time::timeout(std::time::Duration::from_secs(1), tokio::net::TcpStream::connect(addr.as_str())).await,
+            Ok(Ok(_))
+        )
+    });
+    if !reachable {
+        println!("mirror-check: skipped, {host} is not reachable from here (run `hardshift mirror-check` where it is)");
+        return;
+    }
+    match super::release::check_and_report(&a.dir, rt, &acc, 16) {
+        Ok(0) => {}
+        Ok(_) => println!("WARNING: the mirror lacks images the nodes will pull (above): mirror them before booting"),
+        Err(f) => println!("mirror-check: {}", f.message),
+    }
 }
 
 /// The agent binary: as given, else the sibling of this executable; None (with a warning) if absent.
@@ -113,7 +164,11 @@ fn parse_base(part: &str) -> Result<(Role, PathBuf), String> {
 fn read_extras(dir: &Path, bases: &[(Role, PathBuf)]) -> Result<Extras, Failure> {
     let mut extras = Extras::default();
     let mut problems = Vec::new();
-    let crd_dir = dir.join("crds");
+    // The user's DIR/crds/, else the ones `hardshift release pull` took from the release.
+    let crd_dir = [dir.join("crds"), dir.join("release/crds")]
+        .into_iter()
+        .find(|d| std::fs::read_dir(d).is_ok_and(|mut rd| rd.next().is_some()))
+        .unwrap_or_else(|| dir.join("crds"));
     if let Ok(rd) = std::fs::read_dir(&crd_dir) {
         let mut names: Vec<PathBuf> = rd
             .flatten()
@@ -130,6 +185,17 @@ fn read_extras(dir: &Path, bases: &[(Role, PathBuf)]) -> Result<Extras, Failure>
                 Err(e) => problems.push(format!("{}: {e}", p.display())),
             }
         }
+    }
+    if extras.crds.is_empty() && problems.is_empty() {
+        // bootkube.sh waits for every CRD to be Established before the manifests: with none of
+        // the release's, the manifests that need them never apply and the bootstrap hangs.
+        problems.push(format!(
+            "no CRDs in {} or {}: the bootstrap needs the release's config.openshift.io and ClusterVersion/ClusterOperator CRDs before its manifests apply (bootkube would hang at \"crds-established\"); run `hardshift release pull --dir {}` (from the registry, through the mirrors), or put them in {} (`oc adm release extract --to DIR/crds RELEASE`, keeping the *.crd.yaml of config.openshift.io and the CVO)",
+            dir.join("crds").display(),
+            dir.join("release/crds").display(),
+            dir.display(),
+            dir.join("crds").display()
+        ));
     }
     for (role, file) in bases {
         match std::fs::read_to_string(file)
@@ -355,6 +421,7 @@ impl Record {
             agent_binary: None,
             no_agent: self.no_agent,
             agent_url: self.agent_url.clone(),
+            no_mirror_check: true,
         }
     }
 }
@@ -393,6 +460,12 @@ fn record(a: &Args, agent: Option<&agent::Binary>) -> Result<(), Failure> {
 }
 
 pub fn run(a: Args) -> Result<u8, Failure> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(Failure::other)?;
+    let pulled = release_from_registry(&a, &rt)?;
     let (cluster, extras) = inputs(&a)?;
     // Inputs are read and checked; from here on the bundle is read and written: one run at a time.
     let _lock = fsio::lock(&a.dir, "create").map_err(Failure::other)?;
@@ -507,6 +580,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
             a.dir.join(kubeadmin::PASSWORD_FILE).display()
         );
     }
+    mirror_check(&a, &rt, pulled);
     Ok(0)
 }
 

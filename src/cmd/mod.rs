@@ -7,6 +7,7 @@ pub mod gather;
 pub mod lab;
 pub mod logs;
 pub mod mco;
+pub mod release;
 pub mod status;
 pub mod verify;
 pub mod wait_for;

@@ -118,6 +118,51 @@ pub fn read_sources(dir: &Path, release_refs: Option<&Path>) -> Result<Sources, 
     })
 }
 
+/// What reaching the release's registry takes, before the release is known (its image
+/// references may come from the registry itself): the pull secret, the trust bundle, the digest
+/// mirrors and the release image. From install-config.yaml and hardshift.yaml alone.
+#[derive(Debug, Clone)]
+pub struct RegistryAccess {
+    pub pull_secret: String,
+    pub additional_trust_bundle: String,
+    /// (source, mirrors), in install-config's order.
+    pub mirrors: Vec<(String, Vec<String>)>,
+    pub release_image: Option<String>,
+}
+
+pub fn registry_access(dir: &Path, overrides: &Overrides) -> Result<RegistryAccess, InputError> {
+    let mut out = Vec::new();
+    let text = |name: &str| read_capped(&dir.join(name), MAX_INPUT_BYTES);
+    let ic_text = text(INSTALL_CONFIG).map_err(|e| InputError {
+        diagnostics: vec![Diagnostic {
+            file: dir.join(INSTALL_CONFIG).display().to_string(),
+            path: String::new(),
+            pos: None,
+            message: e.to_string(),
+            hint: None,
+        }],
+    })?;
+    let ic = parse_typed::<install_config::InstallConfig>(INSTALL_CONFIG, &ic_text, &schema::INSTALL_CONFIG, &mut out);
+    let hs = match text(HARDSHIFT_CONFIG) {
+        Ok(t) => parse_typed::<hardshift_config::HardshiftConfig>(HARDSHIFT_CONFIG, &t, &schema::HARDSHIFT_CONFIG, &mut out).map(|h| h.1),
+        Err(_) => Some(hardshift_config::HardshiftConfig::default()),
+    };
+    let (Some((_, ic)), Some(hs)) = (ic, hs) else {
+        return Err(InputError { diagnostics: out });
+    };
+    let mirrors = if ic.image_digest_sources.is_empty() {
+        &ic.image_content_sources
+    } else {
+        &ic.image_digest_sources
+    };
+    Ok(RegistryAccess {
+        pull_secret: ic.pull_secret.clone(),
+        additional_trust_bundle: ic.additional_trust_bundle.clone(),
+        mirrors: mirrors.iter().map(|m| (m.source.clone(), m.mirrors.clone())).collect(),
+        release_image: overrides.release_image.clone().or(hs.release.image.clone()),
+    })
+}
+
 /// Validate the inputs and build the `Cluster`; on failure, every problem found.
 pub fn build(sources: &Sources, overrides: &Overrides) -> Result<Cluster, InputError> {
     let mut out = Vec::new();

@@ -1,0 +1,35 @@
+//! The mirror check: for every pullspec the nodes will pull, an authenticated manifest HEAD
+//! through the mirrors, as CRI-O would resolve it. Nothing is pulled.
+
+use crate::client::{Client, Error};
+use crate::mirror::{candidates, DigestSource};
+use crate::reference::Reference;
+use futures_util::StreamExt;
+
+pub struct Outcome {
+    pub image: Reference,
+    /// Where it was found, or every candidate's error in order.
+    pub result: Result<Reference, Vec<Error>>,
+}
+
+pub async fn check(client: &Client, sources: &[DigestSource], images: Vec<Reference>, concurrency: usize) -> Vec<Outcome> {
+    let one = |image: Reference| async move {
+        let mut errors = Vec::new();
+        for at in candidates(sources, &image) {
+            match client.head_manifest(&at).await {
+                Ok(_) => return Outcome { image, result: Ok(at) },
+                Err(e) => errors.push(e),
+            }
+        }
+        Outcome {
+            image,
+            result: Err(errors),
+        }
+    };
+    let mut out: Vec<Outcome> = futures_util::stream::iter(images.into_iter().map(one))
+        .buffer_unordered(concurrency.max(1))
+        .collect()
+        .await;
+    out.sort_by_key(|o| o.image.to_string());
+    out
+}

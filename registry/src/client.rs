@@ -1,0 +1,406 @@
+//! A small OCI distribution client over reqwest (rustls with ring, the workspace's one provider):
+//! manifests by HEAD or GET, blobs streamed to a file and checked against their digest, and the
+//! registry's auth as registries do it: anonymous, then Basic or a Bearer token fetched with the
+//! pull secret's credentials. Every failure says which registry, and the registry's own words.
+
+use crate::auth::{challenge, Auths, Challenge};
+use crate::reference::Reference;
+use futures_util::StreamExt;
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Duration;
+use tokio::io::AsyncWriteExt;
+
+pub const MANIFEST_TYPES: &str = "application/vnd.oci.image.index.v1+json, application/vnd.docker.distribution.manifest.list.v2+json, application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json";
+/// A manifest larger than this is not one.
+const MAX_MANIFEST: usize = 4 << 20;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{image}: not found in {registry}: {said}")]
+    Missing { image: String, registry: String, said: String },
+    #[error("{registry}: credentials refused (HTTP {status}) for {image}: {said}")]
+    Auth {
+        image: String,
+        registry: String,
+        status: u16,
+        said: String,
+    },
+    #[error("{registry}: TLS: {detail} (is its CA in additionalTrustBundle?)")]
+    Tls { registry: String, detail: String },
+    #[error("{registry}: DNS: {detail}")]
+    Dns { registry: String, detail: String },
+    #[error("{registry}: cannot connect: {detail}")]
+    Connect { registry: String, detail: String },
+    #[error("{registry}: HTTP {status} for {image}: {said}")]
+    Http {
+        image: String,
+        registry: String,
+        status: u16,
+        said: String,
+    },
+    #[error("{image}: the registry sent content whose digest is {got}, not {want}: refused")]
+    Digest { image: String, want: String, got: String },
+    #[error("{0}")]
+    Other(String),
+}
+
+impl Error {
+    /// A short class name for reports: missing, auth, tls, dns, connect, http, digest, other.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::Missing { .. } => "missing",
+            Error::Auth { .. } => "auth",
+            Error::Tls { .. } => "tls",
+            Error::Dns { .. } => "dns",
+            Error::Connect { .. } => "connect",
+            Error::Http { .. } => "http",
+            Error::Digest { .. } => "digest",
+            Error::Other(_) => "other",
+        }
+    }
+}
+
+pub struct Client {
+    http: reqwest::Client,
+    auths: Auths,
+    /// Bearer tokens by (registry, scope).
+    tokens: tokio::sync::Mutex<HashMap<(String, String), String>>,
+    /// Registries that asked for Basic: send it at once next time.
+    basic: tokio::sync::Mutex<std::collections::HashSet<String>>,
+}
+
+/// The registry's own error text from a JSON error body (`{"errors":[{"code","message"}]}`), or the body.
+fn said(body: &str) -> String {
+    let v: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
+    match v["errors"].as_array() {
+        Some(es) if !es.is_empty() => es
+            .iter()
+            .map(|e| {
+                format!("{} {}", e["code"].as_str().unwrap_or(""), e["message"].as_str().unwrap_or(""))
+                    .trim()
+                    .to_string()
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+        _ => body.trim().chars().take(300).collect(),
+    }
+}
+
+fn transport(registry: &str, e: &reqwest::Error) -> Error {
+    let mut chain = e.to_string();
+    let mut cur = std::error::Error::source(e);
+    while let Some(c) = cur {
+        chain.push_str(": ");
+        chain.push_str(&c.to_string());
+        cur = c.source();
+    }
+    let lower = chain.to_lowercase();
+    let registry = registry.to_string();
+    if lower.contains("certificate") || lower.contains("tls") || lower.contains("handshake") {
+        Error::Tls { registry, detail: chain }
+    } else if lower.contains("dns error") || lower.contains("lookup address") || lower.contains("name or service not known") {
+        Error::Dns { registry, detail: chain }
+    } else {
+        Error::Connect { registry, detail: chain }
+    }
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    format!("sha256:{:x}", Sha256::digest(bytes))
+}
+
+impl Client {
+    /// `extra_roots`: PEM certificates trusted beside the system's (install-config's
+    /// additionalTrustBundle).
+    pub fn new(auths: Auths, extra_roots: Option<&str>, timeout: Duration) -> Result<Client, String> {
+        let mut roots = rustls::RootCertStore::empty();
+        for c in rustls_native_certs::load_native_certs().certs {
+            let _ = roots.add(c);
+        }
+        if let Some(pem) = extra_roots {
+            let mut n = 0;
+            for c in rustls_pemfile::certs(&mut pem.as_bytes()) {
+                let c = c.map_err(|e| format!("additionalTrustBundle: {e}"))?;
+                roots.add(c).map_err(|e| format!("additionalTrustBundle: {e}"))?;
+                n += 1;
+            }
+            if n == 0 && !pem.trim().is_empty() {
+                return Err("additionalTrustBundle holds no PEM certificate".into());
+            }
+        }
+        let tls = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .map_err(|e| e.to_string())?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let http = reqwest::Client::builder()
+            .use_preconfigured_tls(tls)
+            .connect_timeout(timeout)
+            .read_timeout(timeout)
+            .user_agent(concat!("hardshift/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| e.to_string())?;
+        Ok(Client {
+            http,
+            auths,
+            tokens: Default::default(),
+            basic: Default::default(),
+        })
+    }
+
+    fn url(r: &Reference, what: &str) -> String {
+        format!("https://{}/v2/{}/{what}", r.registry, r.repository)
+    }
+
+    /// One request with the registry's auth: a cached token or Basic first, else anonymous;
+    /// on 401, answer the challenge once.
+    async fn send(&self, r: &Reference, method: reqwest::Method, what: &str, accept: &str) -> Result<reqwest::Response, Error> {
+        let scope = format!("repository:{}:pull", r.repository);
+        let key = (r.registry.clone(), scope.clone());
+        let build = |auth: Option<String>| {
+            let mut b = self.http.request(method.clone(), Self::url(r, what)).header("Accept", accept);
+            if let Some(a) = auth {
+                b = b.header("Authorization", a);
+            }
+            b
+        };
+        let basic = || {
+            self.auths.get(&r.registry).map(|(u, p)| {
+                use base64::Engine;
+                format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{u}:{p}")))
+            })
+        };
+        let first = match self.tokens.lock().await.get(&key) {
+            Some(t) => Some(format!("Bearer {t}")),
+            None if self.basic.lock().await.contains(&r.registry) => basic(),
+            None => None,
+        };
+        let resp = build(first).send().await.map_err(|e| transport(&r.registry, &e))?;
+        if resp.status() != reqwest::StatusCode::UNAUTHORIZED {
+            return Ok(resp);
+        }
+        let header = resp
+            .headers()
+            .get("www-authenticate")
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or("")
+            .to_string();
+        let auth = match challenge(&header) {
+            Some(Challenge::Basic) => {
+                self.basic.lock().await.insert(r.registry.clone());
+                basic()
+            }
+            Some(Challenge::Bearer {
+                realm,
+                service,
+                scope: asked,
+            }) => {
+                let token = self
+                    .token(r, &realm, service.as_deref(), asked.as_deref().unwrap_or(&scope))
+                    .await?;
+                self.tokens.lock().await.insert(key, token.clone());
+                Some(format!("Bearer {token}"))
+            }
+            None => None,
+        };
+        let Some(auth) = auth else {
+            return Err(Error::Auth {
+                image: r.to_string(),
+                registry: r.registry.clone(),
+                status: 401,
+                said: format!(
+                    "{} (no credentials for {} in the pull secret)",
+                    said(&resp.text().await.unwrap_or_default()),
+                    r.registry
+                ),
+            });
+        };
+        let resp = build(Some(auth)).send().await.map_err(|e| transport(&r.registry, &e))?;
+        if matches!(resp.status().as_u16(), 401 | 403) {
+            let status = resp.status().as_u16();
+            return Err(Error::Auth {
+                image: r.to_string(),
+                registry: r.registry.clone(),
+                status,
+                said: said(&resp.text().await.unwrap_or_default()),
+            });
+        }
+        Ok(resp)
+    }
+
+    /// The bearer-token flow: GET realm?service=&scope= with the pull secret's Basic credentials.
+    async fn token(&self, r: &Reference, realm: &str, service: Option<&str>, scope: &str) -> Result<String, Error> {
+        let mut req = self.http.get(realm).query(&[("scope", scope)]);
+        if let Some(s) = service {
+            req = req.query(&[("service", s)]);
+        }
+        if let Some((u, p)) = self.auths.get(&r.registry) {
+            req = req.basic_auth(u, Some(p));
+        }
+        let resp = req.send().await.map_err(|e| transport(&r.registry, &e))?;
+        let status = resp.status().as_u16();
+        let body = resp.text().await.unwrap_or_default();
+        if status != 200 {
+            return Err(Error::Auth {
+                image: r.to_string(),
+                registry: r.registry.clone(),
+                status,
+                said: format!("token server {realm}: {}", said(&body)),
+            });
+        }
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+        v["token"]
+            .as_str()
+            .or(v["access_token"].as_str())
+            .map(String::from)
+            .ok_or_else(|| Error::Other(format!("{}: the token server {realm} sent no token", r.registry)))
+    }
+
+    fn status_error(r: &Reference, status: u16, body: &str) -> Error {
+        match status {
+            404 => Error::Missing {
+                image: r.to_string(),
+                registry: r.registry.clone(),
+                said: if body.is_empty() { "HTTP 404".into() } else { said(body) },
+            },
+            401 | 403 => Error::Auth {
+                image: r.to_string(),
+                registry: r.registry.clone(),
+                status,
+                said: said(body),
+            },
+            _ => Error::Http {
+                image: r.to_string(),
+                registry: r.registry.clone(),
+                status,
+                said: said(body),
+            },
+        }
+    }
+
+    /// HEAD the manifest: its digest, as the registry says it, when it is there. Never pulls.
+    /// On a refusal the same request is made with GET, to read the registry's error text.
+    pub async fn head_manifest(&self, r: &Reference) -> Result<String, Error> {
+        let resp = self
+            .send(r, reqwest::Method::HEAD, &format!("manifests/{}", r.reference()), MANIFEST_TYPES)
+            .await?;
+        let status = resp.status().as_u16();
+        if status == 200 {
+            let d = resp
+                .headers()
+                .get("docker-content-digest")
+                .and_then(|h| h.to_str().ok())
+                .map(String::from)
+                .or_else(|| r.digest.clone())
+                .unwrap_or_default();
+            if let Some(want) = &r.digest {
+                if &d != want {
+                    return Err(Error::Digest {
+                        image: r.to_string(),
+                        want: want.clone(),
+                        got: d,
+                    });
+                }
+            }
+            return Ok(d);
+        }
+        let body = match self
+            .send(r, reqwest::Method::GET, &format!("manifests/{}", r.reference()), MANIFEST_TYPES)
+            .await
+        {
+            Ok(g) => g.text().await.unwrap_or_default(),
+            Err(_) => String::new(),
+        };
+        Err(Self::status_error(r, status, &body))
+    }
+
+    /// GET the manifest (or index): (bytes, media type, digest). A pinned digest must match.
+    pub async fn manifest(&self, r: &Reference) -> Result<(Vec<u8>, String, String), Error> {
+        let resp = self
+            .send(r, reqwest::Method::GET, &format!("manifests/{}", r.reference()), MANIFEST_TYPES)
+            .await?;
+        let status = resp.status().as_u16();
+        let media = resp
+            .headers()
+            .get("content-type")
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or("")
+            .to_string();
+        if status != 200 {
+            let body = resp.text().await.unwrap_or_default();
+            return Err(Self::status_error(r, status, &body));
+        }
+        let mut body = Vec::new();
+        let mut stream = resp.bytes_stream();
+        while let Some(chunk) = stream.next().await {
+            body.extend_from_slice(&chunk.map_err(|e| transport(&r.registry, &e))?);
+            if body.len() > MAX_MANIFEST {
+                return Err(Error::Other(format!("{r}: a manifest over {MAX_MANIFEST} bytes")));
+            }
+        }
+        let got = sha256_hex(&body);
+        if let Some(want) = &r.digest {
+            if &got != want {
+                return Err(Error::Digest {
+                    image: r.to_string(),
+                    want: want.clone(),
+                    got,
+                });
+            }
+        }
+        let media = if media.is_empty() {
+            serde_json::from_slice::<serde_json::Value>(&body).unwrap_or_default()["mediaType"]
+                .as_str()
+                .unwrap_or("")
+                .to_string()
+        } else {
+            media
+        };
+        Ok((body, media, got))
+    }
+
+    /// Stream a blob into `path` (through a temporary file beside it), hashing as it goes: a
+    /// blob whose bytes do not hash to `digest` is refused and nothing is left behind.
+    pub async fn blob_to_file(&self, r: &Reference, digest: &str, path: &Path) -> Result<u64, Error> {
+        let resp = self.send(r, reqwest::Method::GET, &format!("blobs/{digest}"), "*/*").await?;
+        let status = resp.status().as_u16();
+        if status != 200 {
+            let body = resp.text().await.unwrap_or_default();
+            return Err(Self::status_error(r, status, &body));
+        }
+        let tmp = path.with_extension(format!("part-{}", std::process::id()));
+        let io = |e: std::io::Error| Error::Other(format!("{}: {e}", tmp.display()));
+        let mut f = tokio::fs::File::create(&tmp).await.map_err(io)?;
+        let mut h = Sha256::new();
+        let mut n = 0u64;
+        let mut stream = resp.bytes_stream();
+        let result = async {
+            while let Some(chunk) = stream.next().await {
+                let chunk = chunk.map_err(|e| transport(&r.registry, &e))?;
+                h.update(&chunk);
+                n += chunk.len() as u64;
+                f.write_all(&chunk).await.map_err(io)?;
+            }
+            f.sync_all().await.map_err(io)?;
+            Ok::<(), Error>(())
+        }
+        .await;
+        let got = format!("sha256:{:x}", h.finalize());
+        if let Err(e) = result {
+            let _ = tokio::fs::remove_file(&tmp).await;
+            return Err(e);
+        }
+        if got != digest {
+            let _ = tokio::fs::remove_file(&tmp).await;
+            return Err(Error::Digest {
+                image: format!("{}@{digest} (a layer of {r})", r.name()),
+                want: digest.to_string(),
+                got,
+            });
+        }
+        tokio::fs::rename(&tmp, path).await.map_err(io)?;
+        Ok(n)
+    }
+}

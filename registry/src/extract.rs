@@ -1,0 +1,203 @@
+//! Apply image layers, in order, to a directory: gzip, zstd or plain tar (told by their first
+//! bytes), whiteouts (`.wh.NAME` deletes NAME from earlier layers; `.wh..wh..opq` empties its
+//! directory), only the paths `keep` accepts, never outside the directory. Streamed: a layer is
+//! read from its file, never held in memory.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Component, Path, PathBuf};
+
+fn decompressed(file: std::fs::File) -> Result<Box<dyn Read>, String> {
+    let mut r = BufReader::with_capacity(256 * 1024, file);
+    let head = r.fill_buf().map_err(|e| e.to_string())?.to_vec();
+    Ok(if head.starts_with(&[0x1f, 0x8b]) {
+        // Multi-member: parallel gzip writers (umoci, pigz) emit one member per block.
+        Box::new(flate2::read::MultiGzDecoder::new(r))
+    } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        Box::new(ruzstd::decoding::StreamingDecoder::new(r).map_err(|e| format!("zstd: {e}"))?)
+    } else {
+        Box::new(r)
+    })
+}
+
+/// The path inside the image, relative and without `.` or `..`; None if it would leave the root.
+fn inside(p: &Path) -> Option<PathBuf> {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::Normal(n) => out.push(n),
+            Component::CurDir | Component::RootDir => {}
+            Component::ParentDir | Component::Prefix(_) => return None,
+        }
+    }
+    (!out.as_os_str().is_empty()).then_some(out)
+}
+
+/// Apply one layer file to `dest`. Returns the number of files written.
+pub fn apply_layer(layer: &Path, dest: &Path, keep: &dyn Fn(&str) -> bool) -> Result<usize, String> {
+    let f = std::fs::File::open(layer).map_err(|e| format!("{}: {e}", layer.display()))?;
+    let mut ar = tar::Archive::new(decompressed(f).map_err(|e| format!("{}: {e}", layer.display()))?);
+    let mut written = 0;
+    for entry in ar.entries().map_err(|e| format!("{}: {e}", layer.display()))? {
+        let mut e = match entry {
+            Ok(e) => e,
+            // Some writers (umoci among them) end a layer after its last entry, without the
+            // padding and the two zero blocks; GNU tar reads it too. The bytes are the
+            // producer's (their digest was checked), and a file cut short fails in its copy.
+            Err(err) if err.kind() == std::io::ErrorKind::UnexpectedEof || err.to_string().contains("unexpected EOF") => break,
+            Err(err) => return Err(format!("{}: {err}", layer.display())),
+        };
+        let raw = e.path().map_err(|e| e.to_string())?.to_path_buf();
+        let Some(rel) = inside(&raw) else { continue };
+        let rel_s = rel.to_string_lossy().to_string();
+        let name = rel.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+        if let Some(gone) = name.strip_prefix(".wh.") {
+            let dir = dest.join(rel.parent().unwrap_or(Path::new("")));
+            if !keep(&rel_s) && !keep(&format!("{}/", dir.strip_prefix(dest).unwrap_or(&dir).display())) {
+                continue;
+            }
+            if gone == ".wh..opq" {
+                // Opaque: what earlier layers put in this directory is gone.
+                if let Ok(rd) = std::fs::read_dir(&dir) {
+                    for c in rd.flatten() {
+                        let p = c.path();
+                        let _ = if p.is_dir() {
+                            std::fs::remove_dir_all(&p)
+                        } else {
+                            std::fs::remove_file(&p)
+                        };
+                    }
+                }
+            } else {
+                let p = dir.join(gone);
+                let _ = if p.is_dir() {
+                    std::fs::remove_dir_all(&p)
+                } else {
+                    std::fs::remove_file(&p)
+                };
+            }
+            continue;
+        }
+        if !keep(&rel_s) {
+            continue;
+        }
+        let out = dest.join(&rel);
+        match e.header().entry_type() {
+            tar::EntryType::Directory => std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?,
+            tar::EntryType::Regular | tar::EntryType::Continuous => {
+                if let Some(p) = out.parent() {
+                    std::fs::create_dir_all(p).map_err(|e| format!("{}: {e}", p.display()))?;
+                }
+                // A later layer's file replaces an earlier one, even a directory of that name.
+                if out.is_dir() {
+                    let _ = std::fs::remove_dir_all(&out);
+                }
+                let mut w = std::fs::File::create(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+                let want = e.size();
+                let got = std::io::copy(&mut e, &mut w).map_err(|e| format!("{}: {e}", out.display()))?;
+                if got != want {
+                    return Err(format!("{}: {rel_s} is cut short ({got} of {want} bytes)", layer.display()));
+                }
+                written += 1;
+            }
+            // Links and devices have no place among release manifests.
+            _ => {}
+        }
+    }
+    Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layer(dir: &Path, name: &str, files: &[(&str, &str)], compress: &str) -> PathBuf {
+        let mut b = tar::Builder::new(Vec::new());
+        for (p, body) in files {
+            let mut h = tar::Header::new_gnu();
+            h.set_size(body.len() as u64);
+            h.set_mode(0o644);
+            h.set_entry_type(tar::EntryType::Regular);
+            // The tar crate refuses to write `..`; a hostile layer has it anyway.
+            let name = &mut h.as_old_mut().name;
+            name[..p.len()].copy_from_slice(p.as_bytes());
+            h.set_cksum();
+            b.append(&h, body.as_bytes()).unwrap();
+        }
+        let raw = b.into_inner().unwrap();
+        let bytes = match compress {
+            "gzip" => {
+                let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+                std::io::Write::write_all(&mut e, &raw).unwrap();
+                e.finish().unwrap()
+            }
+            _ => raw,
+        };
+        let p = dir.join(name);
+        std::fs::write(&p, bytes).unwrap();
+        p
+    }
+
+    #[test]
+    fn a_layer_without_its_end_blocks_is_read_whole() {
+        let t = tempfile::tempdir().unwrap();
+        let full = layer(
+            t.path(),
+            "l",
+            &[("release-manifests/a.yaml", "aaa"), ("release-manifests/b.yaml", "bbbb")],
+            "tar",
+        );
+        let bytes = std::fs::read(&full).unwrap();
+        // Cut the two zero blocks and the last entry's padding, as umoci writes layers.
+        let cut = 512 * 3 + 4;
+        std::fs::write(&full, &bytes[..cut]).unwrap();
+        let dest = t.path().join("root");
+        assert_eq!(apply_layer(&full, &dest, &|_| true).unwrap(), 2);
+        assert_eq!(std::fs::read_to_string(dest.join("release-manifests/b.yaml")).unwrap(), "bbbb");
+        // A file cut short is an error, not a short file.
+        std::fs::write(&full, &bytes[..512 * 3 + 2]).unwrap();
+        assert!(apply_layer(&full, &t.path().join("root2"), &|_| true).is_err());
+    }
+
+    #[test]
+    fn layers_whiteouts_and_the_root_are_honoured() {
+        let t = tempfile::tempdir().unwrap();
+        let dest = t.path().join("root");
+        std::fs::create_dir_all(&dest).unwrap();
+        let keep = |p: &str| p.starts_with("release-manifests/");
+        let l1 = layer(
+            t.path(),
+            "l1",
+            &[
+                ("release-manifests/a.yaml", "a1"),
+                ("release-manifests/stale.yaml", "old"),
+                ("etc/passwd", "root"),
+                ("../escape", "x"),
+            ],
+            "gzip",
+        );
+        let l2 = layer(
+            t.path(),
+            "l2",
+            &[("release-manifests/a.yaml", "a2"), ("release-manifests/.wh.stale.yaml", "")],
+            "tar",
+        );
+        assert_eq!(apply_layer(&l1, &dest, &keep).unwrap(), 2);
+        assert_eq!(apply_layer(&l2, &dest, &keep).unwrap(), 1);
+        assert_eq!(std::fs::read_to_string(dest.join("release-manifests/a.yaml")).unwrap(), "a2");
+        assert!(!dest.join("release-manifests/stale.yaml").exists(), "whited out");
+        assert!(!dest.join("etc").exists() && !t.path().join("escape").exists());
+        let l3 = layer(
+            t.path(),
+            "l3",
+            &[("release-manifests/.wh..wh..opq", ""), ("release-manifests/b.yaml", "b")],
+            "gzip",
+        );
+        apply_layer(&l3, &dest, &keep).unwrap();
+        let names: Vec<String> = std::fs::read_dir(dest.join("release-manifests"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().to_string())
+            .collect();
+        assert_eq!(names, ["b.yaml"], "an opaque directory drops what came before");
+    }
+}

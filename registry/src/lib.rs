@@ -1,0 +1,7 @@
+pub mod auth;
+pub mod check;
+pub mod client;
+pub mod extract;
+pub mod mirror;
+pub mod reference;
+pub mod release;

@@ -1,0 +1,166 @@
+//! A release image, pulled once and kept: its manifest through the mirrors, its layers streamed
+//! into `CACHE/blobs/` by digest, and `release-manifests/` extracted into `CACHE/<digest>/`. A
+//! re-run, or a run with no registry in reach, uses what is there.
+
+use crate::client::{Client, Error};
+use crate::extract;
+use crate::mirror::{candidates, DigestSource};
+use crate::reference::Reference;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone)]
+pub struct Pulled {
+    /// The release image's manifest digest.
+    pub digest: String,
+    /// Where it came from (a mirror, or the source), or "cache".
+    pub from: String,
+    /// `CACHE/<digest hex>/`: holds `release-manifests/`.
+    pub root: PathBuf,
+    /// Why the registry was not used, when the cache was (it could not be reached).
+    pub offline_because: Vec<String>,
+}
+
+fn hex(digest: &str) -> &str {
+    digest.strip_prefix("sha256:").unwrap_or(digest)
+}
+
+/// `CACHE/by-name/`: the digest a tag last resolved to, for a run with no registry in reach.
+fn name_file(cache: &Path, image: &Reference) -> PathBuf {
+    let safe: String = image
+        .to_string()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    cache.join("by-name").join(safe)
+}
+
+fn complete(cache: &Path, digest: &str) -> Option<PathBuf> {
+    let root = cache.join(hex(digest));
+    root.join(".complete").exists().then_some(root)
+}
+
+/// The layers of an image manifest: (digest, media type).
+fn layers(manifest: &serde_json::Value) -> Vec<(String, String)> {
+    manifest["layers"]
+        .as_array()
+        .map(|ls| {
+            ls.iter()
+                .filter_map(|l| Some((l["digest"].as_str()?.to_string(), l["mediaType"].as_str().unwrap_or("").to_string())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// From an index, the linux/amd64 image (or the only one).
+fn pick(index: &serde_json::Value) -> Option<String> {
+    let ms = index["manifests"].as_array()?;
+    ms.iter()
+        .find(|m| m["platform"]["os"] == "linux" && m["platform"]["architecture"] == "amd64")
+        .or(if ms.len() == 1 { ms.first() } else { None })
+        .and_then(|m| m["digest"].as_str().map(String::from))
+}
+
+async fn fetch(client: &Client, at: &Reference, cache: &Path) -> Result<(String, PathBuf), Error> {
+    let (body, _media, digest) = client.manifest(at).await?;
+    let v: serde_json::Value = serde_json::from_slice(&body).map_err(|e| Error::Other(format!("{at}: manifest: {e}")))?;
+    let (v, digest, at) = if v["manifests"].is_array() {
+        let d = pick(&v).ok_or_else(|| Error::Other(format!("{at}: the index has no linux/amd64 image")))?;
+        let mut one = at.clone();
+        one.digest = Some(d);
+        let (body, _, _) = client.manifest(&one).await?;
+        (
+            serde_json::from_slice(&body).map_err(|e| Error::Other(format!("{one}: manifest: {e}")))?,
+            digest,
+            one,
+        )
+    } else {
+        (v, digest, at.clone())
+    };
+    if let Some(root) = complete(cache, &digest) {
+        return Ok((digest, root));
+    }
+    let blobs = cache.join("blobs");
+    std::fs::create_dir_all(&blobs).map_err(|e| Error::Other(format!("{}: {e}", blobs.display())))?;
+    let layers = layers(&v);
+    if layers.is_empty() {
+        return Err(Error::Other(format!("{at}: the manifest lists no layers")));
+    }
+    for (d, _) in &layers {
+        let p = blobs.join(hex(d));
+        if !p.exists() {
+            client.blob_to_file(&at, d, &p).await?;
+        }
+    }
+    // Extract beside the final place, then rename: a killed run leaves no half release.
+    let root = cache.join(hex(&digest));
+    let tmp = cache.join(format!("{}.tmp-{}", hex(&digest), std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).map_err(|e| Error::Other(format!("{}: {e}", tmp.display())))?;
+    let keep = |p: &str| p.starts_with("release-manifests/") || p == "release-manifests";
+    for (d, _) in &layers {
+        extract::apply_layer(&blobs.join(hex(d)), &tmp, &keep).map_err(|e| Error::Other(format!("layer {d}: {e}")))?;
+    }
+    std::fs::write(tmp.join(".complete"), format!("{at}\n")).map_err(|e| Error::Other(e.to_string()))?;
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::rename(&tmp, &root).map_err(|e| Error::Other(format!("{}: {e}", root.display())))?;
+    Ok((digest, root))
+}
+
+/// Pull `image` (through its mirrors) into `cache`, or use the cache.
+pub async fn pull(client: &Client, sources: &[DigestSource], image: &Reference, cache: &Path) -> Result<Pulled, Vec<Error>> {
+    if let Some(root) = image.digest.as_deref().and_then(|d| complete(cache, d)) {
+        return Ok(Pulled {
+            digest: image.digest.clone().unwrap_or_default(),
+            from: "cache".into(),
+            root,
+            offline_because: vec![],
+        });
+    }
+    let mut errors = Vec::new();
+    for at in candidates(sources, image) {
+        match fetch(client, &at, cache).await {
+            Ok((digest, root)) => {
+                let f = name_file(cache, image);
+                if let Some(p) = f.parent() {
+                    let _ = std::fs::create_dir_all(p);
+                }
+                let _ = std::fs::write(&f, &digest);
+                return Ok(Pulled {
+                    digest,
+                    from: at.to_string(),
+                    root,
+                    offline_because: vec![],
+                });
+            }
+            // A digest mismatch is never retried elsewhere silently: it is reported.
+            Err(e) => errors.push(e),
+        }
+    }
+    // No registry answered: a tag resolved before, and its release kept, will do.
+    let reachable = errors
+        .iter()
+        .any(|e| matches!(e, Error::Missing { .. } | Error::Auth { .. } | Error::Digest { .. }));
+    if !reachable {
+        if let Some(root) = std::fs::read_to_string(name_file(cache, image))
+            .ok()
+            .and_then(|d| complete(cache, d.trim()))
+        {
+            return Ok(Pulled {
+                digest: std::fs::read_to_string(name_file(cache, image))
+                    .unwrap_or_default()
+                    .trim()
+                    .to_string(),
+                from: "cache".into(),
+                root,
+                offline_because: errors.iter().map(|e| e.to_string()).collect(),
+            });
+        }
+    }
+    Err(errors)
+}

@@ -1,0 +1,229 @@
+//! `hardshift release pull | show` and `hardshift mirror-check`: the release straight from its
+//! registry (through install-config's mirrors, with its pull secret and trust bundle), kept in
+//! DIR/release/ so later runs need no registry; and a check, before anything boots, that the
+//! mirror holds every image the nodes will pull.
+
+use crate::Failure;
+use hardshift_generator::config;
+use hardshift_registry::{auth::Auths, check, client::Client, mirror::DigestSource, reference::Reference, release};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    what: What,
+}
+
+#[derive(clap::Subcommand)]
+enum What {
+    /// Pull the release's image-references and CRDs into DIR/release/ (cached by digest).
+    Pull(Common),
+    /// The release: version, tags, and each image's pullspec through the mirrors.
+    Show(Common),
+}
+
+#[derive(clap::Args, Clone)]
+pub struct Common {
+    #[arg(long, default_value = ".")]
+    pub dir: PathBuf,
+    /// The release image (default: hardshift.yaml release.image).
+    #[arg(long)]
+    pub release_image: Option<String>,
+}
+
+#[derive(clap::Args)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    common: Common,
+    /// HEAD requests in flight at once.
+    #[arg(long, default_value_t = 16)]
+    concurrency: usize,
+}
+
+/// What reaching the registry takes, from the inputs in `dir`.
+pub struct Access {
+    pub client: Client,
+    pub sources: Vec<DigestSource>,
+    pub image: Option<Reference>,
+}
+
+pub fn access(dir: &Path, release_image: Option<&str>) -> Result<Access, Failure> {
+    let a = config::registry_access(
+        dir,
+        &config::Overrides {
+            release_image: release_image.map(String::from),
+            key_algorithm: None,
+        },
+    )
+    .map_err(Failure::input)?;
+    let auths = Auths::from_pull_secret(&a.pull_secret).map_err(Failure::input)?;
+    let roots = Some(a.additional_trust_bundle.as_str()).filter(|t| !t.trim().is_empty());
+    let client = Client::new(auths, roots, Duration::from_secs(10)).map_err(Failure::input)?;
+    let sources = a
+        .mirrors
+        .into_iter()
+        .map(|(source, mirrors)| DigestSource {
+            source,
+            mirrors,
+            source_policy: None,
+        })
+        .collect();
+    let image = match a.release_image {
+        Some(i) => Some(Reference::parse(&i).map_err(|e| Failure::input(format!("release image: {e}")))?),
+        None => None,
+    };
+    Ok(Access { client, sources, image })
+}
+
+/// The release's CRDs the bootstrap must apply before its manifests: config.openshift.io's, the
+/// CVO's own (ClusterVersion, ClusterOperator), and operator.openshift.io's Network (the
+/// bundle's cluster-network-03-config is one).
+fn is_bootstrap_crd(text: &str) -> bool {
+    text.contains("kind: CustomResourceDefinition")
+        && (text.contains("group: config.openshift.io")
+            || text.contains("name: clusterversions.config.openshift.io")
+            || text.contains("name: clusteroperators.config.openshift.io")
+            || text.contains("name: networks.operator.openshift.io"))
+}
+
+/// Pull (or reuse) the release and lay out DIR/release/image-references and DIR/release/crds/.
+pub fn pull_into(dir: &Path, rt: &tokio::runtime::Runtime, acc: &Access) -> Result<String, Failure> {
+    let image = acc
+        .image
+        .as_ref()
+        .ok_or_else(|| Failure::input("no release image: set release.image in hardshift.yaml or pass --release-image"))?;
+    let cache = dir.join("release").join("cache");
+    std::fs::create_dir_all(&cache).map_err(|e| Failure::other(format!("{}: {e}", cache.display())))?;
+    let pulled = rt
+        .block_on(release::pull(&acc.client, &acc.sources, image, &cache))
+        .map_err(|errs| {
+            Failure::other(format!(
+                "cannot pull the release {image}:\n  {}",
+                errs.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n  ")
+            ))
+        })?;
+    let manifests = pulled.root.join("release-manifests");
+    let refs = std::fs::read(manifests.join("image-references"))
+        .map_err(|e| Failure::other(format!("{image}: no release-manifests/image-references in the image: {e}")))?;
+    let out = dir.join("release");
+    hardshift_generator::fsio::write_file_atomic(&out.join("image-references"), &refs, 0o644).map_err(Failure::other)?;
+    let crds = out.join("crds");
+    let tmp = out.join(format!(".crds-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).map_err(Failure::other)?;
+    let mut names: Vec<PathBuf> = std::fs::read_dir(&manifests)
+        .map_err(Failure::other)?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    names.sort();
+    let mut n = 0;
+    for p in names {
+        let text = std::fs::read_to_string(&p).unwrap_or_default();
+        if is_bootstrap_crd(&text) {
+            std::fs::write(tmp.join(p.file_name().unwrap_or_default()), text).map_err(Failure::other)?;
+            n += 1;
+        }
+    }
+    let _ = std::fs::remove_dir_all(&crds);
+    std::fs::rename(&tmp, &crds).map_err(Failure::other)?;
+    let mut msg = format!("release {image}: {} from {}, {n} CRDs", pulled.digest, pulled.from);
+    if !pulled.offline_because.is_empty() {
+        msg.push_str(&format!(
+            " (the cached copy: the registry is out of reach: {})",
+            pulled.offline_because.join("; ")
+        ));
+    } else if pulled.from == "cache" {
+        msg.push_str(" (already in DIR/release/cache)");
+    }
+    Ok(msg)
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(Failure::other)
+}
+
+/// (tag, image) pairs: what the nodes will pull.
+type Images = Vec<(String, Reference)>;
+
+/// The release's version, and its images as the references file names them, with the release image itself.
+fn images(dir: &Path, acc: &Access) -> Result<(Option<String>, Images), Failure> {
+    let path = dir.join(config::RELEASE_REFS);
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| Failure::input(format!("{}: {e} (run `hardshift release pull` first)", path.display())))?;
+    let rel = hardshift_generator::release::parse(&text, acc.image.as_ref().map(|i| i.to_string()).as_deref()).map_err(|es| {
+        Failure::input(format!(
+            "{}: {}",
+            path.display(),
+            es.iter().map(|(_, m)| m.clone()).collect::<Vec<_>>().join("; ")
+        ))
+    })?;
+    let mut out = Vec::new();
+    if let Ok(r) = Reference::parse(&rel.image) {
+        out.push(("release".to_string(), r));
+    }
+    for (tag, spec) in &rel.tags {
+        let r = Reference::parse(spec).map_err(|e| Failure::input(format!("{}: tag {tag}: {e}", path.display())))?;
+        out.push((tag.clone(), r));
+    }
+    Ok((rel.version, out))
+}
+
+pub fn run(a: Args) -> Result<u8, Failure> {
+    match a.what {
+        What::Pull(c) => {
+            let rt = runtime()?;
+            let acc = access(&c.dir, c.release_image.as_deref())?;
+            println!("{}", pull_into(&c.dir, &rt, &acc)?);
+            Ok(0)
+        }
+        What::Show(c) => {
+            let acc = access(&c.dir, c.release_image.as_deref())?;
+            let (version, imgs) = images(&c.dir, &acc)?;
+            println!("version: {}", version.as_deref().unwrap_or("(not named in image-references)"));
+            for (tag, r) in imgs {
+                let via = hardshift_registry::mirror::candidates(&acc.sources, &r);
+                println!("{tag:<40} {}", via.first().map(|v| v.to_string()).unwrap_or_default());
+            }
+            Ok(0)
+        }
+    }
+}
+
+/// Check every image; print each missing or refused one with the registry's own words.
+/// Exit 1 when one is not pullable.
+pub fn mirror_check(a: CheckArgs) -> Result<u8, Failure> {
+    let acc = access(&a.common.dir, a.common.release_image.as_deref())?;
+    let rt = runtime()?;
+    check_and_report(&a.common.dir, &rt, &acc, a.concurrency)
+}
+
+pub fn check_and_report(dir: &Path, rt: &tokio::runtime::Runtime, acc: &Access, concurrency: usize) -> Result<u8, Failure> {
+    let (_, imgs) = images(dir, acc)?;
+    let tags: std::collections::BTreeMap<String, String> = imgs.iter().map(|(t, r)| (r.to_string(), t.clone())).collect();
+    let mut unique: Vec<Reference> = imgs.into_iter().map(|(_, r)| r).collect();
+    unique.sort_by_key(|r| r.to_string());
+    unique.dedup();
+    let t = std::time::Instant::now();
+    let outcomes = rt.block_on(check::check(&acc.client, &acc.sources, unique, concurrency));
+    let bad: Vec<&check::Outcome> = outcomes.iter().filter(|o| o.result.is_err()).collect();
+    for o in &bad {
+        let tag = tags.get(&o.image.to_string()).map(String::as_str).unwrap_or("?");
+        println!("NOT PULLABLE {tag} {}", o.image);
+        for e in o.result.as_ref().err().into_iter().flatten() {
+            println!("    {}: {e}", e.kind());
+        }
+    }
+    println!(
+        "mirror-check: {} of {} images pullable through the mirrors ({:.2} s)",
+        outcomes.len() - bad.len(),
+        outcomes.len(),
+        t.elapsed().as_secs_f64()
+    );
+    Ok(if bad.is_empty() { 0 } else { 1 })
+}

@@ -1,0 +1,386 @@
+//! The release straight from a real registry: Debian's docker-registry with TLS (a test CA given
+//! as additionalTrustBundle) and htpasswd auth, holding a synthetic release built with umoci
+//! (about 900 manifests over several layers, one whiteout, an image-references ImageStream of
+//! 200 tags) and its component images, pushed with skopeo. Through install-config's mirrors.
+
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+const USER: &str = "mirror";
+const PASS: &str = "s3cret-pass";
+const SOURCE_RELEASE: &str = "quay.io/openshift-release-dev/ocp-release";
+const SOURCE_ART: &str = "quay.io/openshift-release-dev/ocp-v4.0-art-dev";
+
+fn sh(cmd: &str) -> String {
+    let out = Command::new("bash").args(["-c", cmd]).output().unwrap();
+    assert!(out.status.success(), "{cmd}:\n{}{}", text(&out.stdout), text(&out.stderr));
+    text(&out.stdout)
+}
+
+struct Registry {
+    _proc: Kill,
+    port: u16,
+    storage: PathBuf,
+    certs: PathBuf,
+}
+
+/// A CA, a server certificate for 127.0.0.1 signed by it, an htpasswd file, and the registry.
+fn registry(w: &Path) -> Registry {
+    let certs = w.join("certs");
+    std::fs::create_dir_all(&certs).unwrap();
+    let c = certs.display();
+    sh(&format!(
+        "cd {c} && openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -subj /CN=test-mirror-ca -days 2 2>/dev/null \
+         && openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=127.0.0.1 2>/dev/null \
+         && printf 'subjectAltName=IP:127.0.0.1\\n' > ext && openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out server.crt -days 2 -extfile ext 2>/dev/null \
+         && htpasswd -Bbn {USER} {PASS} > htpasswd"
+    ));
+    let port = free_port();
+    let storage = w.join("storage");
+    let cfg = w.join("registry.yml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:{port}\n  tls:\n    certificate: {c}/server.crt\n    key: {c}/server.key\nauth:\n  htpasswd:\n    realm: test\n    path: {c}/htpasswd\n",
+            storage.display()
+        ),
+    )
+    .unwrap();
+    let p = Kill(
+        Command::new("docker-registry")
+            .args(["serve", cfg.to_str().unwrap()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(w.join("registry.log")).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for("the registry", 20, || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());
+    // skopeo reads a directory of CA certificates.
+    let skopeo_certs = w.join("skopeo-certs");
+    std::fs::create_dir_all(&skopeo_certs).unwrap();
+    std::fs::copy(certs.join("ca.crt"), skopeo_certs.join("ca.crt")).unwrap();
+    Registry {
+        _proc: p,
+        port,
+        storage,
+        certs: skopeo_certs,
+    }
+}
+
+/// Push an OCI layout image to the registry; its manifest digest.
+fn push(reg: &Registry, layout: &str, to: &str) -> String {
+    let digest_file = format!("{layout}.digest");
+    sh(&format!(
+        "skopeo copy -q --dest-creds {USER}:{PASS} --dest-cert-dir {} --digestfile {digest_file} oci:{layout} docker://127.0.0.1:{}/{to}",
+        reg.certs.display(),
+        reg.port
+    ));
+    std::fs::read_to_string(digest_file).unwrap().trim().to_string()
+}
+
+/// `n` small component images; their digests.
+fn components(reg: &Registry, w: &Path, n: usize) -> Vec<String> {
+    (0..n)
+        .map(|i| {
+            let d = w.join(format!("comp{i}"));
+            std::fs::create_dir_all(d.join("rootfs")).unwrap();
+            std::fs::write(d.join("rootfs/component"), format!("component {i}\n")).unwrap();
+            let l = d.join("oci");
+            sh(&format!(
+                "umoci init --layout {l} && umoci new --image {l}:c && umoci insert --image {l}:c {} /component",
+                d.join("rootfs/component").display(),
+                l = l.display()
+            ));
+            push(reg, &format!("{}:c", l.display()), &format!("ocp4/openshift4:component-{i}"))
+        })
+        .collect()
+}
+
+/// The release image: ~900 manifests in three layers, the bootstrap CRDs, image-references
+/// (200 tags over the component digests; `missing` adds one tag whose image was never pushed),
+/// and a whited-out stale file. Its manifest digest.
+fn release_image(reg: &Registry, w: &Path, digests: &[String], missing: Option<&str>) -> String {
+    let d = w.join("release-build");
+    let _ = std::fs::remove_dir_all(&d);
+    let m = d.join("release-manifests");
+    std::fs::create_dir_all(&m).unwrap();
+    let mut tags = vec![];
+    let required = ["cluster-version-operator", "etcd", "hyperkube", "pod", "kube-proxy"];
+    for i in 0..200 {
+        let name = required.get(i).map(|s| s.to_string()).unwrap_or_else(|| format!("component-{i}"));
+        let digest = &digests[i % digests.len()];
+        tags.push(serde_json::json!({"name": name, "from": {"kind": "DockerImage", "name": format!("{SOURCE_ART}@{digest}")}}));
+    }
+    if let Some(m) = missing {
+        tags.push(serde_json::json!({"name": "never-mirrored", "from": {"kind": "DockerImage", "name": format!("{SOURCE_ART}@{m}")}}));
+    }
+    let is = serde_json::json!({"kind": "ImageStream", "apiVersion": "image.openshift.io/v1",
+        "metadata": {"name": "4.18.0", "annotations": {"release.openshift.io/from-image-stream": "ocp/4.18-art"}},
+        "spec": {"tags": tags}});
+    // Layer 1: a first image-references (replaced later), a stale file (whited out later), half the manifests.
+    std::fs::write(m.join("image-references"), "{\"kind\": \"ImageStream\", \"spec\": {\"tags\": []}}").unwrap();
+    std::fs::write(m.join("0000_99_stale.yaml"), "kind: ConfigMap\n").unwrap();
+    for i in 0..450 {
+        std::fs::write(
+            m.join(format!("0000_50_operator-{i:03}_deployment.yaml")),
+            format!("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: operator-{i}\n  namespace: openshift-operator-{i}\nspec:\n  replicas: 1\n{}", "  # padding\n".repeat(40)),
+        )
+        .unwrap();
+    }
+    let l = d.join("oci");
+    let layout = l.display().to_string();
+    sh(&format!(
+        "umoci init --layout {layout} && umoci new --image {layout}:r && umoci insert --image {layout}:r {} /release-manifests",
+        m.display()
+    ));
+    // Layer 2: the rest of the manifests, the CRDs and the real image-references.
+    let _ = std::fs::remove_dir_all(&m);
+    std::fs::create_dir_all(&m).unwrap();
+    for i in 450..900 {
+        std::fs::write(
+            m.join(format!("0000_60_operator-{i:03}_service.yaml")),
+            format!("apiVersion: v1\nkind: Service\nmetadata:\n  name: s{i}\n"),
+        )
+        .unwrap();
+    }
+    for f in std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/ocp4/crds"))
+        .unwrap()
+        .flatten()
+    {
+        std::fs::copy(f.path(), m.join(f.file_name())).unwrap();
+    }
+    std::fs::write(m.join("image-references"), serde_json::to_string_pretty(&is).unwrap()).unwrap();
+    sh(&format!("umoci insert --image {layout}:r {} /release-manifests", m.display()));
+    // Layer 3: the whiteout.
+    sh(&format!(
+        "umoci insert --image {layout}:r --whiteout /release-manifests/0000_99_stale.yaml"
+    ));
+    sh(&format!(
+        "umoci config --image {layout}:r --config.label io.openshift.release=4.18.0"
+    ));
+    push(reg, &format!("{layout}:r"), "ocp4/openshift4:4.18.0-x86_64")
+}
+
+/// The example lab pointed at this registry: its mirrors, its credentials, its CA.
+fn lab(reg: &Registry, dir: &Path, password: &str, trust: bool) {
+    let ic = dir.join("install-config.yaml");
+    let text = std::fs::read_to_string(&ic).unwrap();
+    let mirror = format!("127.0.0.1:{}/ocp4/openshift4", reg.port);
+    let text = text.replace("registry.ocp4.example.com:5000/ocp4/openshift4", &mirror);
+    let auth = base64_encode(&format!("{USER}:{password}"));
+    let start = text.find("pullSecret:").unwrap();
+    let end = start + text[start..].find('\n').unwrap();
+    let mut text = format!(
+        "{}pullSecret: '{{\"auths\":{{\"127.0.0.1:{}\":{{\"auth\":\"{auth}\"}}}}}}'{}",
+        &text[..start],
+        reg.port,
+        &text[end..]
+    );
+    // A bundle appended by an earlier call goes first (it is always the last key).
+    if let Some(s) = text.find("additionalTrustBundle: |") {
+        text.truncate(s);
+    }
+    if trust {
+        let ca = std::fs::read_to_string(reg.certs.join("ca.crt")).unwrap();
+        let indented: String = ca.lines().map(|l| format!("  {l}\n")).collect();
+        text.push_str(&format!("additionalTrustBundle: |\n{indented}"));
+    }
+    std::fs::write(&ic, text).unwrap();
+    // The release comes from the registry: no references file, no CRDs of the user's.
+    let _ = std::fs::remove_file(dir.join("release/image-references"));
+    let _ = std::fs::remove_dir_all(dir.join("crds"));
+}
+
+fn base64_encode(s: &str) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(s)
+}
+
+fn run_hs(args: &[&str]) -> (i32, String) {
+    let out = hardshift(args);
+    (
+        out.status.code().unwrap_or(-1),
+        format!("{}{}", text(&out.stdout), text(&out.stderr)),
+    )
+}
+
+#[test]
+fn the_release_comes_from_the_mirror_and_stays_in_the_cache() {
+    let w = tempfile::tempdir().unwrap();
+    let reg = registry(w.path());
+    let digests = components(&reg, w.path(), 10);
+    let never = "sha256:00000000000000000000000000000000000000000000000000000000000000aa";
+    let rel = release_image(&reg, w.path(), &digests, Some(never));
+    let image = format!("{SOURCE_RELEASE}@{rel}");
+    let d = example_copy();
+    let dir = d.path();
+    let ds = dir.to_str().unwrap();
+
+    // Wrong credentials: the registry's own refusal, and nothing cached.
+    lab(&reg, dir, "wrong-password", true);
+    let (code, out) = run_hs(&["release", "pull", "--dir", ds, "--release-image", &image]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("credentials refused (HTTP 401)") && out.contains("UNAUTHORIZED"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("wrong-password") && !out.contains(&base64_encode(&format!("{USER}:wrong-password"))),
+        "{out}"
+    );
+    // An unknown CA: said as a TLS problem, with the fix.
+    lab(&reg, dir, PASS, false);
+    let (code, out) = run_hs(&["release", "pull", "--dir", ds, "--release-image", &image]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("TLS") && out.contains("additionalTrustBundle"), "{out}");
+
+    // The good pull: through the mirror, every layer checked, the whiteout honoured.
+    lab(&reg, dir, PASS, true);
+    let t = std::time::Instant::now();
+    let (code, out) = run_hs(&["release", "pull", "--dir", ds, "--release-image", &image]);
+    eprintln!("timing: release pull (900 manifests, 3 layers): {:.2} s", t.elapsed().as_secs_f64());
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains(&format!("from 127.0.0.1:{}/ocp4/openshift4@{rel}", reg.port)), "{out}");
+    let root = dir
+        .join("release/cache")
+        .join(rel.trim_start_matches("sha256:"))
+        .join("release-manifests");
+    let n = std::fs::read_dir(&root).unwrap().count();
+    assert!(n > 900, "{n} files");
+    assert!(!root.join("0000_99_stale.yaml").exists(), "the whiteout removes the stale manifest");
+    let refs = std::fs::read_to_string(dir.join("release/image-references")).unwrap();
+    assert!(
+        refs.contains("\"4.18.0\"") && refs.contains("never-mirrored"),
+        "the later layer's references"
+    );
+    let crds = std::fs::read_dir(dir.join("release/crds")).unwrap().count();
+    let example = std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/ocp4/crds"))
+        .unwrap()
+        .count();
+    assert_eq!(
+        crds, example,
+        "the release's config.openshift.io CRDs, and none of its 900 other manifests"
+    );
+
+    // release show: each tag through the mirror.
+    let (code, out) = run_hs(&["release", "show", "--dir", ds, "--release-image", &image]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("version: 4.18.0") && out.contains("etcd  "), "{out}");
+    assert!(
+        out.contains(&format!("127.0.0.1:{}/ocp4/openshift4@{}", reg.port, digests[1])),
+        "{out}"
+    );
+
+    // mirror-check names the one image never mirrored, with the registry's words, and exits 1.
+    let t = std::time::Instant::now();
+    let (code, out) = run_hs(&["mirror-check", "--dir", ds, "--release-image", &image]);
+    eprintln!("timing: mirror-check: {:.2} s", t.elapsed().as_secs_f64());
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("NOT PULLABLE never-mirrored"), "{out}");
+    assert!(out.contains("missing:") && out.contains("MANIFEST_UNKNOWN"), "{out}");
+    assert!(out.contains("11 of 12 images pullable"), "{out}");
+
+    // create uses what was pulled (references and CRDs), and checks the mirror on its own.
+    let (code, out) = run_hs(&[
+        "create",
+        "--dir",
+        ds,
+        "--release-image",
+        &image,
+        "--key-algorithm",
+        "ecdsa-p256",
+        "--no-agent",
+        "--self-contained-nodes",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("NOT PULLABLE never-mirrored") && out.contains("WARNING: the mirror lacks"),
+        "{out}"
+    );
+
+    // The registry gone: the cache serves, and says so.
+    drop(reg);
+    std::thread::sleep(Duration::from_millis(200));
+    let (code, out) = run_hs(&["release", "pull", "--dir", ds, "--release-image", &image]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("from cache"), "{out}");
+}
+
+#[test]
+fn a_layer_whose_bytes_do_not_match_its_digest_is_refused() {
+    let w = tempfile::tempdir().unwrap();
+    let reg = registry(w.path());
+    let digests = components(&reg, w.path(), 10);
+    let rel = release_image(&reg, w.path(), &digests, None);
+    let image = format!("{SOURCE_RELEASE}@{rel}");
+    // Change one layer's bytes in the registry's storage: it still serves them under the old digest.
+    let manifest: serde_json::Value = serde_json::from_str(&sh(&format!(
+        "skopeo inspect --raw --creds {USER}:{PASS} --cert-dir {} docker://127.0.0.1:{}/ocp4/openshift4@{rel}",
+        reg.certs.display(),
+        reg.port
+    )))
+    .unwrap();
+    let layer = manifest["layers"][1]["digest"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("sha256:")
+        .to_string();
+    let data = reg
+        .storage
+        .join(format!("docker/registry/v2/blobs/sha256/{}/{layer}/data", &layer[..2]));
+    let mut bytes = std::fs::read(&data).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0xff;
+    std::fs::write(&data, bytes).unwrap();
+    let d = example_copy();
+    let dir = d.path();
+    lab(&reg, dir, PASS, true);
+    let (code, out) = run_hs(&["release", "pull", "--dir", dir.to_str().unwrap(), "--release-image", &image]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("refused") && out.contains(&layer), "{out}");
+    assert!(!dir.join("release/image-references").exists());
+    let blobs = dir.join("release/cache/blobs");
+    assert!(!blobs.join(&layer).exists(), "the bad layer is not kept");
+    // References from elsewhere but no CRDs at all: create refuses and says how to get them
+    // (before, it wrote a bootkube.sh that waited forever at "crds-established").
+    let refs = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/ocp4/release/image-references");
+    let (code, out) = run_hs(&[
+        "create",
+        "--dir",
+        dir.to_str().unwrap(),
+        "--release-refs",
+        refs.to_str().unwrap(),
+        "--no-agent",
+        "--self-contained-nodes",
+    ]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("no CRDs") && out.contains("hardshift release pull"), "{out}");
+    assert!(!dir.join("ignition").exists(), "nothing written");
+}
+
+/// For hack/bench-release.sh: the registry (left running, its pid in KEEP/../pid), 200 distinct
+/// component images, the release, and the example lab pointed at them, in $HARDSHIFT_BENCH_KEEP.
+#[test]
+#[ignore]
+fn bench_fixture() {
+    let Some(keep) = std::env::var_os("HARDSHIFT_BENCH_KEEP") else {
+        return;
+    };
+    let w = PathBuf::from(keep);
+    std::fs::create_dir_all(&w).unwrap();
+    let reg = registry(&w);
+    let digests = components(&reg, &w, 200);
+    let rel = release_image(&reg, &w, &digests, None);
+    let d = example_copy();
+    let dir = w.join("bundle");
+    sh(&format!("cp -a {}/. {}", d.path().display(), dir.display()));
+    lab(&reg, &dir, PASS, true);
+    std::fs::write(w.join("image"), format!("{SOURCE_RELEASE}@{rel}")).unwrap();
+    std::fs::write(w.parent().unwrap().join("pid"), reg._proc.0.id().to_string()).unwrap();
+    // Left running for the benchmark, which stops it.
+    std::mem::forget(reg);
+}
