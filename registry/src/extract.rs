@@ -125,6 +125,7 @@ mod tests {
         }
         let raw = b.into_inner().unwrap();
         let bytes = match compress {
+            "zstd" => ruzstd::encoding::compress_to_vec(&raw[..], ruzstd::encoding::CompressionLevel::Fastest),
             "gzip" => {
                 let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
                 std::io::Write::write_all(&mut e, &raw).unwrap();

@@ -164,3 +164,24 @@ pub async fn pull(client: &Client, sources: &[DigestSource], image: &Reference, 
     }
     Err(errors)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_index_yields_its_linux_amd64_image() {
+        let idx = serde_json::json!({"manifests": [
+            {"digest": "sha256:arm", "platform": {"os": "linux", "architecture": "arm64"}},
+            {"digest": "sha256:amd", "platform": {"os": "linux", "architecture": "amd64"}}]});
+        assert_eq!(pick(&idx).as_deref(), Some("sha256:amd"));
+        let only = serde_json::json!({"manifests": [{"digest": "sha256:one"}]});
+        assert_eq!(pick(&only).as_deref(), Some("sha256:one"));
+        let none = serde_json::json!({"manifests": [
+            {"digest": "sha256:a", "platform": {"os": "linux", "architecture": "s390x"}},
+            {"digest": "sha256:b", "platform": {"os": "linux", "architecture": "ppc64le"}}]});
+        assert_eq!(pick(&none), None, "never a wrong architecture silently");
+        let m = serde_json::json!({"layers": [{"digest": "sha256:l1", "mediaType": "application/vnd.oci.image.layer.v1.tar+zstd"}]});
+        assert_eq!(layers(&m), vec![("sha256:l1".to_string(), "application/vnd.oci.image.layer.v1.tar+zstd".to_string())]);
+    }
+}
