@@ -384,3 +384,68 @@ fn bench_fixture() {
     // Left running for the benchmark, which stops it.
     std::mem::forget(reg);
 }
+
+/// The node's view of the registry: the agent HEADs its first images through the mirror with
+/// the node's pull secret; a refused password is HS044 at the collector with the registry's
+/// words, and goes when the pull secret is fixed.
+#[test]
+fn a_node_that_cannot_pull_is_named_with_the_registrys_words() {
+    let w = tempfile::tempdir().unwrap();
+    let reg = registry(w.path());
+    let digest = components(&reg, w.path(), 1).remove(0);
+    let d = example_copy();
+    let dir = d.path();
+    let out = create(dir, &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let port = free_port();
+    let _c = collector_with(dir, port, &["--no-api-watch"]);
+    let secret = w.path().join("config.json");
+    let write_secret = |pass: &str| {
+        let auth = base64_encode(&format!("{USER}:{pass}"));
+        std::fs::write(
+            &secret,
+            format!("{{\"auths\":{{\"127.0.0.1:{}\":{{\"auth\":\"{auth}\"}}}}}}", reg.port),
+        )
+        .unwrap();
+    };
+    write_secret("not-the-password");
+    let pki = dir.join("agent-pki");
+    let cfg = w.path().join("agent.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "collector = \"127.0.0.1:{port}\"\nnode = \"master-0\"\nrole = \"master\"\nca = \"{}\"\ncert = \"{}\"\nkey = \"{}\"\ninterval_ms = 300\nunits = []\ncri_socket = \"\"\nkubelet_cert = \"\"\nstate_dir = \"{}\"\n\n[registry]\npull_secret = \"{}\"\ntrust = \"{}\"\nimages = [\"{SOURCE_ART}@{digest}\"]\nevery_s = 1\n\n[[registry.mirror]]\nsource = \"{SOURCE_ART}\"\nmirrors = [\"127.0.0.1:{}/ocp4/openshift4\"]\n",
+            pki.join("agent-ca.crt").display(),
+            pki.join("agent-master-0.crt").display(),
+            pki.join("agent-master-0.key").display(),
+            w.path().join("state").display(),
+            secret.display(),
+            reg.certs.join("ca.crt").display(),
+            reg.port
+        ),
+    )
+    .unwrap();
+    let _agent = Kill(
+        Command::new(agent_bin())
+            .args(["--config", cfg.to_str().unwrap()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(w.path().join("agent.log")).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let findings = || -> Vec<serde_json::Value> {
+        let out = hardshift(&["diagnose", "master-0", "--dir", dir.to_str().unwrap(), "-o", "json"]);
+        serde_json::from_slice(&out.stdout).unwrap_or_default()
+    };
+    let has = |f: &[serde_json::Value], id: &str| f.iter().any(|x| x["id"] == id);
+    wait_for("HS044", 30, || has(&findings(), "HS044"));
+    let f = findings();
+    let hs = f.iter().find(|x| x["id"] == "HS044").unwrap().to_string();
+    assert!(hs.contains("credentials refused (HTTP 401)") && hs.contains("UNAUTHORIZED"), "{hs}");
+    assert!(!hs.contains("not-the-password"), "{hs}");
+    write_secret(PASS);
+    wait_for("HS044 to clear", 30, || {
+        let f = findings();
+        !f.is_empty() && !has(&f, "HS044")
+    });
+}

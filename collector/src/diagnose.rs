@@ -49,6 +49,7 @@ pub const RULES: &[(&str, &str)] = &[
     ("HS060", "/var is nearly full"),
     ("HS061", "less memory than OpenShift's minimum"),
     ("HS062", "fewer CPUs than OpenShift's minimum"),
+    ("HS044", "the node cannot pull from its registry"),
     ("HS042", "images cannot be pulled"),
     ("HS031", "the kubelet's client certificate is not valid"),
     ("HS032", "the kubelet's client certificate expires soon"),
@@ -147,7 +148,7 @@ pub fn diagnose(node: &str, role: &str, r: &NodeReport, seen_ago_ms: i64) -> Vec
             format!("{node} resolves {}", c.state),
             c.reason.split("; ").map(String::from).collect(),
             "serve the bundle's zone (lab/dns: dnsmasq or BIND) and point the node's resolver at it (DHCP option 6, or its NetworkManager config); `dig @SERVER NAME` from the node",
-            &["HS030", "HS072"],
+            &["HS030", "HS072", "HS044"],
         );
     }
     if let Some(c) = comp(r, "lb").filter(|c| c.health == Health::Failing as i32) {
@@ -248,6 +249,25 @@ pub fn diagnose(node: &str, role: &str, r: &NodeReport, seen_ago_ms: i64) -> Vec
             vec![format!("a {role} needs at least {min_cpus} vCPUs")],
             "give the VM more vCPUs (etcd and the API server starve first)",
             &[],
+        );
+    }
+    if let Some(c) = comp(r, "registry").filter(|c| c.health == Health::Failing as i32) {
+        let fix = if c.reason.starts_with("auth") {
+            "the pull secret on the node (install-config pullSecret) lacks or has wrong credentials for the mirror: fix pullSecret and re-create the bundle, or fix /var/lib/kubelet/config.json on the node"
+        } else if c.reason.starts_with("tls") {
+            "the node does not trust the mirror's certificate: put its CA in install-config additionalTrustBundle"
+        } else if c.reason.starts_with("missing") {
+            "the mirror lacks the image: mirror the release again (`oc adm release mirror`), then `hardshift mirror-check`"
+        } else {
+            "the node cannot reach the mirror: check its DNS name and the route from the node"
+        };
+        add(
+            "HS044",
+            Severity::Critical,
+            format!("{node} cannot pull from its registry"),
+            c.reason.split("; ").map(String::from).collect(),
+            fix,
+            &["HS042"],
         );
     }
     let pulls: Vec<String> = r
@@ -448,6 +468,26 @@ mod tests {
             ["HS032"],
             "2 CPUs are enough for a worker"
         );
+    }
+
+    #[test]
+    fn a_registry_refusal_explains_failed_pulls() {
+        let reg = c(
+            "registry",
+            Health::Failing,
+            "1 of 2 images not pullable",
+            "auth: 127.0.0.1:5000: credentials refused (HTTP 401) for x: UNAUTHORIZED authentication required",
+        );
+        let mut r = report(vec![reg]);
+        r.containers.push(ContainerInfo {
+            pod: "openshift-etcd/etcd".into(),
+            name: "etcd".into(),
+            reason: "ErrImagePull".into(),
+            ..Default::default()
+        });
+        let f = diagnose("master-0", "master", &r, 0);
+        assert_eq!(ids(&f), ["HS044"]);
+        assert!(f[0].fix.contains("pull secret"), "{}", f[0].fix);
     }
 
     #[test]

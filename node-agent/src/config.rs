@@ -54,6 +54,9 @@ pub struct Config {
     /// The API through the load balancer and each API server directly.
     #[serde(default)]
     pub endpoint: Vec<crate::install::Endpoint>,
+    /// Whether this node can pull its first images through the mirrors (every `every_s`).
+    #[serde(default)]
+    pub registry: Option<crate::registry::RegistryConfig>,
     /// The local etcd member (bootstrap and masters).
     #[serde(default)]
     pub etcd: Option<crate::etcd::EtcdConfig>,

@@ -15,6 +15,7 @@ mod host;
 mod install;
 mod outbox;
 mod probes;
+mod registry;
 mod seq_state;
 mod systemd;
 
@@ -32,7 +33,7 @@ fn now_ms() -> i64 {
 
 /// One report: every probe, each bounded by its own timeout. `clock` is this node's offset to
 /// the collector's clock when known.
-async fn report(cfg: &config::Config, bus: Option<&zbus::Connection>, clock: Option<i64>, disk: Option<ComponentState>) -> NodeReport {
+async fn report(cfg: &config::Config, bus: Option<&zbus::Connection>, clock: Option<i64>, cached: Vec<ComponentState>) -> NodeReport {
     let mut host = host::probe();
     if let Some(off) = clock {
         host.clock_offset_ms = off;
@@ -93,7 +94,7 @@ async fn report(cfg: &config::Config, bus: Option<&zbus::Connection>, clock: Opt
         components.push(probes::kubelet_cert(&cfg.kubelet_cert, now_ms() / 1000));
     }
     components.extend(cfg.bootkube_progress.as_deref().map(install::bootkube));
-    components.extend(disk);
+    components.extend(cached);
     components.extend(dns);
     components.extend(lb);
     let (mut pods, mut containers) = (vec![], vec![]);
@@ -177,7 +178,7 @@ fn main() -> std::process::ExitCode {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     match cli.command.unwrap_or(Command::Run) {
         Command::Status { json } => {
-            let r = rt.block_on(async { report(&cfg, bus(&cfg).await.as_ref(), None, None).await });
+            let r = rt.block_on(async { report(&cfg, bus(&cfg).await.as_ref(), None, vec![]).await });
             if json {
                 let comps: Vec<serde_json::Value> = r
                     .components
@@ -285,6 +286,20 @@ async fn run(cfg: config::Config) {
             }
         });
     }
+    // The registry is asked every `every_s` (a HEAD per image), not per report.
+    let reg: Arc<Mutex<Option<ComponentState>>> = Arc::default();
+    if let Some(rc) = cfg.registry.clone() {
+        let reg = reg.clone();
+        tokio::spawn(async move {
+            loop {
+                let c = registry::probe(&rc).await;
+                if let Ok(mut slot) = reg.lock() {
+                    *slot = Some(c);
+                }
+                tokio::time::sleep(Duration::from_secs(rc.every_s.max(1))).await;
+            }
+        });
+    }
     let mut tick = tokio::time::interval(Duration::from_millis(cfg.interval_ms.max(100)));
     loop {
         tokio::select! {
@@ -293,8 +308,9 @@ async fn run(cfg: config::Config) {
             _ = tick.tick() => {}
             _ = tokio::signal::ctrl_c() => break,
         }
-        let latest_disk = disk.lock().ok().and_then(|d| d.clone());
-        let r = report(&cfg, conn.as_ref(), shared.clock_offset(), latest_disk).await;
+        let mut cached: Vec<ComponentState> = disk.lock().ok().and_then(|d| d.clone()).into_iter().collect();
+        cached.extend(reg.lock().ok().and_then(|d| d.clone()));
+        let r = report(&cfg, conn.as_ref(), shared.clock_offset(), cached).await;
         if let Ok(mut o) = shared.outbox.lock() {
             // Record the seq before it can reach the collector, so a restart never reuses it.
             if let Err(e) = seq_state::save(&cfg.state_dir, &cfg.node, &boot_id, o.next_seq()) {

@@ -217,14 +217,30 @@ impl Client {
                 ),
             });
         };
-        let resp = build(Some(auth)).send().await.map_err(|e| transport(&r.registry, &e))?;
+        let resp = build(Some(auth.clone())).send().await.map_err(|e| transport(&r.registry, &e))?;
         if matches!(resp.status().as_u16(), 401 | 403) {
             let status = resp.status().as_u16();
+            // A HEAD answer has no body: ask the same with GET for the registry's own words.
+            let body = if method == reqwest::Method::HEAD {
+                match self
+                    .http
+                    .get(Self::url(r, what))
+                    .header("Accept", accept)
+                    .header("Authorization", auth)
+                    .send()
+                    .await
+                {
+                    Ok(g) => g.text().await.unwrap_or_default(),
+                    Err(_) => String::new(),
+                }
+            } else {
+                resp.text().await.unwrap_or_default()
+            };
             return Err(Error::Auth {
                 image: r.to_string(),
                 registry: r.registry.clone(),
                 status,
-                said: said(&resp.text().await.unwrap_or_default()),
+                said: said(&body),
             });
         }
         Ok(resp)

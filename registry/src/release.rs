@@ -182,6 +182,9 @@ mod tests {
             {"digest": "sha256:b", "platform": {"os": "linux", "architecture": "ppc64le"}}]});
         assert_eq!(pick(&none), None, "never a wrong architecture silently");
         let m = serde_json::json!({"layers": [{"digest": "sha256:l1", "mediaType": "application/vnd.oci.image.layer.v1.tar+zstd"}]});
-        assert_eq!(layers(&m), vec![("sha256:l1".to_string(), "application/vnd.oci.image.layer.v1.tar+zstd".to_string())]);
+        assert_eq!(
+            layers(&m),
+            vec![("sha256:l1".to_string(), "application/vnd.oci.image.layer.v1.tar+zstd".to_string())]
+        );
     }
 }

@@ -121,7 +121,33 @@ collector = \"{host}:{port}\"\nnode = \"{node}\"\nrole = \"{role}\"\nca = \"{CA}
         crate::cluster::Role::Bootstrap => format!("bootkube_progress = \"{}\"\nkubelet_cert = \"\"\n", super::paths::BOOTKUBE_PROGRESS),
         _ => String::new(),
     };
-    format!("{body}{bootkube}{etcd_disk}{etcd}{}", dns_checks(c, n))
+    format!("{body}{bootkube}{etcd_disk}{etcd}{}{}", dns_checks(c, n), registry_check(c))
+}
+
+/// The images a node pulls first (the release, the pause image), HEADed through the mirrors with
+/// the node's own pull secret and trust bundle: can this node pull at all?
+fn registry_check(c: &Cluster) -> String {
+    let q = |s: &str| serde_json::to_string(s).unwrap_or_default();
+    let images = [c.release.image.as_str(), c.release.tag("pod")]
+        .iter()
+        .map(|i| q(i))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut out = format!(
+        "\n[registry]\npull_secret = {}\nimages = [{images}]\n",
+        q(super::paths::PULL_SECRET)
+    );
+    if !c.additional_trust_bundle.trim().is_empty() {
+        out.push_str(&format!("trust = {}\n", q(super::paths::TRUST_ANCHOR)));
+    }
+    for m in &c.mirrors {
+        let mirrors = m.mirrors.iter().map(|x| q(x)).collect::<Vec<_>>().join(", ");
+        out.push_str(&format!(
+            "\n[[registry.mirror]]\nsource = {}\nmirrors = [{mirrors}]\n",
+            q(&m.source)
+        ));
+    }
+    out
 }
 
 /// The names a node must resolve as the bundle's zones say: the API (external and internal),

@@ -1,0 +1,104 @@
+//! Can this node pull? An authenticated manifest HEAD, through the mirrors, for the images the
+//! node needs first (the release and the pause image), with the node's own pull secret and trust
+//! bundle: the mirror check of `hardshift mirror-check`, from the node's view. Never a pull.
+
+use hardshift_proto::v1::{ComponentState, Health};
+use hardshift_registry::{auth::Auths, check, client::Client, mirror::DigestSource, reference::Reference};
+use serde::Deserialize;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegistryConfig {
+    /// The node's pull secret (CRI-O's: /var/lib/kubelet/config.json).
+    pub pull_secret: PathBuf,
+    /// Extra roots (install-config's additionalTrustBundle, as laid on the node); optional.
+    #[serde(default)]
+    pub trust: Option<PathBuf>,
+    pub images: Vec<String>,
+    #[serde(default)]
+    pub mirror: Vec<Mirror>,
+    /// How often to look, in seconds.
+    #[serde(default = "default_every")]
+    pub every_s: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Mirror {
+    pub source: String,
+    pub mirrors: Vec<String>,
+}
+
+fn default_every() -> u64 {
+    600
+}
+
+fn state(health: Health, state: String, reason: String, details: HashMap<String, String>) -> ComponentState {
+    ComponentState {
+        name: "registry".into(),
+        health: health as i32,
+        state,
+        reason,
+        details,
+    }
+}
+
+/// One look: every image HEADed through its mirrors.
+pub async fn probe(cfg: &RegistryConfig) -> ComponentState {
+    let read = |p: &PathBuf| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()));
+    let setup = (|| {
+        let auths = Auths::from_pull_secret(&read(&cfg.pull_secret)?)?;
+        let trust = match &cfg.trust {
+            Some(p) if p.exists() => Some(read(p)?),
+            _ => None,
+        };
+        let client = Client::new(auths, trust.as_deref(), Duration::from_secs(5))?;
+        let images = cfg
+            .images
+            .iter()
+            .map(|i| Reference::parse(i).map_err(|e| e.to_string()))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok::<_, String>((client, images))
+    })();
+    let (client, images) = match setup {
+        Ok(v) => v,
+        Err(e) => return state(Health::Warning, "not checked".into(), e, HashMap::new()),
+    };
+    let sources: Vec<DigestSource> = cfg
+        .mirror
+        .iter()
+        .map(|m| DigestSource {
+            source: m.source.clone(),
+            mirrors: m.mirrors.clone(),
+            source_policy: None,
+        })
+        .collect();
+    let outcomes = check::check(&client, &sources, images, 4).await;
+    let mut details = HashMap::new();
+    let mut bad = Vec::new();
+    for o in &outcomes {
+        match &o.result {
+            Ok(at) => {
+                details.insert(o.image.to_string(), format!("ok via {}", at.registry));
+            }
+            Err(errs) => {
+                let first = errs.first().map(|e| format!("{}: {e}", e.kind())).unwrap_or_default();
+                details.insert(o.image.to_string(), first.clone());
+                bad.push(first);
+            }
+        }
+    }
+    if bad.is_empty() {
+        state(Health::Ok, format!("{} images pullable", outcomes.len()), String::new(), details)
+    } else {
+        state(
+            Health::Failing,
+            format!("{} of {} images not pullable", bad.len(), outcomes.len()),
+            bad.join("; "),
+            details,
+        )
+    }
+}
