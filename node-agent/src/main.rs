@@ -83,7 +83,7 @@ async fn report(cfg: &config::Config, bus: Option<&zbus::Connection>, clock: Opt
             true => None,
             false => Some(install::lb(
                 &cfg.endpoint,
-                &install::connect_all(&cfg.endpoint, Duration::from_secs(2)).await,
+                &install::connect_all(&cfg.endpoint, Duration::from_secs(1)).await,
             )),
         }
     };
