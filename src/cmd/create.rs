@@ -552,6 +552,8 @@ pub fn run(a: Args) -> Result<u8, Failure> {
             cluster.nodes.len()
         );
     }
+    // An unchanged bundle was checked when it was written: a re-run stays instant.
+    let unchanged = matches!(written, Written::Unchanged(_));
     match written {
         Written::Unchanged(_) => println!("bundle unchanged: {} files in {}", b.files.len(), a.dir.display()),
         Written::New(g) => println!("wrote {} files to {} ({})", b.files.len(), a.dir.display(), g.display()),
@@ -580,7 +582,9 @@ pub fn run(a: Args) -> Result<u8, Failure> {
             a.dir.join(kubeadmin::PASSWORD_FILE).display()
         );
     }
-    mirror_check(&a, &rt, pulled);
+    if !unchanged || pulled.is_some() {
+        mirror_check(&a, &rt, pulled);
+    }
     Ok(0)
 }
 
