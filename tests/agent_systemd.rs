@@ -232,8 +232,11 @@ fn a_stopped_unit_reaches_the_collector_before_the_next_tick() {
         ),
     )
     .unwrap();
+    // As on master-0: its hostname is its name (else HS070, a wrong hostname, is the cause).
     let _agent = Kill(
-        Command::new(&bin)
+        Command::new("unshare")
+            .args(["--uts", "sh", "-c", "hostname master-0 && exec \"$0\" \"$@\""])
+            .arg(&bin)
             .args(["--config", cfg.to_str().unwrap()])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
