@@ -337,6 +337,7 @@ fn logs_come_through_the_collector_read_only_and_bounded() {
     let g = x.join("hardshift-gather");
     for f in [
         "index.json",
+        "api.json",
         "master-0/status.json",
         "master-0/diagnose.json",
         "master-0/last-report.json",

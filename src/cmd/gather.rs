@@ -171,6 +171,19 @@ pub fn run(a: Args) -> Result<u8, Failure> {
             }
         }
     }
+    // What the API side saw: the objects as last seen, every change, and the last contact.
+    let api = serde_json::json!({
+        "contact": store.api_status().map_err(Failure::other)?,
+        "objects": store.api_objects().map_err(Failure::other)?,
+        "changes": store.api_changes().map_err(Failure::other)?,
+    });
+    let mut budget = MAX_NODE_BYTES;
+    ar.text(
+        "api.json".into(),
+        "the API side: Nodes, CSRs, ClusterOperators, ClusterVersion, control-plane pods and their changes",
+        &serde_json::to_string_pretty(&api).map_err(Failure::other)?,
+        &mut budget,
+    );
     let decisions = a.store.dir.join("collector/csr-decisions.jsonl");
     if let Ok(t) = std::fs::read_to_string(&decisions) {
         let mut budget = MAX_NODE_BYTES;
