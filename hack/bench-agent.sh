@@ -15,7 +15,7 @@ trap cleanup EXIT
 mkdir -p "$work/b"; cp -r examples/ocp4/*.yaml examples/ocp4/release examples/ocp4/crds "$work/b"/
 target/release/hardshift create --dir "$work/b" --key-algorithm ecdsa-p256 --no-agent --self-contained-nodes >/dev/null
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-target/release/hardshift collector --dir "$work/b" --listen "127.0.0.1:$port" 2>/dev/null & pids+=($!)
+target/release/hardshift collector --dir "$work/b" --listen "127.0.0.1:$port" --web 127.0.0.1:0 2>/dev/null & pids+=($!)
 cat > "$work/agent.toml" <<EOT
 collector = "127.0.0.1:$port"
 node = "master-0"

@@ -2,10 +2,13 @@
 //! whatever has arrived in one transaction (one fsync for the lot, not one per report) and only
 //! then answers each sender, whose Ack therefore always means "on disk".
 
+use crate::metrics::Metrics;
 use crate::now_ms;
 use crate::store::Store;
 use hardshift_proto::v1::NodeReport;
-use tokio::sync::{mpsc, oneshot};
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::sync::{mpsc, oneshot, watch};
 
 /// Reports stored per transaction at most: bounds the latency one commit adds.
 const BATCH: usize = 1024;
@@ -22,6 +25,7 @@ enum Job {
         node: String,
         boot: String,
         report: Box<NodeReport>,
+        queued: Instant,
         reply: oneshot::Sender<Result<u64, String>>,
     },
     /// Retention: delete reports received before this time; answers how many went.
@@ -44,9 +48,31 @@ pub struct Ingest {
     tx: mpsc::Sender<Job>,
 }
 
+/// What the writer tells others after each commit.
+#[derive(Clone)]
+pub struct Hooks {
+    pub metrics: Arc<Metrics>,
+    /// Bumped after every commit that stored something: the dashboard redraws then.
+    pub changed: watch::Sender<u64>,
+}
+
+impl Default for Hooks {
+    fn default() -> Self {
+        Hooks {
+            metrics: Arc::default(),
+            changed: watch::channel(0).0,
+        }
+    }
+}
+
 impl Ingest {
     /// Start the writer on its own thread; it ends when every `Ingest` handle is dropped.
-    pub fn start(mut store: Store) -> Ingest {
+    pub fn start(store: Store) -> Ingest {
+        Ingest::start_with(store, Hooks::default())
+    }
+
+    /// `start`, counting into `hooks.metrics` and signalling `hooks.changed`.
+    pub fn start_with(mut store: Store, hooks: Hooks) -> Ingest {
         let (tx, mut rx) = mpsc::channel::<Job>(16 * BATCH);
         std::thread::Builder::new()
             .name("collector-writer".into())
@@ -59,7 +85,7 @@ impl Ingest {
                             Err(_) => break,
                         }
                     }
-                    write(&mut store, jobs);
+                    write(&mut store, jobs, &hooks);
                 }
             })
             .expect("writer thread");
@@ -91,6 +117,7 @@ impl Ingest {
                 node: node.into(),
                 boot: boot.into(),
                 report: Box::new(report),
+                queued: Instant::now(),
                 reply,
             })
             .await
@@ -113,8 +140,9 @@ impl Ingest {
     }
 }
 
-fn write(store: &mut Store, jobs: Vec<Job>) {
+fn write(store: &mut Store, jobs: Vec<Job>, hooks: &Hooks) {
     let now = now_ms();
+    // Per job: its answer, and for a report whether it was new (false: a duplicate).
     let result = store.batch(|tx| {
         let mut out = Vec::with_capacity(jobs.len());
         for j in &jobs {
@@ -123,27 +151,34 @@ fn write(store: &mut Store, jobs: Vec<Job>) {
                     node, role, boot, version, ..
                 } => {
                     tx.hello(node, role, boot, version, now)?;
-                    tx.highest(node, boot)?
+                    (tx.highest(node, boot)?, None)
                 }
                 Job::Report { node, boot, report, .. } => {
-                    tx.insert(node, boot, report, now)?;
-                    tx.highest(node, boot)?
+                    let new = tx.insert(node, boot, report, now)?;
+                    (tx.highest(node, boot)?, Some(new))
                 }
-                Job::Prune { before_ms, .. } => tx.prune(*before_ms)?,
+                Job::Prune { before_ms, .. } => (tx.prune(*before_ms)?, None),
             });
         }
         Ok(out)
     });
     // Answer only after the commit: an error fails the whole batch, and nobody is acked.
     match result {
-        Ok(highest) => {
-            for (j, h) in jobs.into_iter().zip(highest) {
+        Ok(out) => {
+            for (j, (h, new)) in jobs.into_iter().zip(out) {
+                if let Job::Report { queued, .. } = &j {
+                    hooks.metrics.report(new, queued.elapsed());
+                }
                 let _ = j.reply().send(Ok(h));
             }
+            hooks.changed.send_modify(|n| *n += 1);
         }
         Err(e) => {
             eprintln!("collector: not stored: {e}");
             for j in jobs {
+                if let Job::Report { queued, .. } = &j {
+                    hooks.metrics.report(None, queued.elapsed());
+                }
                 let _ = j.reply().send(Err(e.to_string()));
             }
         }

@@ -7,11 +7,14 @@ pub mod diagnose;
 pub mod events;
 pub mod ingest;
 pub mod listener;
+pub mod metrics;
 pub mod phase;
 pub mod scrub;
 pub mod server;
 pub mod store;
 pub mod summary;
+pub mod view;
+pub mod web;
 
 /// The collector's clock, unix milliseconds: Ack timestamps, receipt times, "last seen".
 pub fn now_ms() -> i64 {

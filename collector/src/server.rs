@@ -50,6 +50,11 @@ pub struct Agents {
 const DEBUG_TIMEOUT: Duration = Duration::from_secs(20);
 
 impl Agents {
+    /// Agents streaming now.
+    pub fn connected(&self) -> usize {
+        self.conns.lock().map(|c| c.len()).unwrap_or(0)
+    }
+
     fn id(&self) -> u64 {
         self.next.fetch_add(1, Ordering::Relaxed) + 1
     }
@@ -264,6 +269,8 @@ pub struct Options {
     pub retain: Option<Duration>,
     /// How long a shutdown waits for the streams to drain.
     pub drain: Duration,
+    /// The dashboard and `/metrics`; None serves neither.
+    pub web: Option<crate::web::Options>,
 }
 
 impl Default for Options {
@@ -272,6 +279,7 @@ impl Default for Options {
             limits: Limits::default(),
             retain: None,
             drain: Duration::from_secs(10),
+            web: None,
         }
     }
 }
@@ -292,7 +300,9 @@ pub async fn serve(
         .map_err(|e| format!("listen on {addr}: {e}"))?;
     let agents = Arc::new(Agents::default());
     let gate = Arc::new(Gate::default());
-    let ingest = Ingest::start(store);
+    let hooks = crate::ingest::Hooks::default();
+    let (metrics, changed) = (hooks.metrics.clone(), hooks.changed.subscribe());
+    let ingest = Ingest::start_with(store, hooks);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;
@@ -306,6 +316,22 @@ pub async fn serve(
         conn_tx,
         stopped(stop_rx.clone()),
     ));
+    if let Some(web) = opts.web.clone() {
+        // Bound here, so a port in use fails the start rather than a background task.
+        let tcp = crate::web::bind(&web).await?;
+        let deps = crate::web::Deps {
+            agents: agents.clone(),
+            gate: gate.clone(),
+            metrics,
+            changed,
+        };
+        let stop = stop_rx.clone();
+        tokio::spawn(async move {
+            if let Err(e) = crate::web::serve(web, tcp, deps, stop).await {
+                eprintln!("collector: {e}");
+            }
+        });
+    }
     if let Some(retain) = opts.retain {
         tokio::spawn(prune_every(ingest.clone(), retain, stopped(stop_rx.clone())));
     }

@@ -200,6 +200,28 @@ impl Store {
         Ok(out)
     }
 
+    /// The newest `limit` reports of a node's current boot, oldest first (the dashboard's
+    /// recent events). Walks the primary key backwards: cheap however long the history.
+    pub fn recent_reports(&self, node: &str, limit: usize) -> Result<Vec<(String, NodeReport)>, StoreError> {
+        let mut stmt = self.db.prepare(
+            "SELECT boot_id, body FROM reports
+             WHERE node = ?1 AND boot_id = (SELECT boot_id FROM nodes WHERE node = ?1)
+             ORDER BY seq DESC LIMIT ?2",
+        )?;
+        let rows = stmt.query_map(params![node, limit as i64], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (b, body) = row?;
+            if let Ok(rep) = NodeReport::decode(body.as_slice()) {
+                out.push((b, rep));
+            }
+        }
+        out.reverse();
+        Ok(out)
+    }
+
     /// Record what the API server said of one object (None: it was deleted). Returns the
     /// change recorded, if any. Unchanged objects rewrite nothing.
     pub fn observe(

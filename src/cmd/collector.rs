@@ -38,6 +38,13 @@ pub struct Args {
     /// Do not watch the API: agents' reports only.
     #[arg(long, conflicts_with = "kubeconfig")]
     no_api_watch: bool,
+    /// The dashboard and /metrics. Loopback is plain HTTP; any other address is HTTPS and
+    /// requires the bundle's admin client certificate (pki/admin.crt, or auth/kubeconfig's).
+    #[arg(long, default_value = "127.0.0.1:9444")]
+    web: SocketAddr,
+    /// Serve neither the dashboard nor /metrics.
+    #[arg(long)]
+    no_web: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -99,6 +106,48 @@ fn open_existing(dir: &std::path::Path, db: Option<PathBuf>) -> Result<Store, Fa
     Store::open(&db).map_err(|e| Failure::other(format!("{}: {e}", db.display())))
 }
 
+/// The dashboard's address, inventory (for the phases and the nodes not yet reporting) and,
+/// beyond loopback, its TLS: the collector's certificate, admin clients of the cluster's CA.
+fn web_options(dir: &std::path::Path, addr: SocketAddr, db: &std::path::Path) -> Result<hardshift_collector::web::Options, Failure> {
+    let rec = super::create::recorded(dir);
+    let overrides = hardshift_generator::config::Overrides {
+        release_image: rec.release_image,
+        key_algorithm: rec.key_algorithm,
+    };
+    let inventory = super::load_cluster(dir, rec.release_refs.as_deref(), &overrides).ok().map(|c| {
+        c.nodes
+            .iter()
+            .map(|n| hardshift_collector::phase::Member {
+                name: n.hostname.clone(),
+                role: n.role.as_str().to_string(),
+            })
+            .collect()
+    });
+    let tls = if addr.ip().is_loopback() {
+        None
+    } else {
+        let read = |rel: &str| {
+            fsio::read_current(dir, rel).and_then(|b| String::from_utf8(b).ok()).ok_or_else(|| {
+                Failure::input(format!(
+                    "--web {addr} needs HTTPS, and {rel} is missing from the bundle in {}",
+                    dir.display()
+                ))
+            })
+        };
+        Some(hardshift_collector::web::Tls {
+            cert: read("agent-pki/collector.crt")?,
+            key: read("agent-pki/collector.key")?,
+            client_ca: read("pki/kubernetes-ca.crt")?,
+        })
+    };
+    Ok(hardshift_collector::web::Options {
+        addr,
+        tls,
+        inventory,
+        db: db.to_path_buf(),
+    })
+}
+
 /// Serve the agents with the bundle's collector certificate until Ctrl-C.
 pub fn run(a: Args) -> Result<u8, Failure> {
     let read = |rel: &str| {
@@ -157,7 +206,12 @@ pub fn run(a: Args) -> Result<u8, Failure> {
             max_per_address: a.max_per_address.max(1),
         },
         retain: a.retain.0,
+        web: None,
         ..Default::default()
+    };
+    let opts = server::Options {
+        web: (!a.no_web).then(|| web_options(&a.dir, a.web, &db)).transpose()?,
+        ..opts
     };
     let kubeconfig = match (&a.kubeconfig, a.no_api_watch) {
         (_, true) => None,

@@ -149,6 +149,12 @@ pub fn collector_with(dir: &Path, port: u16, extra: &[&str]) -> Kill {
                 &format!("127.0.0.1:{port}"),
             ])
             .args(extra)
+            // Tests run collectors side by side: each dashboard on a port of its own.
+            .args(if extra.iter().any(|a| a.starts_with("--web") || *a == "--no-web") {
+                &[][..]
+            } else {
+                &["--web", "127.0.0.1:0"][..]
+            })
             .stdout(std::process::Stdio::null())
             .stderr(log)
             .spawn()

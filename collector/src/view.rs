@@ -1,0 +1,310 @@
+//! What the dashboard and `/metrics` show: the store's newest reports, the bundle's inventory
+//! and the API side reduced to one value per node and component. Pure: built from what the
+//! caller read, with the time passed in.
+
+use crate::api::ApiObject;
+use crate::diagnose::{self, Severity};
+use crate::phase::{self, Check, Member};
+use crate::store::{ApiContact, NodeRow};
+use crate::summary::SILENT_AFTER_MS;
+use hardshift_proto::v1::{Health, NodeReport};
+use serde::Serialize;
+
+/// Health as the page and the metrics name it; the number is the gauge's value.
+pub const HEALTH: [&str; 5] = ["unknown", "ok", "warning", "failing", "absent"];
+
+pub fn health_name(h: i32) -> &'static str {
+    HEALTH.get(h as usize).copied().unwrap_or("unknown")
+}
+
+/// Components shown first, in this order; others follow by name.
+const PREFERRED: [&str; 10] = [
+    "kubelet",
+    "cri",
+    "etcd",
+    "kubelet-cert",
+    "etcd-disk",
+    "dns",
+    "lb",
+    "registry",
+    "bootkube",
+    "systemd",
+];
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Comp {
+    pub name: String,
+    pub health: &'static str,
+    pub state: String,
+    pub reason: String,
+    pub details: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Cause {
+    pub id: &'static str,
+    pub severity: Severity,
+    pub title: String,
+    pub evidence: Vec<String>,
+    pub fix: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct NodeView {
+    pub name: String,
+    pub role: String,
+    /// Where this node is: "no report yet", "silent", "bootkube: …", "kubelet running", "Ready".
+    pub phase: String,
+    /// The worst health of its components (or "failing" when silent, "unknown" before a report).
+    pub health: &'static str,
+    pub seen_ago_s: Option<i64>,
+    pub components: Vec<Comp>,
+    /// Diagnosis, root cause first.
+    pub causes: Vec<Cause>,
+    pub pods_not_running: Vec<String>,
+    pub reports: u64,
+    pub lost: u64,
+    pub boot_id: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct View {
+    pub now_ms: i64,
+    pub nodes: Vec<NodeView>,
+    /// Component columns of the grid, in display order.
+    pub columns: Vec<String>,
+    /// The install's checks in order; empty without an inventory.
+    pub checks: Vec<Check>,
+}
+
+impl View {
+    pub fn node(&self, name: &str) -> Option<&NodeView> {
+        self.nodes.iter().find(|n| n.name == name)
+    }
+    /// (checks met before the first unmet one, all checks).
+    pub fn progress(&self) -> (usize, usize) {
+        (self.checks.iter().take_while(|c| c.met).count(), self.checks.len())
+    }
+}
+
+fn worst(a: &'static str, b: &'static str) -> &'static str {
+    let rank = |h: &str| match h {
+        "failing" => 4,
+        "warning" => 3,
+        "unknown" => 2,
+        "ok" => 1,
+        _ => 0,
+    };
+    if rank(b) > rank(a) {
+        b
+    } else {
+        a
+    }
+}
+
+fn node_phase(row: &NodeRow, last: &NodeReport, silent: bool, api_node: Option<&ApiObject>) -> String {
+    if silent {
+        return "silent".into();
+    }
+    if let Some(n) = api_node.filter(|n| !n.deleted) {
+        return if n.is_true("Ready") { "Ready".into() } else { "NotReady".into() };
+    }
+    let comp = |n: &str| last.components.iter().find(|c| c.name == n);
+    if row.role == "bootstrap" {
+        if let Some(b) = comp("bootkube") {
+            return format!("bootkube: {}", b.state);
+        }
+    }
+    match comp("kubelet") {
+        Some(k) if k.health == Health::Ok as i32 => "kubelet running".into(),
+        Some(_) => "kubelet not running".into(),
+        None => "booted".into(),
+    }
+}
+
+fn node_view(row: &NodeRow, api: &[ApiObject], now_ms: i64) -> NodeView {
+    let ago = now_ms - row.last_seen_ms;
+    let silent = ago > SILENT_AFTER_MS;
+    let empty = NodeReport::default();
+    let last = row.last.as_ref().unwrap_or(&empty);
+    let api_node = api.iter().find(|o| o.kind == "Node" && o.name == row.node);
+    let mut components: Vec<Comp> = last
+        .components
+        .iter()
+        .map(|c| {
+            let mut details: Vec<(String, String)> = c.details.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            details.sort();
+            Comp {
+                name: c.name.clone(),
+                health: health_name(c.health),
+                state: c.state.clone(),
+                reason: c.reason.clone(),
+                details,
+            }
+        })
+        .collect();
+    components.sort_by_key(|c| {
+        (
+            PREFERRED.iter().position(|p| *p == c.name).unwrap_or(PREFERRED.len()),
+            c.name.clone(),
+        )
+    });
+    let causes: Vec<Cause> = diagnose::diagnose(&row.node, &row.role, last, ago)
+        .into_iter()
+        .map(|f| Cause {
+            id: f.id,
+            severity: f.severity,
+            title: f.title,
+            evidence: f.evidence,
+            fix: f.fix,
+        })
+        .collect();
+    let mut health = components.iter().fold("ok", |h, c| worst(h, c.health));
+    if components.is_empty() {
+        health = "unknown";
+    }
+    if silent || causes.iter().any(|c| c.severity == Severity::Critical) {
+        health = "failing";
+    }
+    NodeView {
+        name: row.node.clone(),
+        role: row.role.clone(),
+        phase: node_phase(row, last, silent, api_node),
+        health,
+        seen_ago_s: Some(ago.max(0) / 1000),
+        components,
+        causes,
+        pods_not_running: last
+            .pods
+            .iter()
+            .filter(|p| !p.ready)
+            .map(|p| format!("{}/{}", p.namespace, p.name))
+            .collect(),
+        reports: row.reports,
+        lost: row.dropped,
+        boot_id: row.boot_id.clone(),
+    }
+}
+
+/// The view of the install: every reporting node, and every inventory node that has not
+/// reported yet (in inventory order when there is one).
+pub fn build(rows: &[NodeRow], inventory: Option<&[Member]>, api: &[ApiObject], contact: &ApiContact, now_ms: i64) -> View {
+    let mut nodes: Vec<NodeView> = Vec::with_capacity(rows.len());
+    if let Some(inv) = inventory {
+        for m in inv {
+            match rows.iter().find(|r| r.node == m.name) {
+                Some(r) => nodes.push(node_view(r, api, now_ms)),
+                None => nodes.push(NodeView {
+                    name: m.name.clone(),
+                    role: m.role.clone(),
+                    phase: "no report yet".into(),
+                    health: "unknown",
+                    seen_ago_s: None,
+                    components: vec![],
+                    causes: vec![],
+                    pods_not_running: vec![],
+                    reports: 0,
+                    lost: 0,
+                    boot_id: String::new(),
+                }),
+            }
+        }
+    }
+    // Nodes outside the inventory (an extra worker, a renamed host) are shown too, after it.
+    for r in rows {
+        if !nodes.iter().any(|n| n.name == r.node) {
+            nodes.push(node_view(r, api, now_ms));
+        }
+    }
+    let mut columns: Vec<String> = Vec::new();
+    for n in &nodes {
+        for c in &n.components {
+            if !columns.contains(&c.name) {
+                columns.push(c.name.clone());
+            }
+        }
+    }
+    columns.sort_by_key(|c| (PREFERRED.iter().position(|p| p == c).unwrap_or(PREFERRED.len()), c.clone()));
+    let checks = match inventory {
+        Some(inv) => phase::checks(inv, rows, api, contact, now_ms),
+        None => vec![],
+    };
+    View {
+        now_ms,
+        nodes,
+        columns,
+        checks,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hardshift_proto::v1::ComponentState;
+
+    fn row(node: &str, role: &str, seen: i64, comps: &[(&str, Health)]) -> NodeRow {
+        NodeRow {
+            node: node.into(),
+            role: role.into(),
+            boot_id: "b".into(),
+            last_seq: 1,
+            last_seen_ms: seen,
+            reports: 1,
+            dropped: 0,
+            last: Some(NodeReport {
+                components: comps
+                    .iter()
+                    .map(|(n, h)| ComponentState {
+                        name: (*n).into(),
+                        health: *h as i32,
+                        state: "s".into(),
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            }),
+        }
+    }
+
+    #[test]
+    fn inventory_order_silent_nodes_and_columns() {
+        let inv = vec![
+            Member {
+                name: "master-0".into(),
+                role: "master".into(),
+            },
+            Member {
+                name: "master-1".into(),
+                role: "master".into(),
+            },
+        ];
+        let rows = vec![
+            row("extra", "worker", 10_000, &[("zz", Health::Warning)]),
+            row("master-0", "master", 10_000, &[("etcd", Health::Ok), ("kubelet", Health::Ok)]),
+        ];
+        let v = build(&rows, Some(&inv), &[], &ApiContact::default(), 12_000);
+        let names: Vec<&str> = v.nodes.iter().map(|n| n.name.as_str()).collect();
+        assert_eq!(names, ["master-0", "master-1", "extra"]);
+        assert_eq!(v.columns, ["kubelet", "etcd", "zz"]);
+        assert_eq!(v.nodes[0].health, "ok");
+        assert_eq!(v.nodes[2].health, "warning");
+        assert_eq!(v.nodes[0].components[0].name, "kubelet");
+        assert_eq!(v.nodes[1].phase, "no report yet");
+        assert_eq!(v.nodes[1].health, "unknown");
+        assert!(!v.checks.is_empty());
+        // Silent: failing whatever its last report said, and diagnosed as such.
+        let later = build(&rows, Some(&inv), &[], &ApiContact::default(), 12_000 + SILENT_AFTER_MS);
+        assert_eq!(later.nodes[0].phase, "silent");
+        assert_eq!(later.nodes[0].health, "failing");
+        assert_eq!(later.nodes[0].causes[0].id, "HS001");
+    }
+
+    #[test]
+    fn a_failing_kubelet_makes_the_node_failing() {
+        let rows = vec![row("w", "worker", 1_000, &[("kubelet", Health::Failing), ("cri", Health::Ok)])];
+        let v = build(&rows, None, &[], &ApiContact::default(), 1_000);
+        assert_eq!(v.nodes[0].health, "failing");
+        assert_eq!(v.nodes[0].components[0].health, "failing");
+        assert!(v.checks.is_empty());
+    }
+}

@@ -1,0 +1,568 @@
+//! The dashboard and `/metrics`, served by the collector beside the agents' gRPC port.
+//!
+//! One task rebuilds the `View` from the store when a commit lands (at most four times a
+//! second, and every 2 s for the clocks); every open page holds a receiver of that snapshot, so
+//! five dashboards cost what one does. Loopback is plain HTTP with a Host check (a web page
+//! elsewhere cannot rebind a name onto it); any other address is HTTPS and requires the bundle's
+//! admin client certificate. Pages are read-only; logs go through the agents' bounded debug
+//! requests, scrubbed of secrets.
+
+pub mod pages;
+
+use crate::events::{self, Event};
+use crate::listener::{self, Gate};
+use crate::metrics::{self, Metrics};
+use crate::now_ms;
+use crate::phase::Member;
+use crate::server::Agents;
+use crate::store::Store;
+use crate::view::{self, View};
+use axum::extract::{Path as UrlPath, Query, Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use futures_util::{Stream, StreamExt};
+use hardshift_proto::v1::debug_request::Kind;
+use hardshift_proto::v1::{ContainerLogRequest, DebugRequest, EtcdMembersRequest, JournalRequest};
+use std::collections::{BTreeMap, HashMap};
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+use tokio_stream::wrappers::WatchStream;
+
+const CSS: &str = include_str!("assets/app.css");
+const JS: &str = include_str!("assets/app.js");
+/// Rebuilds of the view at most this often, however fast reports arrive.
+const MIN_REBUILD: Duration = Duration::from_millis(250);
+/// …and at least this often, so "seen" clocks and API changes show without a report.
+const MAX_REBUILD: Duration = Duration::from_secs(2);
+/// Recent reports read per node for the events shown.
+const NODE_EVENTS_REPORTS: usize = 200;
+const TIMELINE_REPORTS: usize = 20;
+const TIMELINE_EVENTS: usize = 300;
+/// HTTPS connections open at once (non-loopback only; each needs an admin certificate).
+const MAX_TLS_CONNECTIONS: usize = 256;
+
+/// Where and how the dashboard is served.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub addr: SocketAddr,
+    /// Required for an address other than loopback: the server's certificate, and the CA whose
+    /// `system:masters` client certificates (the bundle's admin) may connect.
+    pub tls: Option<Tls>,
+    /// The bundle's nodes, in order: shown before they report, and the install's phases.
+    pub inventory: Option<Vec<Member>>,
+    /// The store, opened read-only-in-practice by the dashboard (its own connection).
+    pub db: PathBuf,
+}
+
+#[derive(Debug, Clone)]
+pub struct Tls {
+    pub cert: String,
+    pub key: String,
+    pub client_ca: String,
+}
+
+/// What the collector shares with the dashboard.
+pub struct Deps {
+    pub agents: Arc<Agents>,
+    pub gate: Arc<Gate>,
+    pub metrics: Arc<Metrics>,
+    pub changed: watch::Receiver<u64>,
+}
+
+struct Snapshot {
+    view: View,
+    grid: String,
+    met_at: BTreeMap<&'static str, i64>,
+}
+
+struct Shared {
+    store: Mutex<Store>,
+    inventory: Option<Vec<Member>>,
+    snap: watch::Sender<Arc<Snapshot>>,
+    deps: Deps,
+    /// Plain HTTP on loopback: the Host header must name loopback too.
+    check_host: bool,
+}
+
+/// Refuse addresses that would serve the dashboard in the clear beyond this machine.
+pub fn check(opts: &Options) -> Result<(), String> {
+    if !opts.addr.ip().is_loopback() && opts.tls.is_none() {
+        return Err(format!(
+            "--web {}: not a loopback address, so the dashboard needs HTTPS with the admin client certificate, and no certificate was given",
+            opts.addr
+        ));
+    }
+    Ok(())
+}
+
+/// Bind the dashboard's address (port 0: any free port) and say where it is.
+pub async fn bind(opts: &Options) -> Result<tokio::net::TcpListener, String> {
+    check(opts)?;
+    let tcp = tokio::net::TcpListener::bind(opts.addr).await.map_err(|e| {
+        format!(
+            "--web {}: {e} (another collector's dashboard? give --web another port, or --no-web)",
+            opts.addr
+        )
+    })?;
+    let at = tcp.local_addr().map_err(|e| e.to_string())?;
+    let scheme = if opts.tls.is_some() { "https" } else { "http" };
+    eprintln!(
+        "collector: dashboard on {scheme}://{at}/ and metrics on {scheme}://{at}/metrics{}",
+        if opts.tls.is_some() {
+            " (admin client certificate required)"
+        } else {
+            ""
+        }
+    );
+    Ok(tcp)
+}
+
+/// Serve on `tcp` (from `bind`) until `stop` flips to true.
+pub async fn serve(opts: Options, tcp: tokio::net::TcpListener, deps: Deps, stop: watch::Receiver<bool>) -> Result<(), String> {
+    let store = Store::open(&opts.db).map_err(|e| format!("{}: {e}", opts.db.display()))?;
+    let empty = Arc::new(Snapshot {
+        view: view::build(&[], None, &[], &Default::default(), now_ms()),
+        grid: String::new(),
+        met_at: BTreeMap::new(),
+    });
+    let changed = deps.changed.clone();
+    let shared = Arc::new(Shared {
+        store: Mutex::new(store),
+        inventory: opts.inventory.clone(),
+        snap: watch::channel(empty).0,
+        deps,
+        check_host: opts.tls.is_none(),
+    });
+    rebuild(&shared, &mut BTreeMap::new()).await;
+    tokio::spawn(refresh(shared.clone(), changed, stop.clone()));
+    let app = router(shared);
+    let mut stop = stop;
+    let stopped = async move {
+        let _ = stop.wait_for(|s| *s).await;
+    };
+    match opts.tls {
+        None => {
+            tokio::select! {
+                r = axum::serve(tcp, app) => r.map_err(|e| format!("dashboard: {e}")),
+                _ = stopped => Ok(()),
+            }
+        }
+        Some(t) => {
+            let mut cfg = listener::tls_config(&t.cert, &t.key, &t.client_ca)?;
+            cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+            tokio::select! {
+                _ = serve_tls(tcp, Arc::new(cfg), app) => Ok(()),
+                _ = stopped => Ok(()),
+            }
+        }
+    }
+}
+
+fn router(shared: Arc<Shared>) -> Router {
+    Router::new()
+        .route("/", get(grid_page))
+        .route("/events/grid", get(grid_events))
+        .route("/node/{name}", get(node_page))
+        .route("/events/node/{name}", get(node_events))
+        .route("/node/{name}/logs", get(node_logs))
+        .route("/timeline", get(timeline_page))
+        .route("/events/timeline", get(timeline_events))
+        .route("/api/view.json", get(view_json))
+        .route("/metrics", get(metrics_text))
+        .route("/app.css", get(|| async { asset(CSS, "text/css; charset=utf-8") }))
+        .route("/app.js", get(|| async { asset(JS, "text/javascript; charset=utf-8") }))
+        .layer(middleware::from_fn_with_state(shared.clone(), guard))
+        .with_state(shared)
+}
+
+fn asset(body: &'static str, ty: &'static str) -> Response {
+    ([(header::CONTENT_TYPE, ty), (header::CACHE_CONTROL, "max-age=300")], body).into_response()
+}
+
+/// A Host header a browser sends only when it meant this machine: `localhost`, or an IP.
+fn loopback_host(host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(v6) => return v6.split(']').next().is_some_and(|a| a.parse::<std::net::Ipv6Addr>().is_ok()),
+        None => host.rsplit_once(':').map(|(h, _)| h).unwrap_or(host),
+    };
+    name.eq_ignore_ascii_case("localhost") || name.parse::<std::net::Ipv4Addr>().is_ok()
+}
+
+/// Every response: the Host check (DNS rebinding), then headers that keep the pages inert
+/// anywhere but here: no framing, no inline or foreign scripts, no caching of node data.
+async fn guard(State(s): State<Arc<Shared>>, req: Request, next: Next) -> Response {
+    if s.check_host {
+        let host = req.headers().get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("");
+        if !loopback_host(host) {
+            return (
+                StatusCode::MISDIRECTED_REQUEST,
+                format!("Host {host:?} is not this machine's loopback: use http://127.0.0.1 or http://localhost\n"),
+            )
+                .into_response();
+        }
+    }
+    let mut r = next.run(req).await;
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static("default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"),
+    );
+    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    h.entry(header::CACHE_CONTROL).or_insert(HeaderValue::from_static("no-store"));
+    r
+}
+
+async fn rebuild(s: &Arc<Shared>, met_at: &mut BTreeMap<&'static str, i64>) {
+    let s2 = s.clone();
+    let built = tokio::task::spawn_blocking(move || {
+        let st = s2.store.lock().map_err(|_| "store lock".to_string())?;
+        let rows = st.nodes().map_err(|e| e.to_string())?;
+        let api = st.api_objects().map_err(|e| e.to_string())?;
+        let contact = st.api_status().map_err(|e| e.to_string())?;
+        drop(st);
+        Ok::<_, String>(view::build(&rows, s2.inventory.as_deref(), &api, &contact, now_ms()))
+    })
+    .await;
+    let view = match built {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => {
+            eprintln!("collector: dashboard: {e}");
+            return;
+        }
+        Err(_) => return,
+    };
+    for c in view.checks.iter().filter(|c| c.met) {
+        met_at.entry(c.id).or_insert(view.now_ms);
+    }
+    let grid = pages::grid(&view);
+    let met_at = met_at.clone();
+    // Pages are told only when what they show changed: an idle install costs no traffic.
+    s.snap.send_if_modified(|cur| {
+        let same = cur.grid == grid && cur.met_at == met_at;
+        *cur = Arc::new(Snapshot { view, grid, met_at });
+        !same
+    });
+}
+
+async fn refresh(s: Arc<Shared>, mut changed: watch::Receiver<u64>, mut stop: watch::Receiver<bool>) {
+    let mut met_at = BTreeMap::new();
+    loop {
+        let started = Instant::now();
+        rebuild(&s, &mut met_at).await;
+        tokio::select! {
+            _ = changed.changed() => {}
+            _ = tokio::time::sleep(MAX_REBUILD) => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+        tokio::time::sleep_until((started + MIN_REBUILD).into()).await;
+    }
+}
+
+fn sse(stream: impl Stream<Item = String> + Send + 'static) -> impl IntoResponse {
+    let events = stream.map(|html| Ok::<_, Infallible>(SseEvent::default().data(html)));
+    Sse::new(events).keep_alive(KeepAlive::default())
+}
+
+async fn grid_page(State(s): State<Arc<Shared>>) -> Html<String> {
+    let grid = s.snap.borrow().grid.clone();
+    Html(pages::page("Nodes", "Nodes", "/events/grid", &grid, ""))
+}
+
+async fn grid_events(State(s): State<Arc<Shared>>) -> impl IntoResponse {
+    sse(WatchStream::new(s.snap.subscribe()).map(|snap| snap.grid.clone()))
+}
+
+/// The node's fragment, with its recent events read from the store.
+async fn node_html(s: &Arc<Shared>, name: &str) -> Option<String> {
+    let snap = s.snap.borrow().clone();
+    let n = snap.view.node(name)?.clone();
+    let (s2, node) = (s.clone(), name.to_string());
+    let events = tokio::task::spawn_blocking(move || {
+        let st = s2.store.lock().ok()?;
+        let reports = st.recent_reports(&node, NODE_EVENTS_REPORTS).ok()?;
+        Some(window_changes(&node, &reports, NODE_EVENTS_REPORTS))
+    })
+    .await
+    .ok()
+    .flatten()
+    .unwrap_or_default();
+    Some(pages::node(&n, &events))
+}
+
+/// Changes within a window of recent reports. When the window is full, its first report is not
+/// the boot's first, so "(first report)" there is not news and is dropped.
+fn window_changes(node: &str, reports: &[(String, hardshift_proto::v1::NodeReport)], limit: usize) -> Vec<Event> {
+    let mut e = events::changes(node, reports);
+    if reports.len() >= limit {
+        e.retain(|e| e.from != "(first report)");
+    }
+    e
+}
+
+async fn node_page(State(s): State<Arc<Shared>>, UrlPath(name): UrlPath<String>) -> Response {
+    let Some(body) = node_html(&s, &name).await else {
+        return (
+            StatusCode::NOT_FOUND,
+            format!("no node {name:?} has reported or is in the bundle\n"),
+        )
+            .into_response();
+    };
+    let role = s.snap.borrow().view.node(&name).map(|n| n.role.clone()).unwrap_or_default();
+    let live = format!("/events/node/{}", pages::url_segment(&name));
+    let logs = pages::log_links(&name, &hardshift_proto::DEBUG_UNITS, &role);
+    Html(pages::page(&name, "", &live, &body, &logs)).into_response()
+}
+
+async fn node_events(State(s): State<Arc<Shared>>, UrlPath(name): UrlPath<String>) -> impl IntoResponse {
+    let rx = s.snap.subscribe();
+    sse(futures_util::stream::unfold(
+        (WatchStream::new(rx), s, name, String::new()),
+        |(mut w, s, name, mut last)| async move {
+            loop {
+                w.next().await?;
+                let html = node_html(&s, &name).await.unwrap_or_default();
+                if html != last {
+                    last = html.clone();
+                    return Some((html, (w, s, name, last)));
+                }
+            }
+        },
+    ))
+}
+
+#[derive(serde::Deserialize)]
+struct LogQuery {
+    unit: Option<String>,
+    container: Option<String>,
+    etcd: Option<String>,
+    lines: Option<u32>,
+}
+
+/// One bounded, read-only debug request to the node, through its agent's stream.
+async fn node_logs(State(s): State<Arc<Shared>>, UrlPath(name): UrlPath<String>, Query(q): Query<LogQuery>) -> Response {
+    let lines = q.lines.unwrap_or(200).clamp(1, 2000);
+    let kind = match (q.unit, q.container, q.etcd.as_deref()) {
+        (Some(u), None, None) if hardshift_proto::DEBUG_UNITS.contains(&u.as_str()) => Kind::Journal(JournalRequest { unit: u, lines }),
+        (Some(u), None, None) => {
+            return (
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "unit {u:?} is not one the agent reads; one of: {}\n",
+                    hardshift_proto::DEBUG_UNITS.join(", ")
+                ),
+            )
+                .into_response()
+        }
+        (None, Some(c), None) => Kind::ContainerLog(ContainerLogRequest { container: c, lines }),
+        (None, None, Some("members")) => Kind::EtcdMembers(EtcdMembersRequest {}),
+        _ => {
+            return (
+                StatusCode::BAD_REQUEST,
+                "ask for one of ?unit=UNIT, ?container=ID or ?etcd=members\n",
+            )
+                .into_response()
+        }
+    };
+    let text = match s.deps.agents.ask(&name, DebugRequest { id: 0, kind: Some(kind) }).await {
+        Err(e) => format!("{name}: {}\n", e.message()),
+        Ok(r) => {
+            let mut t = r.lines.join("\n");
+            t.push('\n');
+            if r.truncated {
+                t.push_str("(cut at the agent's bound)\n");
+            }
+            if !r.error.is_empty() {
+                t.push_str(&format!("{name}: {}\n", r.error));
+            }
+            t
+        }
+    };
+    // Journals can carry tokens and keys a unit printed: never past this point.
+    ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], crate::scrub::scrub(&text)).into_response()
+}
+
+async fn timeline_html(s: &Arc<Shared>) -> String {
+    let snap = s.snap.borrow().clone();
+    let s2 = s.clone();
+    let names: Vec<String> = snap.view.nodes.iter().map(|n| n.name.clone()).collect();
+    let events = tokio::task::spawn_blocking(move || {
+        let Ok(st) = s2.store.lock() else { return vec![] };
+        let mut all = Vec::new();
+        for n in &names {
+            if let Ok(r) = st.recent_reports(n, TIMELINE_REPORTS) {
+                all.extend(window_changes(n, &r, TIMELINE_REPORTS));
+            }
+        }
+        for c in st.api_changes().unwrap_or_default() {
+            let node = if c.kind == "Node" { c.name.clone() } else { "api".into() };
+            let id = if c.namespace.is_empty() {
+                c.name
+            } else {
+                format!("{}/{}", c.namespace, c.name)
+            };
+            all.push(Event {
+                node,
+                time_ms: c.time_ms,
+                component: format!("{} {id}", c.kind),
+                from: String::new(),
+                to: c.change,
+                reason: String::new(),
+            });
+        }
+        all.sort_by_key(|e| e.time_ms);
+        let cut = all.len().saturating_sub(TIMELINE_EVENTS);
+        all.split_off(cut)
+    })
+    .await
+    .unwrap_or_default();
+    pages::timeline(&snap.view, &snap.met_at, &events)
+}
+
+async fn timeline_page(State(s): State<Arc<Shared>>) -> Html<String> {
+    let body = timeline_html(&s).await;
+    Html(pages::page("Install timeline", "Timeline", "/events/timeline", &body, ""))
+}
+
+async fn timeline_events(State(s): State<Arc<Shared>>) -> impl IntoResponse {
+    let rx = s.snap.subscribe();
+    sse(futures_util::stream::unfold(
+        (WatchStream::new(rx), s, String::new()),
+        |(mut w, s, mut last)| async move {
+            loop {
+                w.next().await?;
+                let html = timeline_html(&s).await;
+                // Reading every node's recent reports is the costly page: at most every 2 s.
+                tokio::time::sleep(MAX_REBUILD).await;
+                if html != last {
+                    last = html.clone();
+                    return Some((html, (w, s, last)));
+                }
+            }
+        },
+    ))
+}
+
+async fn view_json(State(s): State<Arc<Shared>>) -> Response {
+    let snap = s.snap.borrow().clone();
+    axum::Json(&snap.view).into_response()
+}
+
+/// OpenMetrics when the scraper asks for it (Prometheus does), else the classic text format.
+async fn metrics_text(State(s): State<Arc<Shared>>, headers: axum::http::HeaderMap) -> Response {
+    let open = headers
+        .get(header::ACCEPT)
+        .and_then(|a| a.to_str().ok())
+        .is_some_and(|a| a.contains("application/openmetrics-text"));
+    let snap = s.snap.borrow().clone();
+    let live = metrics::Live {
+        connected_agents: s.deps.agents.connected(),
+        open_connections: s.deps.gate.open(),
+        refused: s.deps.gate.refusals().into_iter().map(|(k, v)| (k.label(), v)).collect(),
+    };
+    let text = metrics::render(&s.deps.metrics, &snap.view, &live);
+    if open {
+        let ty = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+        ([(header::CONTENT_TYPE, ty)], text).into_response()
+    } else {
+        let ty = "text/plain; version=0.0.4; charset=utf-8";
+        ([(header::CONTENT_TYPE, ty)], metrics::classic(&text)).into_response()
+    }
+}
+
+/// The client certificate's subject names `O=system:masters`: the bundle's admin.
+fn is_admin(der: &[u8]) -> bool {
+    let Ok((_, cert)) = x509_parser::parse_x509_certificate(der) else {
+        return false;
+    };
+    let admin = cert.subject().iter_organization().any(|o| o.as_str() == Ok("system:masters"));
+    admin
+}
+
+/// HTTPS: each connection is handshaken in its own task (a slow client holds only itself),
+/// must present an admin certificate, and then is served HTTP/1.1.
+async fn serve_tls(tcp: tokio::net::TcpListener, cfg: Arc<tokio_rustls::rustls::ServerConfig>, app: Router) {
+    let acceptor = tokio_rustls::TlsAcceptor::from(cfg);
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_TLS_CONNECTIONS));
+    let refused: Arc<Mutex<HashMap<String, u64>>> = Arc::default();
+    loop {
+        let Ok((sock, peer)) = tcp.accept().await else {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            continue;
+        };
+        let (acceptor, app, refused) = (acceptor.clone(), app.clone(), refused.clone());
+        tokio::spawn(async move {
+            let _slot = slot;
+            let tls = match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(sock)).await {
+                Ok(Ok(t)) => t,
+                Ok(Err(e)) => return note_refusal(&refused, peer, &format!("TLS: {e}")),
+                Err(_) => return note_refusal(&refused, peer, "no TLS handshake within 10s"),
+            };
+            let admin = tls
+                .get_ref()
+                .1
+                .peer_certificates()
+                .and_then(|c| c.first())
+                .is_some_and(|c| is_admin(c));
+            if !admin {
+                return note_refusal(&refused, peer, "client certificate is not the admin's (O=system:masters)");
+            }
+            let svc = hyper_util::service::TowerToHyperService::new(app);
+            let _ = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new())
+                .serve_connection(hyper_util::rt::TokioIo::new(tls), svc)
+                .await;
+        });
+    }
+}
+
+/// Log a refused dashboard connection, the first few of each reason only.
+fn note_refusal(seen: &Mutex<HashMap<String, u64>>, peer: SocketAddr, why: &str) {
+    let Ok(mut m) = seen.lock() else { return };
+    let n = m.entry(why.to_string()).or_default();
+    *n += 1;
+    if *n <= 5 {
+        eprintln!("collector: dashboard: refused {peer}: {why}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_loopback_hosts_pass_the_guard() {
+        for ok in ["localhost", "localhost:9444", "127.0.0.1:9444", "[::1]:9444", "LOCALHOST"] {
+            assert!(loopback_host(ok), "{ok}");
+        }
+        for bad in ["evil.example.com", "evil.example.com:9444", "", "[evil]:1", "127.0.0.1.nip.io"] {
+            assert!(!loopback_host(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_public_address_needs_tls() {
+        let o = Options {
+            addr: "0.0.0.0:9444".parse().unwrap(),
+            tls: None,
+            inventory: None,
+            db: "x".into(),
+        };
+        assert!(check(&o).unwrap_err().contains("admin client certificate"));
+        assert!(check(&Options {
+            addr: "127.0.0.1:9444".parse().unwrap(),
+            ..o
+        })
+        .is_ok());
+    }
+}
