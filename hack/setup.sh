@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install what hardshift's tests use on a fresh Debian 12 machine (root). Idempotent.
 set -euo pipefail
-pkgs=(openssl curl iproute2 python3 systemd dbus-daemon etcd-server etcd-client ignition time haproxy dnsmasq bind9-utils bind9-dnsutils isc-dhcp-server containerd runc containernetworking-plugins gcc libc6-dev systemd-journal-remote nftables podman busybox-static faketime docker-registry skopeo umoci apache2-utils)
+pkgs=(openssl curl iproute2 python3 systemd dbus-daemon etcd-server etcd-client ignition time haproxy dnsmasq bind9-utils bind9-dnsutils isc-dhcp-server containerd runc containernetworking-plugins gcc libc6-dev systemd-journal-remote nftables podman busybox-static faketime docker-registry skopeo umoci apache2-utils chromium chromium-driver prometheus)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 # kubectl: the machine image ships one; Debian's kubernetes-client is the fallback.

@@ -122,7 +122,7 @@ pub fn grid(v: &View) -> String {
                     let detail = if c.reason.is_empty() { &c.state } else { &c.reason };
                     let _ = write!(
                         o,
-                        "<td class=\"h-{h}\" data-component=\"{name}\" data-health=\"{h}\" title=\"{d}\">{h}<small>{s}</small></td>",
+                        "<td class=\"h-{h}\" data-component=\"{name}\" data-health=\"{h}\" title=\"{d}\" aria-label=\"{name}: {h}, {s}\">{h}<small>{s}</small></td>",
                         h = c.health,
                         name = esc(&c.name),
                         d = esc(detail),

@@ -1,0 +1,603 @@
+//! The collector's dashboard in a real browser, and its /metrics checked by Prometheus' own
+//! promtool. Headless Chromium (Debian's, driven through chromedriver's WebDriver API) loads the
+//! grid while simulated agents stream over the real mTLS port; one node's kubelet fails and
+//! its cell must turn red by the live update alone; the accessibility tree must name every node
+//! and state; a fetched journal reaches the page with its secret scrubbed. Screenshots are saved
+//! in this test's output directory ($CARGO_TARGET_TMPDIR/dashboard).
+
+mod common;
+
+use common::*;
+use hardshift_proto::v1::agent_client::AgentClient;
+use hardshift_proto::v1::agent_message::Body;
+use hardshift_proto::v1::collector_message::Body as In;
+use hardshift_proto::v1::debug_request::Kind;
+use hardshift_proto::v1::{AgentMessage, ComponentState, DebugResponse, Health, Hello, NodeReport};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+const NODES: [(&str, &str); 6] = [
+    ("bootstrap", "bootstrap"),
+    ("master-0", "master"),
+    ("master-1", "master"),
+    ("master-2", "master"),
+    ("worker-0", "worker"),
+    ("worker-1", "worker"),
+];
+
+/// A line a journal could carry that must never reach a page.
+const SECRET: &str = "Authorization: Bearer sha256~AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcdefg";
+
+/// reqwest is built without a crypto provider of its own: the workspace's one is ring.
+fn ring() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64
+}
+
+/// The kubelet health each simulated node reports, and when a change was first sent.
+#[derive(Default)]
+struct Sim {
+    kubelet: Mutex<HashMap<String, Health>>,
+    changed_sent_ms: Mutex<HashMap<String, i64>>,
+}
+
+fn report(seq: u64, kubelet: Health) -> NodeReport {
+    let comp = |n: &str, h: Health, s: &str, r: &str| ComponentState {
+        name: n.into(),
+        health: h as i32,
+        state: s.into(),
+        reason: r.into(),
+        details: HashMap::from([("NRestarts".into(), "0".into())]),
+    };
+    let (ks, kr) = match kubelet {
+        Health::Ok => ("healthy", ""),
+        _ => ("not listening", "connection refused on 127.0.0.1:10248"),
+    };
+    NodeReport {
+        seq,
+        time_ms: now_ms(),
+        components: vec![
+            comp("kubelet", kubelet, ks, kr),
+            comp("cri", Health::Ok, "4/4 running, 2/2 pods ready", ""),
+            comp("kubelet.service", Health::Ok, "active/running", ""),
+        ],
+        ..Default::default()
+    }
+}
+
+/// One simulated agent: its own certificate from the bundle, Hello, a report every 250 ms,
+/// and journal requests answered with a line holding a secret.
+async fn agent(dir: PathBuf, addr: String, node: &'static str, role: &'static str, sim: Arc<Sim>) {
+    use tonic::transport::{Certificate, Channel, ClientTlsConfig, Identity};
+    let read = |f: &str| std::fs::read_to_string(dir.join("agent-pki").join(f)).unwrap();
+    let tls = ClientTlsConfig::new()
+        .ca_certificate(Certificate::from_pem(read("agent-ca.crt")))
+        .identity(Identity::from_pem(
+            read(&format!("agent-{node}.crt")),
+            read(&format!("agent-{node}.key")),
+        ))
+        .domain_name("127.0.0.1");
+    let ch = Channel::from_shared(format!("https://{addr}"))
+        .unwrap()
+        .tls_config(tls)
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let (tx, rx) = tokio::sync::mpsc::channel(16);
+    tx.send(AgentMessage {
+        body: Some(Body::Hello(Hello {
+            agent_version: "sim".into(),
+            node: node.into(),
+            boot_id: format!("boot-{node}"),
+            role: role.into(),
+            last_seq: 0,
+        })),
+    })
+    .await
+    .unwrap();
+    let mut inbound = AgentClient::new(ch)
+        .connect(tokio_stream::wrappers::ReceiverStream::new(rx))
+        .await
+        .unwrap()
+        .into_inner();
+    let answers = tx.clone();
+    tokio::spawn(async move {
+        while let Ok(Some(m)) = inbound.message().await {
+            if let Some(In::DebugRequest(r)) = m.body {
+                let lines = match r.kind {
+                    Some(Kind::Journal(j)) => vec![
+                        format!("{node} {}: Started Kubernetes Kubelet.", j.unit),
+                        format!("{node} {}: {SECRET}", j.unit),
+                    ],
+                    _ => vec![],
+                };
+                let _ = answers
+                    .send(AgentMessage {
+                        body: Some(Body::DebugResponse(DebugResponse {
+                            id: r.id,
+                            lines,
+                            ..Default::default()
+                        })),
+                    })
+                    .await;
+            }
+        }
+    });
+    let mut seq = 0;
+    let mut last = Health::Ok;
+    loop {
+        seq += 1;
+        let h = *sim.kubelet.lock().unwrap().get(node).unwrap_or(&Health::Ok);
+        let r = report(seq, h);
+        if h != last {
+            sim.changed_sent_ms.lock().unwrap().insert(node.into(), r.time_ms);
+            last = h;
+        }
+        if tx
+            .send(AgentMessage {
+                body: Some(Body::Report(r)),
+            })
+            .await
+            .is_err()
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// Just enough of the W3C WebDriver protocol, over chromedriver's HTTP port.
+struct Browser {
+    http: reqwest::blocking::Client,
+    base: String,
+    _driver: Kill,
+    _profile: tempfile::TempDir,
+}
+
+impl Browser {
+    fn start() -> Browser {
+        let port = free_port();
+        let driver = Kill(
+            Command::new("chromedriver")
+                .arg(format!("--port={port}"))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("chromedriver (Debian's chromium-driver package)"),
+        );
+        let http = reqwest::blocking::Client::builder()
+            .timeout(Duration::from_secs(60))
+            .build()
+            .unwrap();
+        let root = format!("http://127.0.0.1:{port}");
+        wait_for("chromedriver", 30, || {
+            http.get(format!("{root}/status"))
+                .send()
+                .ok()
+                .and_then(|r| r.json::<Value>().ok())
+                .is_some_and(|v| v["value"]["ready"] == true)
+        });
+        let profile = tempfile::tempdir().unwrap();
+        // As root, without a display, on a machine with no way out: no sandbox, no GPU, and none
+        // of Chromium's background connections.
+        let args = [
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--window-size=1400,900",
+            &format!("--user-data-dir={}", profile.path().display()),
+        ];
+        let caps = json!({"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {"binary": "/usr/bin/chromium", "args": args}
+        }}});
+        let v: Value = http.post(format!("{root}/session")).json(&caps).send().unwrap().json().unwrap();
+        let id = v["value"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no WebDriver session: {v}"))
+            .to_string();
+        Browser {
+            http,
+            base: format!("{root}/session/{id}"),
+            _driver: driver,
+            _profile: profile,
+        }
+    }
+
+    fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+        let mut req = self.http.request(method, format!("{}{path}", self.base));
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let v: Value = req.send().unwrap().json().unwrap();
+        assert!(v["value"].get("error").is_none(), "WebDriver {path}: {v}");
+        v["value"].clone()
+    }
+
+    fn go(&self, url: &str) {
+        self.call(reqwest::Method::POST, "/url", Some(json!({ "url": url })));
+    }
+
+    fn js(&self, script: &str) -> Value {
+        self.call(reqwest::Method::POST, "/execute/sync", Some(json!({"script": script, "args": []})))
+    }
+
+    fn screenshot(&self, to: &Path) {
+        use base64::Engine;
+        let b64 = self.call(reqwest::Method::GET, "/screenshot", None);
+        let png = base64::engine::general_purpose::STANDARD.decode(b64.as_str().unwrap()).unwrap();
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::write(to, png).unwrap();
+        eprintln!("screenshot: {}", to.display());
+    }
+
+    /// Chromium's own accessibility tree (what a screen reader is given), through CDP.
+    fn ax_tree(&self) -> Vec<Value> {
+        let v = self.call(
+            reqwest::Method::POST,
+            "/goog/cdp/execute",
+            Some(json!({"cmd": "Accessibility.getFullAXTree", "params": {}})),
+        );
+        v["nodes"].as_array().cloned().unwrap_or_default()
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.http.delete(&self.base).send();
+    }
+}
+
+/// Accessible (role, name) of every node under each table row, keyed by the row's header.
+fn rows_in_ax(nodes: &[Value]) -> HashMap<String, Vec<(String, String)>> {
+    let by_id: HashMap<&str, &Value> = nodes.iter().filter_map(|n| Some((n["nodeId"].as_str()?, n))).collect();
+    let role = |n: &Value| n["role"]["value"].as_str().unwrap_or("").to_string();
+    let name = |n: &Value| n["name"]["value"].as_str().unwrap_or("").to_string();
+    fn under<'a>(id: &str, by_id: &HashMap<&str, &'a Value>, out: &mut Vec<&'a Value>) {
+        let Some(n) = by_id.get(id) else { return };
+        out.push(n);
+        for c in n["childIds"].as_array().into_iter().flatten() {
+            under(c.as_str().unwrap_or(""), by_id, out);
+        }
+    }
+    let mut rows = HashMap::new();
+    for n in nodes.iter().filter(|n| role(n) == "row") {
+        let mut all = Vec::new();
+        under(n["nodeId"].as_str().unwrap_or(""), &by_id, &mut all);
+        let named: Vec<(String, String)> = all.iter().map(|n| (role(n), name(n))).collect();
+        if let Some((_, header)) = named.iter().find(|(r, _)| r == "rowheader") {
+            rows.insert(header.clone(), named);
+        }
+    }
+    rows
+}
+
+fn get(url: &str) -> (u16, String, String) {
+    let r = reqwest::blocking::get(url).unwrap();
+    let status = r.status().as_u16();
+    let ty = r
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_string())
+        .unwrap_or_default();
+    (status, ty, r.text().unwrap())
+}
+
+#[test]
+fn the_dashboard_shows_each_node_and_turns_a_failed_kubelet_red_live() {
+    ring();
+    let d = example_copy();
+    let dir = d.path().to_path_buf();
+    create(&dir, &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    let (port, web) = (free_port(), free_port());
+    let _collector = collector_with(&dir, port, &["--web", &format!("127.0.0.1:{web}"), "--no-api-watch"]);
+    let site = format!("http://127.0.0.1:{web}");
+    wait_for("the dashboard", 30, || reqwest::blocking::get(format!("{site}/metrics")).is_ok());
+
+    // Before any report: every inventory node is on the grid, waiting.
+    let (status, _, html) = get(&format!("{site}/"));
+    assert_eq!(status, 200);
+    for (n, _) in NODES {
+        assert!(html.contains(&format!("data-node=\"{n}\"")), "{n} missing before reports:\n{html}");
+    }
+    assert!(html.contains("no report yet"), "{html}");
+
+    let sim = Arc::new(Sim::default());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    for (n, role) in NODES {
+        rt.spawn(agent(dir.clone(), format!("127.0.0.1:{port}"), n, role, sim.clone()));
+    }
+    wait_for("every node's reports on /api/view.json", 60, || {
+        let (_, _, v) = get(&format!("{site}/api/view.json"));
+        let v: Value = serde_json::from_str(&v).unwrap();
+        v["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|n| n["reports"].as_u64().unwrap_or(0) > 0)
+            .count()
+            == NODES.len()
+    });
+
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("dashboard");
+    let b = Browser::start();
+    b.go(&format!("{site}/"));
+    wait_for("the page's live stream", 30, || {
+        b.js("return document.getElementById('conn').textContent") == "live"
+    });
+    wait_for("every node's kubelet ok in the page", 30, || {
+        b.js("return document.querySelectorAll('td[data-component=\"kubelet\"][data-health=\"ok\"]').length") == json!(NODES.len())
+    });
+    for (n, role) in NODES {
+        let row = b.js(&format!(
+            "const r = document.querySelector('tr[data-node=\"{n}\"]'); return r && r.innerText"
+        ));
+        let row = row.as_str().unwrap_or_else(|| panic!("no row for {n}"));
+        assert!(row.contains(n) && row.contains(role), "{n}: {row}");
+    }
+    b.screenshot(&out.join("grid-healthy.png"));
+
+    // master-1's kubelet fails. The page is not reloaded: only the server-sent update can turn
+    // the cell red. A MutationObserver stamps the moment it does.
+    b.js("window.__red = null; new MutationObserver(() => { \
+            const c = document.querySelector('tr[data-node=\"master-1\"] td[data-component=\"kubelet\"]'); \
+            if (c && c.dataset.health === 'failing' && !window.__red) window.__red = Date.now(); \
+          }).observe(document.getElementById('live'), {childList: true, subtree: true}); return 1");
+    sim.kubelet.lock().unwrap().insert("master-1".into(), Health::Failing);
+    wait_for("master-1's kubelet cell turning red", 30, || {
+        b.js("return window.__red").is_number()
+    });
+    let red_at = b.js("return window.__red").as_i64().unwrap();
+    let sent = sim.changed_sent_ms.lock().unwrap()["master-1"];
+    eprintln!("report → browser: {} ms (the failing report sent → the cell red)", red_at - sent);
+    let colour = b
+        .js("return getComputedStyle(document.querySelector('tr[data-node=\"master-1\"] td[data-component=\"kubelet\"]')).backgroundColor");
+    assert_eq!(colour, "rgb(198, 40, 40)", "the failing cell's colour");
+    let other = b
+        .js("return getComputedStyle(document.querySelector('tr[data-node=\"master-0\"] td[data-component=\"kubelet\"]')).backgroundColor");
+    assert_eq!(other, "rgb(46, 125, 50)", "a healthy cell stays green");
+    assert!(b
+        .js("return document.querySelector('tr[data-node=\"master-1\"]').innerText")
+        .as_str()
+        .unwrap()
+        .contains("HS021"));
+    b.screenshot(&out.join("grid-master-1-kubelet-failing.png"));
+
+    // The accessibility tree names each node, and each kubelet's state in words.
+    let rows = rows_in_ax(&b.ax_tree());
+    for (n, _) in NODES {
+        let cells = rows
+            .get(n)
+            .unwrap_or_else(|| panic!("no accessible row named by {n}: {:?}", rows.keys()));
+        let want = if n == "master-1" { "kubelet: failing" } else { "kubelet: ok" };
+        assert!(
+            cells
+                .iter()
+                .any(|(r, name)| (r == "cell" || r == "gridcell") && name.starts_with(want)),
+            "{n}: no cell named {want:?}: {cells:?}"
+        );
+    }
+
+    // The node page: diagnosis, and a journal fetched on click, scrubbed of its secret.
+    b.go(&format!("{site}/node/master-1"));
+    let text = b.js("return document.body.innerText");
+    assert!(text.as_str().unwrap().contains("HS021"), "{text}");
+    b.js("document.querySelector('a.fetch[href$=\"unit=kubelet\"]').click(); return 1");
+    wait_for("the fetched journal", 30, || {
+        b.js("return document.getElementById('logs').textContent")
+            .as_str()
+            .is_some_and(|t| t.contains("Started Kubernetes Kubelet"))
+    });
+    let logs = b.js("return document.getElementById('logs').textContent");
+    let logs = logs.as_str().unwrap();
+    assert!(!logs.contains("AbCdEfGhIjKlMnOpQrStUvWxYz"), "a secret reached the page: {logs}");
+    assert!(logs.contains("master-1 kubelet: Authorization: Bearer"), "{logs}");
+    b.screenshot(&out.join("node-master-1.png"));
+    let (status, _, _) = get(&format!("{site}/node/master-1/logs?unit=sshd"));
+    assert_eq!(status, 400, "a unit outside the allow-list is refused");
+
+    // The timeline has the phases and the kubelet's change.
+    b.go(&format!("{site}/timeline"));
+    let t = b.js("return document.body.innerText");
+    let t = t.as_str().unwrap();
+    assert!(t.contains("the bootstrap reports") && t.contains("healthy → not listening"), "{t}");
+
+    // Page weight: the grid with its stylesheet and script.
+    let weight: usize = ["/", "/app.css", "/app.js"]
+        .iter()
+        .map(|p| get(&format!("{site}{p}")).2.len())
+        .sum();
+    eprintln!("page weight: {weight} bytes");
+    assert!(weight < 200_000, "the grid page weighs {weight} bytes");
+
+    // No page or metric carries the bundle's secrets.
+    let password = std::fs::read_to_string(dir.join("auth/kubeadmin-password")).unwrap();
+    for p in ["/", "/node/master-1", "/timeline", "/api/view.json", "/metrics"] {
+        let (_, _, body) = get(&format!("{site}{p}"));
+        assert!(
+            !body.contains("PRIVATE KEY") && !body.contains(password.trim()),
+            "{p} carries a secret"
+        );
+    }
+
+    // A page elsewhere that rebinds its name onto 127.0.0.1 is refused.
+    let r = reqwest::blocking::Client::new()
+        .get(format!("{site}/"))
+        .header("Host", "attacker.example")
+        .send()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 421);
+}
+
+#[test]
+fn promtool_passes_a_live_scrape_and_the_metrics_follow_the_reports() {
+    ring();
+    let d = example_copy();
+    let dir = d.path().to_path_buf();
+    create(&dir, &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    let (port, web) = (free_port(), free_port());
+    let _collector = collector_with(&dir, port, &["--web", &format!("127.0.0.1:{web}"), "--no-api-watch"]);
+    let site = format!("http://127.0.0.1:{web}");
+    wait_for("the dashboard", 30, || reqwest::blocking::get(format!("{site}/metrics")).is_ok());
+    let sim = Arc::new(Sim::default());
+    sim.kubelet.lock().unwrap().insert("worker-1".into(), Health::Failing);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    for (n, role) in NODES {
+        rt.spawn(agent(dir.clone(), format!("127.0.0.1:{port}"), n, role, sim.clone()));
+    }
+    let scrape = || get(&format!("{site}/metrics")).2;
+    wait_for("worker-1's kubelet failing in /metrics", 60, || {
+        scrape().contains("hardshift_component_health{node=\"worker-1\",role=\"worker\",component=\"kubelet\"} 3")
+    });
+    let body = scrape();
+    let (status, ty, _) = get(&format!("{site}/metrics"));
+    assert_eq!(status, 200);
+    assert!(ty.starts_with("text/plain; version=0.0.4"), "{ty}");
+    let check = |body: &str| {
+        let mut p = Command::new("promtool")
+            .args(["check", "metrics"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("promtool (Debian's prometheus package)");
+        use std::io::Write;
+        p.stdin.take().unwrap().write_all(body.as_bytes()).unwrap();
+        let o = p.wait_with_output().unwrap();
+        (o.status.success(), text(&o.stdout) + &text(&o.stderr))
+    };
+    let (ok, said) = check(&body);
+    assert!(ok, "promtool check metrics: {said}\n{body}");
+    // promtool can fail: a counter without its help text is refused.
+    let (bad, _) = check("# TYPE x_total counter\nx_total 1\n");
+    assert!(!bad, "promtool accepted a counter with no help");
+
+    for want in [
+        "hardshift_component_health{node=\"master-0\",role=\"master\",component=\"kubelet\"} 1",
+        "hardshift_node_health{node=\"worker-1\",role=\"worker\"} 3",
+        "hardshift_diagnosis_finding{node=\"worker-1\",role=\"worker\",rule=\"HS021\",severity=\"critical\"} 1",
+        "hardshift_collector_agents_connected 6",
+        "hardshift_install_check_met{check=\"bootstrap-booted\"} 1",
+    ] {
+        assert!(body.contains(want), "{want} not in\n{body}");
+    }
+    let stored = |t: &str| -> u64 {
+        t.lines()
+            .find_map(|l| l.strip_prefix("hardshift_collector_reports_stored_total "))
+            .and_then(|v| v.parse().ok())
+            .unwrap()
+    };
+    let before = stored(&body);
+    wait_for("more reports counted", 30, || stored(&scrape()) > before);
+    // Prometheus asks for OpenMetrics, and gets it.
+    let r = reqwest::blocking::Client::new()
+        .get(format!("{site}/metrics"))
+        .header("Accept", "application/openmetrics-text;version=1.0.0")
+        .send()
+        .unwrap();
+    assert!(r.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("application/openmetrics-text"));
+    assert!(r.text().unwrap().ends_with("# EOF\n"));
+}
+
+#[test]
+fn beyond_loopback_the_dashboard_is_https_for_the_admin_certificate_only() {
+    ring();
+    let d = example_copy();
+    let dir = d.path().to_path_buf();
+    create(&dir, &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    let (port, web) = (free_port(), free_port());
+    let _collector = collector_with(&dir, port, &["--web", &format!("0.0.0.0:{web}"), "--no-api-watch"]);
+    let url = format!("https://127.0.0.1:{web}/metrics");
+    let ca = dir.join("agent-pki/agent-ca.crt");
+    let curl = |extra: &[&str]| {
+        let mut args = vec!["-sS", "--max-time", "10", "--cacert", ca.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        args.push(&url);
+        let o = Command::new("curl").args(&args).output().unwrap();
+        (o.status.success(), text(&o.stdout), text(&o.stderr))
+    };
+    wait_for("the HTTPS dashboard", 30, || {
+        std::net::TcpStream::connect(("127.0.0.1", web)).is_ok()
+    });
+    // The admin's certificate (the one in auth/kubeconfig).
+    let (ok, body, err) = curl(&[
+        "--cert",
+        pki(&dir, "admin.crt").to_str().unwrap(),
+        "--key",
+        pki(&dir, "admin.key").to_str().unwrap(),
+    ]);
+    assert!(ok && body.contains("hardshift_collector_reports_stored_total"), "{err}");
+    // No certificate: the handshake fails.
+    let (ok, _, err) = curl(&[]);
+    assert!(!ok, "served without a client certificate");
+    eprintln!("without a certificate: {err}");
+    // A certificate of the same CA that is not the admin's (O=system:nodes): refused.
+    let w = tempfile::tempdir().unwrap();
+    let (key, csr, crt) = (w.path().join("n.key"), w.path().join("n.csr"), w.path().join("n.crt"));
+    let (ok1, e1) = run(
+        "openssl",
+        &[
+            "req",
+            "-new",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-keyout",
+            key.to_str().unwrap(),
+            "-out",
+            csr.to_str().unwrap(),
+            "-subj",
+            "/O=system:nodes/CN=system:node:master-0",
+        ],
+    );
+    assert!(ok1, "{e1}");
+    let ext = w.path().join("ext");
+    std::fs::write(&ext, "extendedKeyUsage=clientAuth\n").unwrap();
+    let (ok2, e2) = run(
+        "openssl",
+        &[
+            "x509",
+            "-req",
+            "-in",
+            csr.to_str().unwrap(),
+            "-CA",
+            pki(&dir, "kubernetes-ca.crt").to_str().unwrap(),
+            "-CAkey",
+            pki(&dir, "kubernetes-ca.key").to_str().unwrap(),
+            "-CAcreateserial",
+            "-days",
+            "1",
+            "-extfile",
+            ext.to_str().unwrap(),
+            "-out",
+            crt.to_str().unwrap(),
+        ],
+    );
+    assert!(ok2, "{e2}");
+    let (ok, body, _) = curl(&["--cert", crt.to_str().unwrap(), "--key", key.to_str().unwrap()]);
+    assert!(!ok || body.is_empty(), "a node's certificate read the dashboard: {body}");
+    wait_for("the refusal logged", 10, || {
+        std::fs::read_to_string(dir.join("collector.log"))
+            .unwrap_or_default()
+            .contains("client certificate is not the admin's")
+    });
+}
