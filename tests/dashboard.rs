@@ -353,6 +353,7 @@ fn the_dashboard_shows_each_node_and_turns_a_failed_kubelet_red_live() {
 
     // master-1's kubelet fails. The page is not reloaded: only the server-sent update can turn
     // the cell red. A MutationObserver stamps the moment it does.
+    b.js("window.__m0 = document.querySelector('tr[data-node=\"master-0\"]'); return 1");
     b.js("window.__red = null; new MutationObserver(() => { \
             const c = document.querySelector('tr[data-node=\"master-1\"] td[data-component=\"kubelet\"]'); \
             if (c && c.dataset.health === 'failing' && !window.__red) window.__red = Date.now(); \

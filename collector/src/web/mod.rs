@@ -79,8 +79,23 @@ pub struct Deps {
 
 struct Snapshot {
     view: View,
-    grid: String,
+    /// The grid in parts: pages are sent only the rows that changed while the rest holds.
+    head: String,
+    rows: Vec<Arc<str>>,
+    tail: String,
     met_at: BTreeMap<&'static str, i64>,
+}
+
+impl Snapshot {
+    fn grid(&self) -> String {
+        let mut g = String::with_capacity(self.head.len() + self.tail.len() + self.rows.iter().map(|r| r.len()).sum::<usize>());
+        g.push_str(&self.head);
+        for r in &self.rows {
+            g.push_str(r);
+        }
+        g.push_str(&self.tail);
+        g
+    }
 }
 
 struct Shared {
@@ -130,7 +145,9 @@ pub async fn serve(opts: Options, tcp: tokio::net::TcpListener, deps: Deps, stop
     let store = Store::open(&opts.db).map_err(|e| format!("{}: {e}", opts.db.display()))?;
     let empty = Arc::new(Snapshot {
         view: view::build(&[], None, &[], &Default::default(), now_ms()),
-        grid: String::new(),
+        head: String::new(),
+        rows: vec![],
+        tail: String::new(),
         met_at: BTreeMap::new(),
     });
     let changed = deps.changed.clone();
@@ -243,12 +260,36 @@ async fn rebuild(s: &Arc<Shared>, met_at: &mut BTreeMap<&'static str, i64>) {
     for c in view.checks.iter().filter(|c| c.met) {
         met_at.entry(c.id).or_insert(view.now_ms);
     }
-    let grid = pages::grid(&view);
+    let head = pages::grid_head(&view);
+    let tail = pages::grid_tail(&view);
     let met_at = met_at.clone();
-    // Pages are told only when what they show changed: an idle install costs no traffic.
+    // Pages are told only when what they show changed: an idle install costs no traffic. An
+    // unchanged row keeps its allocation, so a page's stream compares it by pointer.
     s.snap.send_if_modified(|cur| {
-        let same = cur.grid == grid && cur.met_at == met_at;
-        *cur = Arc::new(Snapshot { view, grid, met_at });
+        let rows: Vec<Arc<str>> = view
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let r = pages::grid_row(&view, n);
+                match cur.rows.get(i) {
+                    Some(old) if **old == *r => old.clone(),
+                    _ => Arc::from(r),
+                }
+            })
+            .collect();
+        let same = cur.head == head
+            && cur.tail == tail
+            && cur.met_at == met_at
+            && cur.rows.len() == rows.len()
+            && cur.rows.iter().zip(&rows).all(|(a, b)| Arc::ptr_eq(a, b));
+        *cur = Arc::new(Snapshot {
+            view,
+            head,
+            rows,
+            tail,
+            met_at,
+        });
         !same
     });
 }
@@ -258,8 +299,10 @@ async fn refresh(s: Arc<Shared>, mut changed: watch::Receiver<u64>, mut stop: wa
     loop {
         let started = Instant::now();
         rebuild(&s, &mut met_at).await;
+        // Nobody watching: the 2 s tick keeps /metrics and the phase times fresh enough.
+        let watched = s.snap.receiver_count() > 0;
         tokio::select! {
-            _ = changed.changed() => {}
+            _ = changed.changed(), if watched => {}
             _ = tokio::time::sleep(MAX_REBUILD) => {}
             _ = stop.wait_for(|s| *s) => return,
         }
@@ -267,18 +310,89 @@ async fn refresh(s: Arc<Shared>, mut changed: watch::Receiver<u64>, mut stop: wa
     }
 }
 
+/// A live region's stream: each item replaces the region (or, named "rows", only those rows).
 fn sse(stream: impl Stream<Item = String> + Send + 'static) -> impl IntoResponse {
-    let events = stream.map(|html| Ok::<_, Infallible>(SseEvent::default().data(html)));
+    sse_named(stream.map(|html| (None, html)))
+}
+
+fn sse_named(stream: impl Stream<Item = (Option<&'static str>, String)> + Send + 'static) -> impl IntoResponse {
+    let events = stream.map(|(name, html)| {
+        let e = SseEvent::default().data(html);
+        Ok::<_, Infallible>(match name {
+            Some(n) => e.event(n),
+            None => e,
+        })
+    });
     Sse::new(events).keep_alive(KeepAlive::default())
 }
 
-async fn grid_page(State(s): State<Arc<Shared>>) -> Html<String> {
-    let grid = s.snap.borrow().grid.clone();
-    Html(pages::page("Nodes", "Nodes", "/events/grid", &grid, ""))
+/// What one page of the grid is sent for a new snapshot, given what it was sent last: the
+/// whole grid when its frame changed, else the changed rows, else nothing.
+fn grid_update(last: Option<&Snapshot>, now: &Snapshot) -> Option<(Option<&'static str>, String)> {
+    let Some(last) = last else {
+        return Some((None, now.grid()));
+    };
+    if last.head != now.head || last.tail != now.tail || last.rows.len() != now.rows.len() {
+        return Some((None, now.grid()));
+    }
+    let changed: String = last
+        .rows
+        .iter()
+        .zip(&now.rows)
+        .filter(|(a, b)| !Arc::ptr_eq(a, b) && a != b)
+        .map(|(_, b)| &**b)
+        .collect();
+    (!changed.is_empty()).then_some((Some("rows"), changed))
+}
+
+async fn grid_page(State(s): State<Arc<Shared>>, headers: axum::http::HeaderMap) -> Response {
+    let grid = s.snap.borrow().grid();
+    let page = pages::page("Nodes", "Nodes", "/events/grid", &grid, "");
+    compressed(&headers, "text/html; charset=utf-8", page)
 }
 
 async fn grid_events(State(s): State<Arc<Shared>>) -> impl IntoResponse {
-    sse(WatchStream::new(s.snap.subscribe()).map(|snap| snap.grid.clone()))
+    let rx = s.snap.subscribe();
+    sse_named(futures_util::stream::unfold(
+        (WatchStream::new(rx), None::<Arc<Snapshot>>),
+        |(mut w, mut last)| async move {
+            loop {
+                let now = w.next().await?;
+                let update = grid_update(last.as_deref(), &now);
+                last = Some(now);
+                if let Some(u) = update {
+                    return Some((u, (w, last)));
+                }
+            }
+        },
+    ))
+}
+
+/// `body` gzipped when the client accepts it: the grid of a thousand nodes is a megabyte of
+/// very repetitive HTML, and about a twentieth of that compressed.
+fn compressed(headers: &axum::http::HeaderMap, ty: &'static str, body: String) -> Response {
+    let gzip = headers
+        .get(header::ACCEPT_ENCODING)
+        .and_then(|a| a.to_str().ok())
+        .is_some_and(|a| a.split(',').any(|e| e.trim().starts_with("gzip")));
+    if gzip && body.len() > 1400 {
+        use std::io::Write;
+        let mut z = flate2::write::GzEncoder::new(Vec::with_capacity(body.len() / 8), flate2::Compression::fast());
+        if z.write_all(body.as_bytes()).is_ok() {
+            if let Ok(bytes) = z.finish() {
+                return (
+                    [
+                        (header::CONTENT_TYPE, ty),
+                        (header::CONTENT_ENCODING, "gzip"),
+                        (header::VARY, "accept-encoding"),
+                    ],
+                    bytes,
+                )
+                    .into_response();
+            }
+        }
+    }
+    ([(header::CONTENT_TYPE, ty), (header::VARY, "accept-encoding")], body).into_response()
 }
 
 /// The node's fragment, with its recent events read from the store.
@@ -451,9 +565,12 @@ async fn timeline_events(State(s): State<Arc<Shared>>) -> impl IntoResponse {
     ))
 }
 
-async fn view_json(State(s): State<Arc<Shared>>) -> Response {
+async fn view_json(State(s): State<Arc<Shared>>, headers: axum::http::HeaderMap) -> Response {
     let snap = s.snap.borrow().clone();
-    axum::Json(&snap.view).into_response()
+    match serde_json::to_string(&snap.view) {
+        Ok(j) => compressed(&headers, "application/json", j),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
 }
 
 /// OpenMetrics when the scraper asks for it (Prometheus does), else the classic text format.
@@ -470,11 +587,9 @@ async fn metrics_text(State(s): State<Arc<Shared>>, headers: axum::http::HeaderM
     };
     let text = metrics::render(&s.deps.metrics, &snap.view, &live);
     if open {
-        let ty = "application/openmetrics-text; version=1.0.0; charset=utf-8";
-        ([(header::CONTENT_TYPE, ty)], text).into_response()
+        compressed(&headers, "application/openmetrics-text; version=1.0.0; charset=utf-8", text)
     } else {
-        let ty = "text/plain; version=0.0.4; charset=utf-8";
-        ([(header::CONTENT_TYPE, ty)], metrics::classic(&text)).into_response()
+        compressed(&headers, "text/plain; version=0.0.4; charset=utf-8", metrics::classic(&text))
     }
 }
 
@@ -548,6 +663,33 @@ mod tests {
         for bad in ["evil.example.com", "evil.example.com:9444", "", "[evil]:1", "127.0.0.1.nip.io"] {
             assert!(!loopback_host(bad), "{bad}");
         }
+    }
+
+    fn snap(head: &str, rows: &[&str]) -> Snapshot {
+        Snapshot {
+            view: view::build(&[], None, &[], &Default::default(), 0),
+            head: head.into(),
+            rows: rows.iter().map(|r| Arc::from(*r)).collect(),
+            tail: String::new(),
+            met_at: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn pages_get_the_rows_that_changed_or_the_whole_grid() {
+        let a = snap("h", &["<tr id=a>1</tr>", "<tr id=b>1</tr>"]);
+        assert_eq!(grid_update(None, &a), Some((None, a.grid())));
+        let mut b = snap("h", &["<tr id=a>1</tr>", "<tr id=b>2</tr>"]);
+        b.rows[0] = a.rows[0].clone();
+        assert_eq!(grid_update(Some(&a), &b), Some((Some("rows"), "<tr id=b>2</tr>".to_string())));
+        assert_eq!(grid_update(Some(&b), &b), None);
+        // Equal text in a new allocation is not a change either.
+        let c = snap("h", &["<tr id=a>1</tr>", "<tr id=b>2</tr>"]);
+        assert_eq!(grid_update(Some(&b), &c), None);
+        let d = snap("h2", &["<tr id=a>1</tr>", "<tr id=b>2</tr>"]);
+        assert_eq!(grid_update(Some(&c), &d), Some((None, d.grid())));
+        let e = snap("h2", &["<tr id=a>1</tr>"]);
+        assert_eq!(grid_update(Some(&d), &e), Some((None, e.grid())));
     }
 
     #[test]

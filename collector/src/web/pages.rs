@@ -97,59 +97,77 @@ fn phase_line(v: &View) -> String {
 
 /// The node grid: a row per node, a cell per component, coloured by health and named in words.
 pub fn grid(v: &View) -> String {
+    let mut o = grid_head(v);
+    for n in &v.nodes {
+        o.push_str(&grid_row(v, n));
+    }
+    o.push_str(&grid_tail(v));
+    o
+}
+
+/// The grid up to its first row: the phase, the caption and the column headers. When this
+/// changes, pages get the whole grid again; otherwise only the rows that changed.
+pub fn grid_head(v: &View) -> String {
     let mut o = phase_line(v);
     o.push_str("<table class=\"grid\"><caption>Nodes and their components (updated live)</caption><thead><tr><th scope=\"col\">Node</th><th scope=\"col\">Role</th><th scope=\"col\">Phase</th><th scope=\"col\">Seen</th>");
     for c in &v.columns {
         let _ = write!(o, "<th scope=\"col\">{}</th>", esc(c));
     }
     o.push_str("<th scope=\"col\">Root cause</th></tr></thead><tbody>");
-    for n in &v.nodes {
-        let _ = write!(
-            o,
-            "<tr id=\"node-{id}\" data-node=\"{name}\" data-health=\"{h}\"><th scope=\"row\" class=\"h-{h}\"><a href=\"/node/{u}\">{name}</a></th><td>{role}</td><td>{phase}</td><td>{seen}</td>",
-            id = url_segment(&n.name),
-            name = esc(&n.name),
-            u = url_segment(&n.name),
-            h = n.health,
-            role = esc(&n.role),
-            phase = esc(&n.phase),
-            seen = seen_live(n.seen_ago_s),
-        );
-        for col in &v.columns {
-            match n.components.iter().find(|c| &c.name == col) {
-                None => o.push_str("<td class=\"h-none\">–</td>"),
-                Some(c) => {
-                    let detail = if c.reason.is_empty() { &c.state } else { &c.reason };
-                    let _ = write!(
-                        o,
-                        "<td class=\"h-{h}\" data-component=\"{name}\" data-health=\"{h}\" title=\"{d}\" aria-label=\"{name}: {h}, {s}\">{h}<small>{s}</small></td>",
-                        h = c.health,
-                        name = esc(&c.name),
-                        d = esc(detail),
-                        s = esc(&c.state),
-                    );
-                }
-            }
-        }
-        match n.causes.first() {
-            None => o.push_str("<td class=\"cause\">–</td>"),
-            Some(c) => {
-                let _ = write!(
-                    o,
-                    "<td class=\"cause sev-{sev:?}\"><abbr title=\"{fix}\">{id}</abbr> {t}</td>",
-                    sev = c.severity,
-                    fix = esc(&c.fix),
-                    id = c.id,
-                    t = esc(&c.title),
-                );
-            }
-        }
-        o.push_str("</tr>");
-    }
-    o.push_str("</tbody></table>");
+    o
+}
+
+pub fn grid_tail(v: &View) -> String {
+    let mut o = String::from("</tbody></table>");
     if v.nodes.is_empty() {
         o.push_str("<p>No node has reported yet, and no bundle inventory was found.</p>");
     }
+    o
+}
+
+/// One node's row; its `id` is what a live update replaces.
+pub fn grid_row(v: &View, n: &NodeView) -> String {
+    let mut o = String::with_capacity(256 + 128 * v.columns.len());
+    let _ = write!(
+        o,
+        "<tr id=\"node-{id}\" data-node=\"{name}\" data-health=\"{h}\"><th scope=\"row\" class=\"h-{h}\"><a href=\"/node/{id}\">{name}</a></th><td>{role}</td><td>{phase}</td><td>{seen}</td>",
+        id = url_segment(&n.name),
+        name = esc(&n.name),
+        h = n.health,
+        role = esc(&n.role),
+        phase = esc(&n.phase),
+        seen = seen_live(n.seen_ago_s),
+    );
+    for col in &v.columns {
+        match n.components.iter().find(|c| &c.name == col) {
+            None => o.push_str("<td class=\"h-none\">–</td>"),
+            Some(c) => {
+                let detail = if c.reason.is_empty() { &c.state } else { &c.reason };
+                let _ = write!(
+                    o,
+                    "<td class=\"h-{h}\" data-component=\"{name}\" data-health=\"{h}\" title=\"{d}\" aria-label=\"{name}: {h}, {s}\">{h}<small>{s}</small></td>",
+                    h = c.health,
+                    name = esc(&c.name),
+                    d = esc(detail),
+                    s = esc(&c.state),
+                );
+            }
+        }
+    }
+    match n.causes.first() {
+        None => o.push_str("<td class=\"cause\">–</td>"),
+        Some(c) => {
+            let _ = write!(
+                o,
+                "<td class=\"cause sev-{sev:?}\"><abbr title=\"{fix}\">{id}</abbr> {t}</td>",
+                sev = c.severity,
+                fix = esc(&c.fix),
+                id = c.id,
+                t = esc(&c.title),
+            );
+        }
+    }
+    o.push_str("</tr>");
     o
 }
 

@@ -12,6 +12,16 @@
       live.innerHTML = e.data;
       live.dataset.updated = String(Date.now());
     };
+    // Only some rows changed: each replaces the row of the same id.
+    es.addEventListener("rows", function (e) {
+      var body = document.createElement("tbody");
+      body.innerHTML = e.data;
+      Array.prototype.slice.call(body.children).forEach(function (tr) {
+        var old = document.getElementById(tr.id);
+        if (old) old.replaceWith(tr);
+      });
+      live.dataset.updated = String(Date.now());
+    });
   }
   var out = document.getElementById("logs");
   document.addEventListener("click", function (ev) {
