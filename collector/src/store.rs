@@ -174,6 +174,32 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// Every node with its latest report, without `reports` and `dropped` (left 0): two primary
+    /// key lookups per node, so its cost does not grow with the history kept. The dashboard
+    /// rebuilds from this several times a second and takes the counts from `nodes` now and then.
+    pub fn latest(&self) -> Result<Vec<NodeRow>, StoreError> {
+        let mut stmt = self.db.prepare(
+            "SELECT n.node, n.role, n.boot_id, n.last_seen_ms,
+                    (SELECT seq FROM reports r WHERE r.node = n.node AND r.boot_id = n.boot_id ORDER BY seq DESC LIMIT 1),
+                    (SELECT body FROM reports r WHERE r.node = n.node AND r.boot_id = n.boot_id ORDER BY seq DESC LIMIT 1)
+             FROM nodes n ORDER BY n.node",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            let body: Option<Vec<u8>> = r.get(5)?;
+            Ok(NodeRow {
+                node: r.get(0)?,
+                role: r.get(1)?,
+                boot_id: r.get(2)?,
+                last_seen_ms: r.get(3)?,
+                reports: 0,
+                dropped: 0,
+                last_seq: r.get::<_, Option<i64>>(4)?.unwrap_or(0) as u64,
+                last: body.and_then(|b| NodeReport::decode(b.as_slice()).ok()),
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     /// (seq) of every stored report of a node and boot, ascending: for gap and duplicate checks.
     pub fn seqs(&self, node: &str, boot_id: &str) -> Result<Vec<u64>, StoreError> {
         let mut stmt = self
@@ -409,6 +435,39 @@ mod tests {
         assert_eq!(s.seqs("m0", "b1").unwrap(), vec![1]);
         let rows = s.nodes().unwrap();
         assert_eq!(rows[0].reports, 2);
+    }
+
+    #[test]
+    fn latest_and_recent_read_the_current_boot_newest_first() {
+        let t = tempfile::tempdir().unwrap();
+        let s = Store::open(&t.path().join("db")).unwrap();
+        s.hello("m0", "master", "b1", "0.1", 1).unwrap();
+        for seq in 1..=5 {
+            let r = NodeReport {
+                seq,
+                time_ms: seq as i64,
+                ..Default::default()
+            };
+            s.insert("m0", "b1", &r, 10 + seq as i64).unwrap();
+        }
+        s.hello("m0", "master", "b2", "0.1", 20).unwrap();
+        for seq in 1..=2 {
+            let r = NodeReport {
+                seq,
+                time_ms: 100 + seq as i64,
+                ..Default::default()
+            };
+            s.insert("m0", "b2", &r, 30 + seq as i64).unwrap();
+        }
+        let (full, light) = (s.nodes().unwrap(), s.latest().unwrap());
+        assert_eq!(light.len(), 1);
+        assert_eq!((light[0].last_seq, &light[0].boot_id), (full[0].last_seq, &full[0].boot_id));
+        assert_eq!(light[0].last, full[0].last);
+        assert_eq!(light[0].last.as_ref().unwrap().time_ms, 102);
+        let recent = s.recent_reports("m0", 10).unwrap();
+        let seqs: Vec<(String, u64)> = recent.iter().map(|(b, r)| (b.clone(), r.seq)).collect();
+        assert_eq!(seqs, [("b2".to_string(), 1), ("b2".to_string(), 2)]);
+        assert_eq!(s.recent_reports("m0", 1).unwrap()[0].1.seq, 2);
     }
 
     #[test]

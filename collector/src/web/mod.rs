@@ -158,7 +158,7 @@ pub async fn serve(opts: Options, tcp: tokio::net::TcpListener, deps: Deps, stop
         deps,
         check_host: opts.tls.is_none(),
     });
-    rebuild(&shared, &mut BTreeMap::new()).await;
+    rebuild(&shared, &mut Memory::default()).await;
     tokio::spawn(refresh(shared.clone(), changed, stop.clone()));
     let app = router(shared);
     let mut stop = stop;
@@ -238,18 +238,32 @@ async fn guard(State(s): State<Arc<Shared>>, req: Request, next: Next) -> Respon
     r
 }
 
-async fn rebuild(s: &Arc<Shared>, met_at: &mut BTreeMap<&'static str, i64>) {
+/// What a rebuild keeps between runs.
+#[derive(Default)]
+struct Memory {
+    /// When this collector first saw each install check met.
+    met_at: BTreeMap<&'static str, i64>,
+    /// Reports stored and lost per node: counting them reads the whole history, so it is done
+    /// every `COUNTS_EVERY` and not on every rebuild.
+    counts: HashMap<String, (u64, u64)>,
+    counted: Option<Instant>,
+}
+
+const COUNTS_EVERY: Duration = Duration::from_secs(15);
+
+async fn rebuild(s: &Arc<Shared>, mem: &mut Memory) {
     let s2 = s.clone();
+    let recount = mem.counted.is_none_or(|t| t.elapsed() >= COUNTS_EVERY);
     let built = tokio::task::spawn_blocking(move || {
         let st = s2.store.lock().map_err(|_| "store lock".to_string())?;
-        let rows = st.nodes().map_err(|e| e.to_string())?;
+        let rows = if recount { st.nodes() } else { st.latest() }.map_err(|e| e.to_string())?;
         let api = st.api_objects().map_err(|e| e.to_string())?;
         let contact = st.api_status().map_err(|e| e.to_string())?;
         drop(st);
-        Ok::<_, String>(view::build(&rows, s2.inventory.as_deref(), &api, &contact, now_ms()))
+        Ok::<_, String>((rows, api, contact))
     })
     .await;
-    let view = match built {
+    let (mut rows, api, contact) = match built {
         Ok(Ok(v)) => v,
         Ok(Err(e)) => {
             eprintln!("collector: dashboard: {e}");
@@ -257,6 +271,18 @@ async fn rebuild(s: &Arc<Shared>, met_at: &mut BTreeMap<&'static str, i64>) {
         }
         Err(_) => return,
     };
+    if recount {
+        mem.counts = rows.iter().map(|r| (r.node.clone(), (r.reports, r.dropped))).collect();
+        mem.counted = Some(Instant::now());
+    } else {
+        for r in &mut rows {
+            // A node new since the last count has at least the report just read.
+            let (n, lost) = mem.counts.get(&r.node).copied().unwrap_or((1, 0));
+            (r.reports, r.dropped) = (n.max(1), lost);
+        }
+    }
+    let view = view::build(&rows, s.inventory.as_deref(), &api, &contact, now_ms());
+    let met_at = &mut mem.met_at;
     for c in view.checks.iter().filter(|c| c.met) {
         met_at.entry(c.id).or_insert(view.now_ms);
     }
@@ -295,10 +321,10 @@ async fn rebuild(s: &Arc<Shared>, met_at: &mut BTreeMap<&'static str, i64>) {
 }
 
 async fn refresh(s: Arc<Shared>, mut changed: watch::Receiver<u64>, mut stop: watch::Receiver<bool>) {
-    let mut met_at = BTreeMap::new();
+    let mut mem = Memory::default();
     loop {
         let started = Instant::now();
-        rebuild(&s, &mut met_at).await;
+        rebuild(&s, &mut mem).await;
         // Nobody watching: the 2 s tick keeps /metrics and the phase times fresh enough.
         let watched = s.snap.receiver_count() > 0;
         tokio::select! {
