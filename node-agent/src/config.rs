@@ -122,15 +122,26 @@ pub fn load(main: &Path) -> Result<Config, String> {
 }
 
 /// The config from the main file's text and its drop-ins' (name, text), later keys winning.
+/// Tables merge key by key, at any depth: a drop-in that sets `[etcd] endpoint` keeps the
+/// main file's `[etcd] ca`. Other values, arrays included, are replaced whole.
 pub fn parse(main: (&str, &str), dropins: &[(String, String)]) -> Result<Config, String> {
     let table = |(name, text): (&str, &str)| text.parse::<toml::Table>().map_err(|e| format!("{name}: {e}"));
     let mut merged = table(main)?;
     for (name, text) in dropins {
-        for (k, v) in table((name, text))? {
-            merged.insert(k, v);
-        }
+        merge(&mut merged, table((name, text))?);
     }
     toml::Value::Table(merged).try_into().map_err(|e| format!("{}: {e}", main.0))
+}
+
+fn merge(into: &mut toml::Table, from: toml::Table) {
+    for (k, v) in from {
+        match (into.get_mut(&k), v) {
+            (Some(toml::Value::Table(a)), toml::Value::Table(b)) => merge(a, b),
+            (_, v) => {
+                into.insert(k, v);
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -146,6 +157,27 @@ mod tests {
         assert_eq!(c.server_name(), "192.168.126.1");
         let e = parse(("agent.toml", MAIN), &[("20.toml".into(), "intervall_ms = 1\n".into())]).unwrap_err();
         assert!(e.contains("unknown field `intervall_ms`"), "{e}");
+    }
+
+    #[test]
+    fn dropins_merge_tables_key_by_key() {
+        let main = format!("{MAIN}units = [\"kubelet.service\"]\n[etcd]\nendpoint = \"https://10.0.0.1:2379\"\nca = \"/etc/etcd/ca.crt\"\ncert = \"/etc/etcd/c.crt\"\nkey = \"/etc/etcd/c.key\"\n");
+        let c = parse(
+            ("agent.toml", &main),
+            &[
+                ("10.toml".into(), "[etcd]\nendpoint = \"https://10.0.0.2:2379\"\n".into()),
+                ("20.toml".into(), "units = [\"crio.service\"]\n".into()),
+            ],
+        )
+        .unwrap();
+        let etcd = c.etcd.expect("etcd kept");
+        assert_eq!(etcd.endpoint, "https://10.0.0.2:2379");
+        assert_eq!(
+            etcd.ca,
+            PathBuf::from("/etc/etcd/ca.crt"),
+            "the drop-in must not lose the main file's ca"
+        );
+        assert_eq!(c.units, ["crio.service"], "arrays are replaced whole");
     }
 
     /// Whatever bytes the config files hold, the agent says what is wrong and never panics.
