@@ -167,10 +167,29 @@ impl Cluster {
 
     /// The first address of the first service network: the in-cluster `kubernetes` service.
     pub fn kubernetes_service_ip(&self) -> IpAddr {
-        let net = self.service_networks[0];
-        match net.network() {
-            IpAddr::V4(a) => IpAddr::V4((u32::from(a) + 1).into()),
-            IpAddr::V6(a) => IpAddr::V6((u128::from(a) + 1).into()),
-        }
+        nth_host(&self.service_networks[0], 1)
+    }
+}
+
+/// The `n`th address of a network (1: the first after the network address). Wraps past the
+/// top, so callers validate the prefix first (every network here has room for the tenth).
+pub fn nth_host(net: &IpNet, n: u32) -> IpAddr {
+    match net.network() {
+        IpAddr::V4(a) => IpAddr::V4(u32::from(a).wrapping_add(n).into()),
+        IpAddr::V6(a) => IpAddr::V6(u128::from(a).wrapping_add(n.into()).into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nth_host_counts_from_the_network_address() {
+        let v4: IpNet = "172.30.0.0/16".parse().unwrap();
+        assert_eq!(nth_host(&v4, 1).to_string(), "172.30.0.1");
+        assert_eq!(nth_host(&v4, 10).to_string(), "172.30.0.10");
+        let v6: IpNet = "fd02::/112".parse().unwrap();
+        assert_eq!(nth_host(&v6, 10).to_string(), "fd02::a");
     }
 }

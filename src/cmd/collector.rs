@@ -1,3 +1,6 @@
+//! `hardshift collector`: serve the agents (mTLS gRPC), store their reports, watch the API, and
+//! serve the dashboard and /metrics; `StoreArgs` for the commands that read its store.
+
 use crate::Failure;
 use hardshift_collector::{server, store::Store};
 use hardshift_generator::fsio;

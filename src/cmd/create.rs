@@ -1,3 +1,6 @@
+//! `hardshift create`: read the inputs, pull the release when needed, and write the bundle (PKI,
+//! kubeconfigs, one Ignition config per node, the lab) atomically, never re-keying by accident.
+
 use super::load_cluster;
 use crate::Failure;
 use hardshift_generator::assets::{self, agent, Crd, Extras};

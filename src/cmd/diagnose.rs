@@ -10,8 +10,8 @@ pub struct Args {
     node: Option<String>,
     #[command(flatten)]
     store: super::collector::StoreArgs,
-    #[arg(short, long, default_value = "table", value_parser = ["table", "json"])]
-    output: String,
+    #[arg(short, long, value_enum, default_value_t = super::Output::Table)]
+    output: super::Output,
 }
 
 pub fn run(a: Args) -> Result<u8, Failure> {
@@ -35,7 +35,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
             None => vec![],
         })
         .collect();
-    if a.output == "json" {
+    if a.output == super::Output::Json {
         println!("{}", serde_json::to_string_pretty(&findings).map_err(Failure::other)?);
         return Ok(0);
     }

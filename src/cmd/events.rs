@@ -1,3 +1,5 @@
+//! `hardshift events [NODE]`: what changed and when, the agents' and the API's changes on one timeline.
+
 use crate::Failure;
 use hardshift_collector::events;
 
@@ -7,8 +9,8 @@ pub struct Args {
     node: Option<String>,
     #[command(flatten)]
     store: super::collector::StoreArgs,
-    #[arg(short, long, default_value = "table", value_parser = ["table", "json"])]
-    output: String,
+    #[arg(short, long, value_enum, default_value_t = super::Output::Table)]
+    output: super::Output,
 }
 
 /// State changes over time, oldest first.
@@ -47,7 +49,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         });
     }
     all.sort_by_key(|e| e.time_ms);
-    if a.output == "json" {
+    if a.output == super::Output::Json {
         println!("{}", serde_json::to_string_pretty(&all).map_err(Failure::other)?);
         return Ok(0);
     }

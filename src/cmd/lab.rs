@@ -1,3 +1,5 @@
+//! `hardshift lab`: rewrite only the lab's files (DNS, DHCP, PXE, HAProxy) for the current bundle.
+
 use crate::Failure;
 use hardshift_generator::{bundle, fsio, lab};
 

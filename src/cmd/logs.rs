@@ -1,3 +1,6 @@
+//! `hardshift logs NODE WHAT`: one bounded, read-only debug request to a node through the
+//! collector's admin socket.
+
 use crate::Failure;
 use hardshift_proto::v1::admin_client::AdminClient;
 use hardshift_proto::v1::debug_request::Kind;

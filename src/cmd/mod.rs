@@ -1,3 +1,5 @@
+//! The CLI's subcommands, one module each, and what they share: loading the cluster from DIR.
+
 pub mod approve_csrs;
 pub mod collector;
 pub mod create;
@@ -48,4 +50,11 @@ impl ClusterArgs {
 pub fn load_cluster(dir: &Path, release_refs: Option<&Path>, overrides: &config::Overrides) -> Result<Cluster, Failure> {
     let sources = config::read_sources(dir, release_refs).map_err(Failure::input)?;
     config::build(&sources, overrides).map_err(Failure::input)
+}
+
+/// `-o table | json` of the commands that print rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Output {
+    Table,
+    Json,
 }

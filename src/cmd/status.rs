@@ -1,11 +1,13 @@
+//! `hardshift status`: the install's phase, then a line per node from the collector's store.
+
 use crate::Failure;
 
 #[derive(clap::Args)]
 pub struct Args {
     #[command(flatten)]
     store: super::collector::StoreArgs,
-    #[arg(short, long, default_value = "table", value_parser = ["table", "json"])]
-    output: String,
+    #[arg(short, long, value_enum, default_value_t = super::Output::Table)]
+    output: super::Output,
 }
 
 const HEALTH: [&str; 5] = ["unknown", "ok", "warning", "failing", "absent"];
@@ -16,7 +18,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     let rows = store.nodes().map_err(Failure::other)?;
     let now = hardshift_collector::now_ms();
     let sums: Vec<hardshift_collector::summary::Summary> = rows.iter().map(|r| hardshift_collector::summary::summarize(r, now)).collect();
-    if a.output == "json" {
+    if a.output == super::Output::Json {
         let v: Vec<serde_json::Value> = rows
             .iter()
             .zip(&sums)

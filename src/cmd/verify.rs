@@ -1,3 +1,6 @@
+//! `hardshift verify`: check the live bundle (sums, chains, keys, SANs, expiry) and rebuild it
+//! from the inputs to compare every file.
+
 use crate::Failure;
 use hardshift_generator::fsio;
 use hardshift_generator::pki::Outcome;
@@ -9,8 +12,8 @@ pub struct Args {
     #[arg(long, default_value = ".")]
     dir: PathBuf,
     /// Output format.
-    #[arg(short, long, default_value = "table", value_parser = ["table", "json"])]
-    output: String,
+    #[arg(short, long, value_enum, default_value_t = super::Output::Table)]
+    output: super::Output,
     /// As for `create`.
     #[arg(long)]
     release_image: Option<String>,
@@ -51,7 +54,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         });
     }
     checks.extend(verify::regeneration(&built.bundle, &b));
-    if a.output == "json" {
+    if a.output == super::Output::Json {
         println!("{}", serde_json::to_string_pretty(&checks).map_err(Failure::other)?);
     } else {
         let w = |f: fn(&verify::Check) -> usize| checks.iter().map(f).max().unwrap_or(0);

@@ -12,10 +12,7 @@ pub const CRIO_SOCKET: &str = "unix:///var/run/crio/crio.sock";
 
 /// The cluster DNS service: the service network's tenth address (what the DNS operator takes).
 fn cluster_dns(c: &Cluster) -> IpAddr {
-    match c.service_networks[0].network() {
-        IpAddr::V4(a) => IpAddr::V4((u32::from(a) + 10).into()),
-        IpAddr::V6(a) => IpAddr::V6((u128::from(a) + 10).into()),
-    }
+    crate::cluster::nth_host(&c.service_networks[0], 10)
 }
 
 /// Fields every kubelet shares. Image pulls from a mirror are slow: pull in parallel and give the

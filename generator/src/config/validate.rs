@@ -420,13 +420,6 @@ struct Settings {
     pki: PkiSettings,
 }
 
-fn first_host(net: &IpNet) -> IpAddr {
-    match net.network() {
-        IpAddr::V4(a) => IpAddr::V4((u32::from(a) + 1).into()),
-        IpAddr::V6(a) => IpAddr::V6((u128::from(a) + 1).into()),
-    }
-}
-
 fn hardshift(hs: &HardshiftConfig, ic: &InstallConfig, nets: &Networks, ov: &Overrides, r: &mut Reporter) -> Settings {
     let in_machine = |ip: &IpAddr| nets.machine.iter().any(|n| n.contains(ip));
     let mut addr = |path: &str, text: &Option<String>, must_be_in_machine: bool| -> Option<Option<IpAddr>> {
@@ -455,7 +448,7 @@ fn hardshift(hs: &HardshiftConfig, ic: &InstallConfig, nets: &Networks, ov: &Ove
             .and_then(|v| v.as_str())
             .map(String::from)
     };
-    let helper = nets.machine.first().map(first_host);
+    let helper = nets.machine.first().map(|n| crate::cluster::nth_host(n, 1));
     let helper_ip = addr("helper.ip", &hs.helper.ip, true).unwrap_or(helper);
     let api_vip = addr(
         "loadBalancer.apiVIP",
