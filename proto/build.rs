@@ -2,8 +2,10 @@
 fn main() {
     let agent = "proto/hardshift/agent/v1/agent.proto";
     let cri = "proto/cri/runtime/v1/api.proto";
+    let etcd = "proto/etcd/rpc.proto";
     println!("cargo:rerun-if-changed={agent}");
     println!("cargo:rerun-if-changed={cri}");
+    println!("cargo:rerun-if-changed={etcd}");
     // No generated `AgentClient::connect(url)`: it would clash with the `Connect` rpc, and clients
     // build their own TLS channel anyway.
     tonic_prost_build::configure()
@@ -15,5 +17,11 @@ fn main() {
         .build_server(false)
         .build_transport(false)
         .compile_fds(protox::compile([cri], ["proto"]).expect("cri api.proto compiles"))
+        .expect("code generation");
+    // etcd's v3 API: the agent is a client of its node's member (over TLS, its own channel).
+    tonic_prost_build::configure()
+        .build_server(false)
+        .build_transport(false)
+        .compile_fds(protox::compile([etcd], ["proto"]).expect("etcd rpc.proto compiles"))
         .expect("code generation");
 }

@@ -1,15 +1,19 @@
-//! etcd over TLS with the node's etcd client certificate: `/health`, and the JSON gateway's
-//! maintenance status (leader, raft index, db size, errors), member list and alarms.
+//! etcd over its gRPC API with the node's etcd client certificate, one connection per probe: a
+//! linearizable read (what etcd's own `/health` does: it needs a leader and a quorum), the
+//! member's status (leader, raft index, db size, errors), the member list and the alarms.
+//! `read` gathers a `Snapshot`; `judge` (pure) turns it into the component, naming every failure
+//! in etcd's own words ("etcdserver: no leader").
 
+use hardshift_proto::etcd::alarm_request::AlarmAction;
+use hardshift_proto::etcd::cluster_client::ClusterClient;
+use hardshift_proto::etcd::kv_client::KvClient;
+use hardshift_proto::etcd::maintenance_client::MaintenanceClient;
+use hardshift_proto::etcd::{AlarmMember, AlarmRequest, AlarmType, Member, MemberListRequest, RangeRequest, StatusRequest, StatusResponse};
 use hardshift_proto::v1::{ComponentState, Health};
 use serde::Deserialize;
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio_rustls::rustls::pki_types::pem::PemObject;
-use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
-use tokio_rustls::rustls::{ClientConfig, RootCertStore};
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 
 const TIMEOUT: Duration = Duration::from_secs(3);
 
@@ -23,29 +27,39 @@ pub struct EtcdConfig {
     pub key: std::path::PathBuf,
 }
 
-fn tls(cfg: &EtcdConfig) -> Result<Arc<ClientConfig>, String> {
-    let e = |p: &std::path::Path, x: &dyn std::fmt::Display| format!("{}: {x}", p.display());
-    let mut roots = RootCertStore::empty();
-    for c in CertificateDer::pem_file_iter(&cfg.ca).map_err(|x| e(&cfg.ca, &x))? {
-        roots.add(c.map_err(|x| e(&cfg.ca, &x))?).map_err(|x| e(&cfg.ca, &x))?;
-    }
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&cfg.cert)
-        .map_err(|x| e(&cfg.cert, &x))?
-        .collect::<Result<_, _>>()
-        .map_err(|x| e(&cfg.cert, &x))?;
-    let key = PrivateKeyDer::from_pem_file(&cfg.key).map_err(|x| e(&cfg.key, &x))?;
-    let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
-    let c = ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|x| x.to_string())?
-        .with_root_certificates(roots)
-        .with_client_auth_cert(certs, key)
-        .map_err(|x| x.to_string())?;
-    Ok(Arc::new(c))
+/// What one probe read from the member; each part may have failed on its own.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    /// A linearizable read of one key.
+    pub read: Result<(), String>,
+    pub status: Result<StatusResponse, String>,
+    pub members: Result<Vec<Member>, String>,
+    pub alarms: Result<Vec<AlarmMember>, String>,
 }
 
-/// One HTTP/1.1 request over TLS; returns (status, body).
-async fn request(cfg: &EtcdConfig, tls: Arc<ClientConfig>, method: &str, path: &str, body: &str) -> Result<(u16, String), String> {
+/// The error and its causes, which is where tonic puts "connection refused".
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
+}
+
+fn said(s: tonic::Status) -> String {
+    if s.message().is_empty() {
+        format!("{:?}", s.code())
+    } else {
+        s.message().to_string()
+    }
+}
+
+/// One TLS connection to the member, shared by the probe's calls (HTTP/2 streams).
+async fn channel(cfg: &EtcdConfig) -> Result<Channel, String> {
+    let read = |p: &std::path::Path| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
     let host = cfg
         .endpoint
         .rsplit_once(':')
@@ -53,124 +67,141 @@ async fn request(cfg: &EtcdConfig, tls: Arc<ClientConfig>, method: &str, path: &
         .unwrap_or(&cfg.endpoint)
         .trim_matches(['[', ']'])
         .to_string();
-    let name = ServerName::try_from(host.clone()).map_err(|x| x.to_string())?;
-    let tcp = tokio::net::TcpStream::connect(&cfg.endpoint)
+    let tls = ClientTlsConfig::new()
+        .ca_certificate(Certificate::from_pem(read(&cfg.ca)?))
+        .identity(Identity::from_pem(read(&cfg.cert)?, read(&cfg.key)?))
+        .domain_name(host);
+    Endpoint::from_shared(format!("https://{}", cfg.endpoint))
+        .map_err(|e| format!("{}: {e}", cfg.endpoint))?
+        .tls_config(tls)
+        .map_err(|e| chain(&e))?
+        .connect_timeout(TIMEOUT)
+        .timeout(TIMEOUT)
+        .connect()
         .await
-        .map_err(|x| format!("{}: {x}", cfg.endpoint))?;
-    let mut s = tokio_rustls::TlsConnector::from(tls)
-        .connect(name, tcp)
-        .await
-        .map_err(|x| format!("TLS: {x}"))?;
-    let req = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
-    s.write_all(req.as_bytes()).await.map_err(|x| x.to_string())?;
-    let mut buf = Vec::new();
-    let _ = s.take(1 << 20).read_to_end(&mut buf).await;
-    let text = String::from_utf8_lossy(&buf).to_string();
-    let (head, rest) = text.split_once("\r\n\r\n").ok_or("no HTTP response")?;
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .ok_or("no HTTP status")?;
-    // etcd's gateway answers chunked or with a length; either way the JSON is in the body.
-    let body = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
-        dechunk(rest)
-    } else {
-        rest.to_string()
-    };
-    Ok((status, body))
+        .map_err(|e| format!("{}: {}", cfg.endpoint, chain(&e)))
 }
 
-fn dechunk(s: &str) -> String {
-    let mut out = String::new();
-    let mut rest = s;
-    while let Some((len, after)) = rest.split_once("\r\n") {
-        let Ok(n) = usize::from_str_radix(len.trim(), 16) else { break };
-        if n == 0 || after.len() < n {
-            break;
-        }
-        out.push_str(&after[..n]);
-        rest = after[n..].trim_start_matches("\r\n");
+/// Ask the member everything at once over one connection.
+pub async fn read(cfg: &EtcdConfig) -> Result<Snapshot, String> {
+    let ch = channel(cfg).await?;
+    let (mut kv, mut cluster) = (KvClient::new(ch.clone()), ClusterClient::new(ch.clone()));
+    let (mut status_c, mut alarm_c) = (MaintenanceClient::new(ch.clone()), MaintenanceClient::new(ch));
+    let (read, status, members, alarms) = tokio::join!(
+        kv.range(RangeRequest {
+            key: b"health".to_vec(),
+            limit: 1,
+            keys_only: true,
+            ..Default::default()
+        }),
+        status_c.status(StatusRequest {}),
+        cluster.member_list(MemberListRequest { linearizable: false }),
+        alarm_c.alarm(AlarmRequest {
+            action: AlarmAction::Get as i32,
+            member_id: 0,
+            alarm: AlarmType::None as i32,
+        }),
+    );
+    Ok(Snapshot {
+        read: read.map(|_| ()).map_err(said),
+        status: status.map(|r| r.into_inner()).map_err(said),
+        members: members.map(|r| r.into_inner().members).map_err(said),
+        alarms: alarms.map(|r| r.into_inner().alarms).map_err(said),
+    })
+}
+
+fn alarm_name(a: i32) -> &'static str {
+    match AlarmType::try_from(a) {
+        Ok(AlarmType::Nospace) => "NOSPACE",
+        Ok(AlarmType::Corrupt) => "CORRUPT",
+        Ok(AlarmType::None) => "NONE",
+        Err(_) => "UNKNOWN",
     }
-    out
 }
 
-#[derive(Deserialize, Default)]
-struct Header {
-    #[serde(default)]
-    member_id: String,
-    #[serde(default)]
-    raft_term: String,
+/// The component from what the member said. Pure.
+pub fn judge(s: &Snapshot) -> ComponentState {
+    let members: &[Member] = s.members.as_deref().unwrap_or(&[]);
+    let st = s.status.as_ref().ok();
+    let leader = st.map(|s| s.leader).unwrap_or(0);
+    let me = st.and_then(|s| s.header.as_ref()).map(|h| h.member_id).unwrap_or(0);
+    let is_leader = leader != 0 && leader == me;
+    let alarms: &[AlarmMember] = s.alarms.as_deref().unwrap_or(&[]);
+    let mut d: HashMap<String, String> = HashMap::new();
+    d.insert(
+        "members".into(),
+        members.iter().map(|m| m.name.clone()).collect::<Vec<_>>().join(","),
+    );
+    d.insert("leader".into(), if leader == 0 { String::new() } else { format!("{leader:x}") });
+    d.insert("isLeader".into(), is_leader.to_string());
+    if let Some(st) = st {
+        d.insert("raftIndex".into(), st.raft_index.to_string());
+        d.insert("raftTerm".into(), st.raft_term.to_string());
+        d.insert("dbSize".into(), st.db_size.to_string());
+        d.insert("version".into(), st.version.clone());
+        if st.is_learner {
+            d.insert("learner".into(), "true".into());
+        }
+    }
+    d.insert("alarms".into(), alarms.len().to_string());
+    let state = format!("{} members{}", members.len(), if is_leader { ", leader" } else { "" });
+    let (health, reason) = if let Err(e) = &s.read {
+        // What `etcdctl endpoint health` and `/health` report: no quorum read, no health.
+        (Health::Failing, format!("a linearizable read failed: {e}"))
+    } else if !alarms.is_empty() {
+        let list: Vec<String> = alarms
+            .iter()
+            .map(|a| format!("{} on member {:x}", alarm_name(a.alarm), a.member_id))
+            .collect();
+        (Health::Failing, format!("alarms: {}", list.join(", ")))
+    } else if let Err(e) = &s.status {
+        (Health::Warning, format!("status: {e}"))
+    } else if leader == 0 {
+        (Health::Failing, "no leader".into())
+    } else if let Some(st) = st.filter(|s| !s.errors.is_empty()) {
+        (Health::Warning, st.errors.join("; "))
+    } else if let Err(e) = &s.members {
+        (Health::Warning, format!("member list: {e}"))
+    } else {
+        (Health::Ok, String::new())
+    };
+    ComponentState {
+        name: "etcd".into(),
+        health: health as i32,
+        state,
+        reason,
+        details: d,
+    }
 }
 
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct Status {
-    #[serde(default)]
-    header: Header,
-    #[serde(default)]
-    leader: String,
-    #[serde(default)]
-    db_size: String,
-    #[serde(default)]
-    raft_index: String,
-    #[serde(default)]
-    errors: Vec<String>,
-}
-
-#[derive(Deserialize, Default)]
-struct Members {
-    #[serde(default)]
-    members: Vec<Member>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct Member {
-    #[serde(default, rename = "ID")]
-    id: String,
-    #[serde(default)]
-    name: String,
-    #[serde(default, rename = "peerURLs")]
-    peer_urls: Vec<String>,
-    #[serde(default, rename = "clientURLs")]
-    client_urls: Vec<String>,
-    #[serde(default)]
-    is_learner: bool,
-}
-
-/// The member list, one line per member (a debug request's answer).
+/// The member list, one line per member as etcdctl prints it (a debug request's answer).
 pub async fn members(cfg: &EtcdConfig) -> Result<Vec<String>, String> {
     let run = async {
-        let (code, body) = request(cfg, tls(cfg)?, "POST", "/v3/cluster/member/list", "{}").await?;
-        if code != 200 {
-            return Err(format!("member list: HTTP {code}: {}", body.trim()));
-        }
-        let ms: Members = serde_json::from_str(&body).map_err(|e| format!("member list: {e}"))?;
-        Ok(ms
-            .members
-            .iter()
-            .map(|m| {
-                format!(
-                    "{} name={} peers={} clients={}{}",
-                    m.id,
-                    if m.name.is_empty() { "(unstarted)" } else { &m.name },
-                    m.peer_urls.join(","),
-                    m.client_urls.join(","),
-                    if m.is_learner { " learner" } else { "" }
-                )
-            })
-            .collect())
+        let mut c = ClusterClient::new(channel(cfg).await?);
+        let ms = c
+            .member_list(MemberListRequest { linearizable: false })
+            .await
+            .map_err(|s| format!("member list: {}", said(s)))?
+            .into_inner()
+            .members;
+        Ok::<_, String>(
+            ms.iter()
+                .map(|m| {
+                    format!(
+                        "{:x} name={} peers={} clients={}{}",
+                        m.id,
+                        if m.name.is_empty() { "(unstarted)" } else { &m.name },
+                        m.peer_ur_ls.join(","),
+                        m.client_ur_ls.join(","),
+                        if m.is_learner { " learner" } else { "" }
+                    )
+                })
+                .collect(),
+        )
     };
     tokio::time::timeout(TIMEOUT, run)
         .await
         .map_err(|_| format!("etcd at {} did not answer within 3s", cfg.endpoint))?
-}
-
-#[derive(Deserialize, Default)]
-struct Alarms {
-    #[serde(default)]
-    alarms: Vec<serde_json::Value>,
 }
 
 pub async fn probe(cfg: &EtcdConfig) -> ComponentState {
@@ -186,61 +217,123 @@ pub async fn probe(cfg: &EtcdConfig) -> ComponentState {
         c.reason = format!("{} absent: etcd is not rolled out on this node yet", p.display());
         return c;
     }
-    let run = async {
-        let tls = tls(cfg)?;
-        let (code, health) = request(cfg, tls.clone(), "GET", "/health", "").await?;
-        let (_, status) = request(cfg, tls.clone(), "POST", "/v3/maintenance/status", "{}").await?;
-        let (_, members) = request(cfg, tls.clone(), "POST", "/v3/cluster/member/list", "{}").await?;
-        let (_, alarms) = request(cfg, tls, "POST", "/v3/maintenance/alarm", r#"{"action":"GET"}"#).await?;
-        Ok::<_, String>((code, health, status, members, alarms))
-    };
-    match tokio::time::timeout(TIMEOUT, run).await {
+    match tokio::time::timeout(TIMEOUT, read(cfg)).await {
         Err(_) => {
             c.health = Health::Failing as i32;
             c.state = "timeout".into();
             c.reason = format!("etcd at {} did not answer within 3s", cfg.endpoint);
+            c
         }
         Ok(Err(e)) => {
             c.health = Health::Failing as i32;
             c.state = "unreachable".into();
             c.reason = e;
+            c
         }
-        Ok(Ok((code, health, status, members, alarms))) => {
-            let st: Status = serde_json::from_str(&status).unwrap_or_default();
-            let ms: Members = serde_json::from_str(&members).unwrap_or_default();
-            let al: Alarms = serde_json::from_str(&alarms).unwrap_or_default();
-            let healthy = code == 200 && health.contains("\"health\":\"true\"");
-            let is_leader = !st.leader.is_empty() && st.leader == st.header.member_id;
-            let mut d: HashMap<String, String> = HashMap::new();
-            d.insert(
-                "members".into(),
-                ms.members.iter().map(|m| m.name.clone()).collect::<Vec<_>>().join(","),
-            );
-            d.insert("leader".into(), st.leader.clone());
-            d.insert("isLeader".into(), is_leader.to_string());
-            d.insert("raftIndex".into(), st.raft_index.clone());
-            d.insert("raftTerm".into(), st.header.raft_term.clone());
-            d.insert("dbSize".into(), st.db_size.clone());
-            d.insert("alarms".into(), al.alarms.len().to_string());
-            c.details = d;
-            c.state = format!("{} members{}", ms.members.len(), if is_leader { ", leader" } else { "" });
-            let (h, reason) = if !healthy {
-                (Health::Failing, format!("/health: {}", health.trim()))
-            } else if !al.alarms.is_empty() {
-                (
-                    Health::Failing,
-                    format!("alarms: {}", serde_json::to_string(&al.alarms).unwrap_or_default()),
-                )
-            } else if st.leader.is_empty() || st.leader == "0" {
-                (Health::Failing, "no leader".into())
-            } else if !st.errors.is_empty() {
-                (Health::Warning, st.errors.join("; "))
-            } else {
-                (Health::Ok, String::new())
-            };
-            c.health = h as i32;
-            c.reason = reason;
+        Ok(Ok(snap)) => judge(&snap),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hardshift_proto::etcd::ResponseHeader;
+
+    fn member(id: u64, name: &str) -> Member {
+        Member {
+            id,
+            name: name.into(),
+            peer_ur_ls: vec![format!("https://{name}:2380")],
+            client_ur_ls: vec![format!("https://{name}:2379")],
+            is_learner: false,
         }
     }
-    c
+
+    /// A healthy 3-member cluster as master-0's member answers when it leads.
+    fn healthy() -> Snapshot {
+        Snapshot {
+            read: Ok(()),
+            status: Ok(StatusResponse {
+                header: Some(ResponseHeader {
+                    cluster_id: 0xcdf818194e3a8c32,
+                    member_id: 0x8e9e05c52164694d,
+                    revision: 12,
+                    raft_term: 3,
+                }),
+                version: "3.5.16".into(),
+                db_size: 20480,
+                leader: 0x8e9e05c52164694d,
+                raft_index: 57,
+                raft_term: 3,
+                ..Default::default()
+            }),
+            members: Ok(vec![
+                member(0x8e9e05c52164694d, "master-0"),
+                member(0x91bc3c398fb3c146, "master-1"),
+                member(0xfd422379fda50e48, "master-2"),
+            ]),
+            alarms: Ok(vec![]),
+        }
+    }
+
+    #[test]
+    fn a_healthy_leader() {
+        let c = judge(&healthy());
+        assert_eq!(c.health, Health::Ok as i32, "{c:?}");
+        assert_eq!(c.state, "3 members, leader");
+        assert_eq!(c.details["members"], "master-0,master-1,master-2");
+        assert_eq!(c.details["leader"], "8e9e05c52164694d");
+        assert_eq!(c.details["alarms"], "0");
+    }
+
+    #[test]
+    fn no_quorum_is_named_in_etcds_words() {
+        // A member cut off from the others: its status still answers, with no leader, and the
+        // linearizable read fails as etcd says it.
+        let mut s = healthy();
+        s.read = Err("etcdserver: no leader".into());
+        if let Ok(st) = &mut s.status {
+            st.leader = 0;
+        }
+        let c = judge(&s);
+        assert_eq!(c.health, Health::Failing as i32);
+        assert_eq!(c.reason, "a linearizable read failed: etcdserver: no leader");
+        assert_eq!(c.state, "3 members");
+        assert_eq!(c.details["leader"], "");
+    }
+
+    #[test]
+    fn an_internal_error_is_not_mistaken_for_no_leader() {
+        // Before, an HTTP 500 from the gateway read as "no leader". Now the read's own error is
+        // the reason, and the leader etcd reports is kept.
+        let mut s = healthy();
+        s.read = Err("etcdserver: request timed out".into());
+        let c = judge(&s);
+        assert_eq!(c.health, Health::Failing as i32);
+        assert!(c.reason.ends_with("etcdserver: request timed out"), "{c:?}");
+        assert_eq!(c.details["leader"], "8e9e05c52164694d");
+    }
+
+    #[test]
+    fn alarms_and_errors() {
+        let mut s = healthy();
+        s.alarms = Ok(vec![AlarmMember {
+            member_id: 0x91bc3c398fb3c146,
+            alarm: AlarmType::Nospace as i32,
+        }]);
+        let c = judge(&s);
+        assert_eq!(c.health, Health::Failing as i32);
+        assert_eq!(c.reason, "alarms: NOSPACE on member 91bc3c398fb3c146");
+        let mut s = healthy();
+        if let Ok(st) = &mut s.status {
+            st.errors = vec!["slow fdatasync".into()];
+        }
+        let c = judge(&s);
+        assert_eq!((c.health, c.reason.as_str()), (Health::Warning as i32, "slow fdatasync"));
+        let mut s = healthy();
+        s.status = Err("etcdserver: leader changed".into());
+        let c = judge(&s);
+        assert_eq!(c.health, Health::Warning as i32, "{c:?}");
+        assert_eq!(c.details["leader"], "");
+    }
 }

@@ -1,6 +1,7 @@
 //! Wire contracts. `v1`: the versioned `hardshift.agent.v1` stream between node agent and
 //! collector (`proto/hardshift/agent/v1/agent.proto`). `cri`: the subset of the Kubernetes CRI
-//! (`runtime.v1`) the agent reads from CRI-O (`proto/cri/runtime/v1/api.proto`).
+//! (`runtime.v1`) the agent reads from CRI-O (`proto/cri/runtime/v1/api.proto`). `etcd`: the
+//! subset of etcd's v3 API the agent reads from its member (`proto/etcd/rpc.proto`).
 
 /// The units whose journal a debug request may read: the agent's allow-list, and what
 /// `hardshift gather` asks each node for.
@@ -12,6 +13,11 @@ pub mod v1 {
 
 pub mod cri {
     tonic::include_proto!("runtime.v1");
+}
+
+/// The subset of etcd's v3 API the agent reads (`proto/etcd/rpc.proto`).
+pub mod etcd {
+    tonic::include_proto!("etcdserverpb");
 }
 
 /// A gRPC channel over a unix socket (the CRI runtime's, or the collector's admin socket).
