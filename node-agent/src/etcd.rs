@@ -37,18 +37,6 @@ pub struct Snapshot {
     pub alarms: Result<Vec<AlarmMember>, String>,
 }
 
-/// The error and its causes, which is where tonic puts "connection refused".
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
-}
-
 fn said(s: tonic::Status) -> String {
     if s.message().is_empty() {
         format!("{:?}", s.code())
@@ -74,12 +62,12 @@ async fn channel(cfg: &EtcdConfig) -> Result<Channel, String> {
     Endpoint::from_shared(format!("https://{}", cfg.endpoint))
         .map_err(|e| format!("{}: {e}", cfg.endpoint))?
         .tls_config(tls)
-        .map_err(|e| chain(&e))?
+        .map_err(|e| crate::probes::error_chain(&e))?
         .connect_timeout(TIMEOUT)
         .timeout(TIMEOUT)
         .connect()
         .await
-        .map_err(|e| format!("{}: {}", cfg.endpoint, chain(&e)))
+        .map_err(|e| format!("{}: {}", cfg.endpoint, crate::probes::error_chain(&e)))
 }
 
 /// Ask the member everything at once over one connection.
