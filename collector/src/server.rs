@@ -11,7 +11,7 @@ use hardshift_proto::v1::admin_server::{Admin, AdminServer};
 use hardshift_proto::v1::agent_message::Body as In;
 use hardshift_proto::v1::agent_server::{Agent, AgentServer};
 use hardshift_proto::v1::collector_message::Body as Out;
-use hardshift_proto::v1::{Ack, AdminDebugRequest, AgentMessage, CollectorMessage, DebugRequest, DebugResponse};
+use hardshift_proto::v1::{Ack, AdminDebugRequest, AgentMessage, CollectorMessage, DebugRequest, DebugResponse, Hello};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -144,6 +144,134 @@ fn ack(boot_id: &str, highest: u64) -> Result<CollectorMessage, Status> {
 
 type Outbound = Pin<Box<dyn Stream<Item = Result<CollectorMessage, Status>> + Send>>;
 
+/// Keeps a node's entry in `Agents` for as long as its session lives; dropping it removes the
+/// entry, unless a newer connection of the same node has replaced it meanwhile.
+struct Registration {
+    agents: Arc<Agents>,
+    node: String,
+    conn: u64,
+}
+
+impl Agents {
+    fn register(self: &Arc<Self>, node: &str, tx: Outbox) -> Registration {
+        let conn = self.id();
+        if let Ok(mut c) = self.conns.lock() {
+            c.insert(node.to_string(), (conn, tx));
+        }
+        Registration {
+            agents: self.clone(),
+            node: node.to_string(),
+            conn,
+        }
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        if let Ok(mut c) = self.agents.conns.lock() {
+            if c.get(&self.node).is_some_and(|(n, _)| *n == self.conn) {
+                c.remove(&self.node);
+            }
+        }
+    }
+}
+
+/// One agent's stream after its Hello: who it is (from its certificate), its boot, and where
+/// its acks and debug requests go.
+struct Session {
+    node: String,
+    boot: String,
+    tx: Outbox,
+}
+
+impl Session {
+    /// Ack each report in order as its commit lands; a failed commit ends the stream (the
+    /// agent resends what was not acknowledged).
+    async fn ack_loop(&self, mut stored: mpsc::Receiver<Stored>) {
+        while let Some(s) = stored.recv().await {
+            match s.await {
+                Ok(Ok(h)) => {
+                    if self.tx.send(ack(&self.boot, h)).await.is_err() {
+                        break;
+                    }
+                }
+                Ok(Err(e)) => {
+                    eprintln!("collector: {}: not stored: {e}", self.node);
+                    let _ = self.tx.send(Err(Status::unavailable(format!("not stored: {e}")))).await;
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+    }
+
+    /// Read reports and debug answers until the stream ends or the collector stops. Reports
+    /// are queued to the writer without waiting for the last commit.
+    async fn read_loop(
+        &self,
+        mut inbound: Streaming<AgentMessage>,
+        ingest: &Ingest,
+        agents: &Agents,
+        stored: mpsc::Sender<Stored>,
+        mut stop: tokio::sync::watch::Receiver<bool>,
+    ) {
+        let node = &self.node;
+        loop {
+            // On shutdown, stop reading: what was read is still stored and acked.
+            let next = tokio::select! {
+                m = inbound.message() => m,
+                _ = stop.wait_for(|s| *s) => break,
+            };
+            let report = match next {
+                Ok(Some(AgentMessage { body: Some(In::Report(r)) })) => r,
+                Ok(Some(AgentMessage {
+                    body: Some(In::DebugResponse(r)),
+                })) => {
+                    agents.answered(node, r);
+                    continue;
+                }
+                Ok(Some(_)) => continue,
+                Ok(None) => break,
+                Err(e) => {
+                    eprintln!("collector: {node}: stream ended: {}", e.message());
+                    break;
+                }
+            };
+            let queued = match ingest.report(node, &self.boot, report).await {
+                Ok(q) => q,
+                Err(e) => {
+                    eprintln!("collector: {node}: not stored: {e}");
+                    break;
+                }
+            };
+            if stored.send(queued).await.is_err() {
+                break;
+            }
+        }
+    }
+}
+
+impl Collector {
+    /// The stream's first message, which must be a Hello naming the certificate's own node.
+    async fn hello(&self, cn: &str, info: Option<&ConnInfo>, inbound: &mut Streaming<AgentMessage>) -> Result<Hello, Status> {
+        let first = tokio::time::timeout(self.hello_timeout, inbound.message())
+            .await
+            .map_err(|_| Status::deadline_exceeded("no Hello in time"))?;
+        let hello = match first? {
+            Some(AgentMessage { body: Some(In::Hello(h)) }) => h,
+            _ => return Err(Status::invalid_argument("the first message must be Hello")),
+        };
+        if let Some(i) = info {
+            i.hello.store(true, Ordering::Release);
+        }
+        if hello.node != cn {
+            eprintln!("collector: refused a stream: certificate {cn:?} claims to be node {:?}", hello.node);
+            return Err(Status::permission_denied(format!("certificate {cn:?} may only report as itself")));
+        }
+        Ok(hello)
+    }
+}
+
 #[tonic::async_trait]
 impl Agent for Collector {
     type ConnectStream = Outbound;
@@ -152,103 +280,37 @@ impl Agent for Collector {
         let cn = peer_cn(&req).ok_or_else(|| Status::unauthenticated("no client certificate"))?;
         let info = req.extensions().get::<ConnInfo>().cloned();
         let mut inbound = req.into_inner();
-        let first = tokio::time::timeout(self.hello_timeout, inbound.message())
-            .await
-            .map_err(|_| Status::deadline_exceeded("no Hello in time"))?;
-        let hello = match first? {
-            Some(AgentMessage { body: Some(In::Hello(h)) }) => h,
-            _ => return Err(Status::invalid_argument("the first message must be Hello")),
-        };
-        if let Some(i) = &info {
-            i.hello.store(true, std::sync::atomic::Ordering::Release);
-        }
-        if hello.node != cn {
-            eprintln!("collector: refused a stream: certificate {cn:?} claims to be node {:?}", hello.node);
-            return Err(Status::permission_denied(format!("certificate {cn:?} may only report as itself")));
-        }
-        let ingest = self.ingest.clone();
-        let (node, boot) = (cn.clone(), hello.boot_id.clone());
-        let highest = ingest
-            .hello(&node, &hello.role, &boot, &hello.agent_version)
+        let hello = self.hello(&cn, info.as_ref(), &mut inbound).await?;
+        let highest = self
+            .ingest
+            .hello(&cn, &hello.role, &hello.boot_id, &hello.agent_version)
             .await
             .map_err(Status::internal)?;
         eprintln!(
-            "collector: {node} connected (boot {boot}, agent {}, stored up to {highest})",
-            hello.agent_version
+            "collector: {cn} connected (boot {}, agent {}, stored up to {highest})",
+            hello.boot_id, hello.agent_version
         );
         let (tx, rx) = mpsc::channel(64);
         // Tell the agent at once what is already stored, so it resends only the rest.
-        let _ = tx.send(ack(&boot, highest)).await;
-        let agents = self.agents.clone();
-        let conn = agents.id();
-        if let Ok(mut c) = agents.conns.lock() {
-            c.insert(node.clone(), (conn, tx.clone()));
-        }
+        let _ = tx.send(ack(&hello.boot_id, highest)).await;
+        let registration = self.agents.register(&cn, tx.clone());
+        let session = Arc::new(Session {
+            node: cn,
+            boot: hello.boot_id,
+            tx,
+        });
         // Reports are queued as they arrive and acked in order as their commits land, so a
         // backlog resent after a reconnect is not stored one fsync at a time.
-        let (stored_tx, mut stored_rx) = mpsc::channel::<Stored>(256);
+        let (stored_tx, stored_rx) = mpsc::channel::<Stored>(256);
         let acker = {
-            let (tx, boot, node) = (tx.clone(), boot.clone(), node.clone());
-            tokio::spawn(async move {
-                while let Some(s) = stored_rx.recv().await {
-                    match s.await {
-                        Ok(Ok(h)) => {
-                            if tx.send(ack(&boot, h)).await.is_err() {
-                                break;
-                            }
-                        }
-                        Ok(Err(e)) => {
-                            eprintln!("collector: {node}: not stored: {e}");
-                            let _ = tx.send(Err(Status::unavailable(format!("not stored: {e}")))).await;
-                            break;
-                        }
-                        Err(_) => break,
-                    }
-                }
-            })
+            let s = session.clone();
+            tokio::spawn(async move { s.ack_loop(stored_rx).await })
         };
-        let mut stop = self.stop.clone();
+        let (ingest, agents, stop) = (self.ingest.clone(), self.agents.clone(), self.stop.clone());
         tokio::spawn(async move {
-            loop {
-                // On shutdown, stop reading: what was read is still stored and acked below.
-                let next = tokio::select! {
-                    m = inbound.message() => m,
-                    _ = stop.wait_for(|s| *s) => break,
-                };
-                let msg = match next {
-                    Ok(Some(m)) => m,
-                    Ok(None) => break,
-                    Err(e) => {
-                        eprintln!("collector: {node}: stream ended: {}", e.message());
-                        break;
-                    }
-                };
-                let report = match msg.body {
-                    Some(In::Report(r)) => r,
-                    Some(In::DebugResponse(r)) => {
-                        agents.answered(&node, r);
-                        continue;
-                    }
-                    _ => continue,
-                };
-                let queued = match ingest.report(&node, &boot, report).await {
-                    Ok(q) => q,
-                    Err(e) => {
-                        eprintln!("collector: {node}: not stored: {e}");
-                        break;
-                    }
-                };
-                if stored_tx.send(queued).await.is_err() {
-                    break;
-                }
-            }
-            drop(stored_tx);
+            session.read_loop(inbound, &ingest, &agents, stored_tx, stop).await;
             let _ = acker.await;
-            if let Ok(mut c) = agents.conns.lock() {
-                if c.get(&node).is_some_and(|(n, _)| *n == conn) {
-                    c.remove(&node);
-                }
-            }
+            drop(registration);
         });
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }
