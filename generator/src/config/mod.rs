@@ -180,13 +180,7 @@ pub fn build(sources: &Sources, overrides: &Overrides) -> Result<Cluster, InputE
         overrides.release_image.as_deref().or(hs.1.release.image.as_deref()),
         &mut out,
     );
-    let cluster = validate::validate(&ic, &ac, &hs, overrides, &mut out)
-        .zip(release)
-        .map(|(mut c, r)| {
-            c.release = r;
-            c
-        });
-    match cluster {
+    match validate::validate(&ic, &ac, &hs, release, overrides, &mut out) {
         Some(c) if out.is_empty() => Ok(c),
         _ => Err(InputError { diagnostics: out }),
     }

@@ -1,0 +1,125 @@
+//! hardshift.yaml: the load balancer and helper addresses, the collector, the PKI settings.
+
+use super::{join, Networks, Settings};
+use crate::cluster::*;
+use crate::config::diag::Reporter;
+use crate::config::hardshift_config::HardshiftConfig;
+use crate::config::install_config::InstallConfig;
+use crate::config::rules;
+use crate::config::Overrides;
+use std::net::IpAddr;
+
+pub(super) fn hardshift(hs: &HardshiftConfig, ic: &InstallConfig, nets: &Networks, ov: &Overrides, r: &mut Reporter) -> Settings {
+    let in_machine = |ip: &IpAddr| nets.machine.iter().any(|n| n.contains(ip));
+    let mut addr = |path: &str, text: &Option<String>, must_be_in_machine: bool| -> Option<Option<IpAddr>> {
+        let t = text.as_ref()?;
+        match t.parse::<IpAddr>() {
+            Ok(ip) if must_be_in_machine && !nets.machine.is_empty() && !in_machine(&ip) => {
+                r.error(
+                    path,
+                    format!("{ip} is not inside a machine network ({})", join(&nets.machine)),
+                    None,
+                );
+                Some(None)
+            }
+            Ok(ip) => Some(Some(ip)),
+            Err(_) => {
+                r.error(path, format!("{t:?} is not an IP address"), None);
+                Some(None)
+            }
+        }
+    };
+    // baremetal platform VIPs are a fallback for users who already wrote them there.
+    let bm = ic.platform.get("baremetal");
+    let bm_vip = |k: &str| {
+        bm.and_then(|b| b.get(k))
+            .and_then(|v| v.get(0))
+            .and_then(|v| v.as_str())
+            .map(String::from)
+    };
+    let helper = nets.machine.first().map(|n| crate::cluster::nth_host(n, 1));
+    let helper_ip = addr("helper.ip", &hs.helper.ip, true).unwrap_or(helper);
+    let api_vip = addr(
+        "loadBalancer.apiVIP",
+        &hs.load_balancer.api_vip.clone().or_else(|| bm_vip("apiVIPs")),
+        true,
+    )
+    .unwrap_or(helper_ip);
+    let ingress_vip = addr(
+        "loadBalancer.ingressVIP",
+        &hs.load_balancer.ingress_vip.clone().or_else(|| bm_vip("ingressVIPs")),
+        true,
+    )
+    .unwrap_or(helper_ip);
+
+    let collector_address = hs
+        .collector
+        .address
+        .clone()
+        .unwrap_or_else(|| helper_ip.map(|i| i.to_string()).unwrap_or_default());
+    if collector_address.parse::<IpAddr>().is_err() {
+        if let Err(e) = rules::dns1123_subdomain(&collector_address) {
+            r.error(
+                "collector.address",
+                format!("{collector_address:?} is neither an IP address nor a DNS name: {e}"),
+                None,
+            );
+        }
+    }
+    for (i, san) in hs.collector.extra_sans.iter().enumerate() {
+        if san.parse::<IpAddr>().is_err() && rules::dns1123_subdomain(san).is_err() {
+            r.error(
+                &format!("collector.extraSANs[{i}]"),
+                format!("{san:?} is neither an IP address nor a DNS name"),
+                None,
+            );
+        }
+    }
+
+    let key_algorithm = match (ov.key_algorithm, &hs.pki.key_algorithm) {
+        (Some(k), _) => k,
+        (None, None) => KeyAlgorithm::Rsa2048,
+        (None, Some(s)) => KeyAlgorithm::parse(s).unwrap_or_else(|| {
+            r.error(
+                "pki.keyAlgorithm",
+                format!("unknown key algorithm {s:?}, expected {}", KeyAlgorithm::NAMES),
+                None,
+            );
+            KeyAlgorithm::Rsa2048
+        }),
+    };
+    let ca_days = hs.pki.ca_validity_days.unwrap_or(3650);
+    let leaf_days = hs.pki.leaf_validity_days.unwrap_or(365);
+    if ca_days == 0 {
+        r.error("pki.caValidityDays", "must be at least 1", None);
+    }
+    if leaf_days == 0 || leaf_days > ca_days {
+        r.error(
+            "pki.leafValidityDays",
+            format!("must be between 1 and the CA validity ({ca_days} days), found {leaf_days}"),
+            None,
+        );
+    }
+    for (field, v) in [
+        ("lab.vcpus", hs.lab.vcpus),
+        ("lab.memoryMiB", hs.lab.memory_mib),
+        ("lab.diskGiB", hs.lab.disk_gib),
+    ] {
+        if v == Some(0) {
+            r.error(field, "must be greater than 0", None);
+        }
+    }
+    Settings {
+        api_vip,
+        ingress_vip,
+        helper_ip,
+        helper_ip_text: helper_ip.map(|i| i.to_string()).unwrap_or_default(),
+        collector_address,
+        collector_port: hs.collector.port.unwrap_or(9443),
+        pki: PkiSettings {
+            key_algorithm,
+            ca_validity_days: ca_days,
+            leaf_validity_days: leaf_days,
+        },
+    }
+}

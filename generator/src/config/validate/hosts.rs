@@ -1,0 +1,369 @@
+//! agent-config.yaml: the rendezvous IP and each host (hostname, role, interfaces, its one static
+//! IPv4 address, gateway and DNS), then the cross-host rules (unique names, MACs and IPs; the
+//! replica counts of install-config).
+
+use super::{join, Networks, Settings};
+use crate::cluster::*;
+use crate::config::agent_config::{AgentConfig, Host};
+use crate::config::diag::Reporter;
+use crate::config::install_config::InstallConfig;
+use crate::config::rules;
+use ipnet::IpNet;
+use std::collections::HashMap;
+use std::net::IpAddr;
+
+pub(super) fn agent_config(ac: &AgentConfig, ic: &InstallConfig, nets: &Networks, s: &Settings, r: &mut Reporter) -> Vec<Node> {
+    if ac.api_version != "v1beta1" && ac.api_version != "v1alpha1" {
+        r.error(
+            "apiVersion",
+            format!("expected apiVersion \"v1beta1\", found {:?}", ac.api_version),
+            None,
+        );
+    }
+    if ac.kind != "AgentConfig" {
+        r.error("kind", format!("expected kind \"AgentConfig\", found {:?}", ac.kind), None);
+    }
+    if ac.hosts.is_empty() {
+        r.error("hosts", "no hosts: hardshift needs every node with its MAC and static IP", None);
+    }
+    let mut nodes = Vec::new();
+    let mut seen_name: HashMap<String, usize> = HashMap::new();
+    let mut seen_mac: HashMap<String, String> = HashMap::new();
+    let mut seen_ip: HashMap<IpAddr, usize> = HashMap::new();
+    for (i, h) in ac.hosts.iter().enumerate() {
+        let p = format!("hosts[{i}]");
+        // Uniqueness is checked on the raw hosts, so it is reported even when a host has other errors.
+        if !h.hostname.is_empty() {
+            if let Some(prev) = seen_name.insert(h.hostname.clone(), i) {
+                r.error(
+                    &format!("{p}.hostname"),
+                    format!("hostname {:?} is already used by hosts[{prev}]", h.hostname),
+                    None,
+                );
+            }
+        }
+        for (j, iface) in h.interfaces.iter().enumerate() {
+            let mac = iface.mac_address.to_ascii_lowercase();
+            let here = format!("{p}.interfaces[{j}].macAddress");
+            if mac.is_empty() {
+                continue;
+            }
+            if let Some(prev) = seen_mac.insert(mac.clone(), here.clone()) {
+                r.error(
+                    &here,
+                    format!("MAC {mac} is already used by {prev}"),
+                    Some("every interface needs its own MAC".into()),
+                );
+            }
+        }
+        if let Some(node) = host(h, &p, nets, s, r) {
+            if let Some(prev) = seen_ip.insert(node.ip, i) {
+                r.error(
+                    &format!("{p}.networkConfig"),
+                    format!("IP {} is already used by hosts[{prev}]", node.ip),
+                    None,
+                );
+            }
+            nodes.push(node);
+        }
+    }
+
+    let count = |role| nodes.iter().filter(|n| n.role == role).count();
+    let bootstraps = count(Role::Bootstrap);
+    if !ac.hosts.is_empty() && bootstraps != 1 && nodes.len() == ac.hosts.len() {
+        r.error(
+            "hosts",
+            format!("exactly one host must have `role: bootstrap`, found {bootstraps}"),
+            Some("add the bootstrap host (a hardshift extension to agent-config) or remove the extra ones".into()),
+        );
+    }
+    let cp = ic.control_plane.as_ref().and_then(|c| c.replicas);
+    if let Some(cp) = cp {
+        let masters = count(Role::Master);
+        if masters as i64 != cp && nodes.len() == ac.hosts.len() {
+            r.error(
+                "hosts",
+                format!("{masters} hosts have `role: master` but install-config controlPlane.replicas is {cp}"),
+                None,
+            );
+        }
+    }
+    let want_workers = ic.compute.first().and_then(|c| c.replicas).unwrap_or(0);
+    let workers = count(Role::Worker);
+    if workers as i64 != want_workers && nodes.len() == ac.hosts.len() {
+        r.error(
+            "hosts",
+            format!("{workers} hosts have `role: worker` but install-config compute[0].replicas is {want_workers}"),
+            None,
+        );
+    }
+    if let Some(rv) = &ac.rendezvous_ip {
+        match rv.parse::<IpAddr>() {
+            Ok(ip) if !nodes.iter().any(|n| n.ip == ip && n.role != Role::Worker) => r.error(
+                "rendezvousIP",
+                format!("rendezvousIP {ip} is not the address of a master or the bootstrap host"),
+                None,
+            ),
+            Ok(_) => {}
+            Err(_) => r.error("rendezvousIP", format!("{rv:?} is not an IP address"), None),
+        }
+    }
+    // Bootstrap first, then masters, then workers; agent-config order within a role.
+    let mut counters: HashMap<Role, usize> = HashMap::new();
+    for n in nodes.iter_mut() {
+        let c = counters.entry(n.role).or_insert(0);
+        n.index = *c;
+        *c += 1;
+    }
+    nodes.sort_by_key(|n| (n.role, n.index));
+    nodes
+}
+
+/// One host: each part checked on its own, every problem reported; a `Node` only when none was.
+fn host(h: &Host, p: &str, nets: &Networks, s: &Settings, r: &mut Reporter) -> Option<Node> {
+    let before = r.out.len();
+    hostname(h, p, r);
+    let role = role(h, p, r);
+    interfaces(h, p, r);
+    let v4 = static_ipv4(h, p, nets, s, r)?;
+    let ncp = format!("{p}.networkConfig");
+    let gateway = gateway(h, &ncp, v4.ip, v4.prefix, r);
+    let dns = dns(h, &ncp, r);
+    if r.out.len() != before {
+        return None;
+    }
+    Some(Node {
+        hostname: h.hostname.clone(),
+        role: role?,
+        index: 0,
+        interface: v4.interface,
+        mac: v4.mac?,
+        ip: v4.ip?,
+        prefix: v4.prefix,
+        gateway,
+        dns,
+        root_device: h
+            .root_device_hints
+            .as_ref()
+            .and_then(|r| r.get("deviceName"))
+            .and_then(|v| v.as_str())
+            .map(String::from),
+    })
+}
+
+fn hostname(h: &Host, p: &str, r: &mut Reporter) {
+    if h.hostname.is_empty() {
+        r.error(&format!("{p}.hostname"), "hostname is required", None);
+    } else if let Err(e) = rules::dns1123_subdomain(&h.hostname) {
+        r.error(
+            &format!("{p}.hostname"),
+            format!("{:?} is not a valid hostname: {e}", h.hostname),
+            None,
+        );
+    }
+}
+
+fn role(h: &Host, p: &str, r: &mut Reporter) -> Option<Role> {
+    match h.role.as_str() {
+        "bootstrap" => Some(Role::Bootstrap),
+        "master" => Some(Role::Master),
+        "worker" => Some(Role::Worker),
+        "" => {
+            r.error(
+                &format!("{p}.role"),
+                "role is required",
+                Some("use master, worker or bootstrap".into()),
+            );
+            None
+        }
+        other => {
+            r.error(
+                &format!("{p}.role"),
+                format!("role must be master, worker or bootstrap, found {other:?}"),
+                None,
+            );
+            None
+        }
+    }
+}
+
+fn interfaces(h: &Host, p: &str, r: &mut Reporter) {
+    if h.interfaces.is_empty() {
+        r.error(
+            &format!("{p}.interfaces"),
+            "at least one interface with its macAddress is required",
+            None,
+        );
+    }
+    for (j, iface) in h.interfaces.iter().enumerate() {
+        if iface.name.is_empty() {
+            r.error(&format!("{p}.interfaces[{j}].name"), "interface name is required", None);
+        }
+        if iface.mac_address.is_empty() {
+            r.error(&format!("{p}.interfaces[{j}].macAddress"), "macAddress is required", None);
+        } else if let Err(e) = rules::unicast_mac(&iface.mac_address) {
+            r.error(&format!("{p}.interfaces[{j}].macAddress"), e, None);
+        }
+    }
+}
+
+/// The node's one static IPv4 address, its interface and that interface's MAC.
+struct StaticIpv4 {
+    interface: String,
+    mac: Option<String>,
+    ip: Option<IpAddr>,
+    prefix: u8,
+}
+
+/// The static IPv4 setup: the one nmstate interface with an address, matched to hardware by
+/// name, inside a machine network and not one of the lab's own addresses.
+fn static_ipv4(h: &Host, p: &str, nets: &Networks, s: &Settings, r: &mut Reporter) -> Option<StaticIpv4> {
+    let nc = &h.network_config;
+    let with_addr: Vec<(usize, &crate::config::agent_config::NmInterface)> = nc
+        .interfaces
+        .iter()
+        .enumerate()
+        .filter(|(_, i)| i.ipv4.as_ref().is_some_and(|v| v.enabled && !v.address.is_empty()))
+        .collect();
+    let ncp = format!("{p}.networkConfig");
+    let (iface_idx, nm) = match with_addr.as_slice() {
+        [] => {
+            r.error(
+                &format!("{ncp}.interfaces"),
+                "no interface with a static IPv4 address",
+                Some("add `ipv4: {enabled: true, dhcp: false, address: [{ip: ..., prefix-length: 24}]}` to the interface".into()),
+            );
+            return None;
+        }
+        [one] => *one,
+        _ => {
+            r.error(
+                &format!("{ncp}.interfaces"),
+                "more than one interface has a static IPv4 address; hardshift needs exactly one node IP",
+                None,
+            );
+            return None;
+        }
+    };
+    let ip_path = format!("{ncp}.interfaces[{iface_idx}].ipv4.address[0].ip");
+    let v4 = nm.ipv4.as_ref()?;
+    if v4.dhcp {
+        r.error(
+            &format!("{ncp}.interfaces[{iface_idx}].ipv4.dhcp"),
+            "dhcp must be false when a static address is given",
+            None,
+        );
+    }
+    // The agent installer maps nmstate interfaces to hardware by name through `interfaces`.
+    let listed = h
+        .interfaces
+        .iter()
+        .find(|i| i.name == nm.name)
+        .map(|i| i.mac_address.to_ascii_lowercase());
+    let nm_path = format!("{ncp}.interfaces[{iface_idx}]");
+    match (&listed, &nm.mac_address) {
+        (None, _) => r.error(
+            &format!("{nm_path}.name"),
+            format!("interface {:?} is not listed in {p}.interfaces, so its MAC is unknown", nm.name),
+            Some("every networkConfig interface must match an entry of `interfaces` by name".into()),
+        ),
+        (Some(l), Some(m)) if !m.eq_ignore_ascii_case(l) => r.error(
+            &format!("{nm_path}.mac-address"),
+            format!(
+                "mac-address {m} differs from the macAddress {l} listed for {:?} in {p}.interfaces",
+                nm.name
+            ),
+            None,
+        ),
+        _ => {}
+    }
+    let addr = &v4.address[0];
+    let ip: Option<IpAddr> = match addr.ip.parse::<IpAddr>() {
+        Ok(ip) => Some(ip),
+        Err(_) => {
+            r.error(&ip_path, format!("{:?} is not an IP address", addr.ip), None);
+            None
+        }
+    };
+    if let Some(ip) = ip {
+        let net = nets.machine.iter().find(|n| n.contains(&ip));
+        match net {
+            None if !nets.machine.is_empty() => r.error(
+                &ip_path,
+                format!("{ip} is not inside a machine network ({})", join(&nets.machine)),
+                Some("fix the address or add its network to install-config networking.machineNetwork".into()),
+            ),
+            Some(n) if n.prefix_len() != addr.prefix_length => r.error(
+                &format!("{ncp}.interfaces[{iface_idx}].ipv4.address[0].prefix-length"),
+                format!("prefix-length {} differs from the machine network {n}", addr.prefix_length),
+                None,
+            ),
+            _ => {}
+        }
+        for (what, vip) in [("API VIP", s.api_vip), ("ingress VIP", s.ingress_vip), ("helper", s.helper_ip)] {
+            if vip == Some(ip) {
+                r.error(
+                    &ip_path,
+                    format!("{ip} is the {what}; a node needs its own address"),
+                    Some("set loadBalancer/helper in hardshift.yaml or pick another node IP".into()),
+                );
+            }
+        }
+    }
+    Some(StaticIpv4 {
+        interface: nm.name.clone(),
+        mac: listed,
+        ip,
+        prefix: addr.prefix_length,
+    })
+}
+
+/// The default route's next hop, which must be on the node's own subnet.
+fn gateway(h: &Host, ncp: &str, ip: Option<IpAddr>, prefix: u8, r: &mut Reporter) -> Option<IpAddr> {
+    let mut gateway = None;
+    if let Some(routes) = &h.network_config.routes {
+        for (k, route) in routes.config.iter().enumerate() {
+            if route.destination == "0.0.0.0/0" || route.destination == "::/0" {
+                match route.next_hop_address.parse::<IpAddr>() {
+                    Ok(gw) => gateway = Some(gw),
+                    Err(_) => r.error(
+                        &format!("{ncp}.routes.config[{k}].next-hop-address"),
+                        format!("{:?} is not an IP address", route.next_hop_address),
+                        None,
+                    ),
+                }
+            }
+        }
+    }
+    if let (Some(gw), Some(ip)) = (gateway, ip) {
+        let subnet = IpNet::new(ip, prefix).map(|n| n.trunc()).ok();
+        if subnet.is_some_and(|n| !n.contains(&gw)) {
+            r.error(
+                &format!("{ncp}.routes"),
+                format!(
+                    "gateway {gw} is not on the node's subnet {}",
+                    subnet.map(|n| n.to_string()).unwrap_or_default()
+                ),
+                None,
+            );
+        }
+    }
+    gateway
+}
+
+fn dns(h: &Host, ncp: &str, r: &mut Reporter) -> Vec<IpAddr> {
+    let mut dns = Vec::new();
+    if let Some(cfg) = h.network_config.dns_resolver.as_ref().and_then(|d| d.config.as_ref()) {
+        for (k, sv) in cfg.server.iter().enumerate() {
+            match sv.parse::<IpAddr>() {
+                Ok(a) => dns.push(a),
+                Err(_) => r.error(
+                    &format!("{ncp}.dns-resolver.config.server[{k}]"),
+                    format!("{sv:?} is not an IP address"),
+                    None,
+                ),
+            }
+        }
+    }
+    dns
+}

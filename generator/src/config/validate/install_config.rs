@@ -1,0 +1,306 @@
+//! install-config.yaml: its version, platform, replicas and networks (each valid, none
+//! overlapping another, none inside OVN-Kubernetes' own subnets).
+
+use super::Networks;
+use crate::cluster::*;
+use crate::config::diag::Reporter;
+use crate::config::install_config::InstallConfig;
+use crate::config::rules;
+use ipnet::IpNet;
+
+const OVN_RESERVED: &[&str] = &["100.64.0.0/16", "100.88.0.0/16"];
+
+pub(super) fn install_config(ic: &InstallConfig, r: &mut Reporter) -> Networks {
+    if ic.api_version != "v1" {
+        r.error(
+            "apiVersion",
+            format!("install-config version must be \"v1\", found {:?}", ic.api_version),
+            Some("set `apiVersion: v1`".into()),
+        );
+    }
+    if ic.base_domain.is_empty() {
+        r.error(
+            "baseDomain",
+            "baseDomain is required",
+            Some("e.g. `baseDomain: example.com`".into()),
+        );
+    } else if let Err(e) = rules::dns1123_subdomain(&ic.base_domain) {
+        r.error("baseDomain", format!("{:?} is not a valid domain: {e}", ic.base_domain), None);
+    }
+    let name = &ic.metadata.name;
+    if name.is_empty() {
+        r.error(
+            "metadata.name",
+            "the cluster name is required",
+            Some("e.g. `metadata: {name: ocp4}`".into()),
+        );
+    } else if name.len() > 54 {
+        r.error(
+            "metadata.name",
+            format!("cluster name must be at most 54 characters, is {}", name.len()),
+            None,
+        );
+    } else if let Err(e) = rules::dns1123_label(name) {
+        r.error("metadata.name", format!("{name:?} is not a valid DNS-1123 label: {e}"), None);
+    }
+
+    let nets = networks(ic, r);
+    platform(ic, r);
+    replicas(ic, r);
+
+    if ic.pull_secret.trim().is_empty() {
+        r.error(
+            "pullSecret",
+            "pullSecret is required",
+            Some("paste the pull secret JSON, or `{\"auths\":{}}` for a mirror without auth".into()),
+        );
+    } else if let Err(e) = rules::pull_secret(&ic.pull_secret) {
+        // Never echo the secret itself.
+        r.error(
+            "pullSecret",
+            format!("invalid pull secret: {e}"),
+            Some("it must be JSON like {\"auths\":{\"registry:5000\":{\"auth\":\"...\"}}}".into()),
+        );
+    }
+    for (i, line) in ic.ssh_key.lines().map(str::trim).filter(|l| !l.is_empty()).enumerate() {
+        if let Err(e) = rules::ssh_public_key(line) {
+            r.error("sshKey", format!("ssh key {} does not parse: {e}", i + 1), None);
+        }
+    }
+    if !ic.additional_trust_bundle.trim().is_empty() {
+        if let Err(e) = rules::pem_certificates(&ic.additional_trust_bundle) {
+            r.error("additionalTrustBundle", format!("additionalTrustBundle {e}"), None);
+        }
+    }
+    let (key, sources) = if ic.image_digest_sources.is_empty() {
+        ("imageContentSources", &ic.image_content_sources)
+    } else {
+        ("imageDigestSources", &ic.image_digest_sources)
+    };
+    if !ic.image_digest_sources.is_empty() && !ic.image_content_sources.is_empty() {
+        r.error(
+            "imageContentSources",
+            "cannot set both imageContentSources and imageDigestSources",
+            Some("keep imageDigestSources (imageContentSources is deprecated)".into()),
+        );
+    }
+    for (i, s) in sources.iter().enumerate() {
+        if s.source.trim().is_empty() {
+            r.error(&format!("{key}[{i}].source"), "source is required", None);
+        }
+        if s.mirrors.is_empty() {
+            r.error(&format!("{key}[{i}].mirrors"), "at least one mirror is required", None);
+        }
+    }
+    if let Some(p) = &ic.proxy {
+        for (field, v) in [("httpProxy", &p.http_proxy), ("httpsProxy", &p.https_proxy)] {
+            if !v.is_empty() {
+                if let Err(e) = rules::proxy_url(v) {
+                    r.error(&format!("proxy.{field}"), e, None);
+                }
+            }
+        }
+    }
+    nets
+}
+
+fn networks(ic: &InstallConfig, r: &mut Reporter) -> Networks {
+    let n = &ic.networking;
+    let mut nets = Networks::default();
+    let network_type = n.network_type.as_deref().unwrap_or("OVNKubernetes");
+    if !matches!(network_type, "OVNKubernetes" | "OpenShiftSDN") {
+        r.error(
+            "networking.networkType",
+            format!("unsupported networkType {network_type:?}"),
+            Some("use OVNKubernetes".into()),
+        );
+    }
+    if n.machine_network.is_empty() {
+        r.error(
+            "networking.machineNetwork",
+            "at least one machineNetwork is required",
+            Some("e.g. `machineNetwork: [{cidr: 192.168.126.0/24}]`".into()),
+        );
+    }
+    // (path, net) of every parsed CIDR, for the overlap checks.
+    let mut all: Vec<(String, IpNet)> = Vec::new();
+    for (i, m) in n.machine_network.iter().enumerate() {
+        let path = format!("networking.machineNetwork[{i}].cidr");
+        match rules::cidr(&m.cidr) {
+            Ok(net) => {
+                nets.machine.push(net);
+                all.push((path, net));
+            }
+            Err(e) => r.error(&path, e, None),
+        }
+    }
+    if n.cluster_network.is_empty() {
+        r.error(
+            "networking.clusterNetwork",
+            "at least one clusterNetwork is required",
+            Some("e.g. `clusterNetwork: [{cidr: 10.128.0.0/14, hostPrefix: 23}]`".into()),
+        );
+    }
+    for (i, c) in n.cluster_network.iter().enumerate() {
+        let path = format!("networking.clusterNetwork[{i}]");
+        let net = match rules::cidr(&c.cidr) {
+            Ok(net) => net,
+            Err(e) => {
+                r.error(&format!("{path}.cidr"), e, None);
+                continue;
+            }
+        };
+        all.push((format!("{path}.cidr"), net));
+        let max = if net.addr().is_ipv4() { 30 } else { 128 };
+        match c.host_prefix {
+            None => r.error(
+                &format!("{path}.hostPrefix"),
+                "hostPrefix is required",
+                Some("e.g. `hostPrefix: 23` (a /23 per node)".into()),
+            ),
+            Some(hp) if hp < i64::from(net.prefix_len()) || hp > max => r.error(
+                &format!("{path}.hostPrefix"),
+                format!(
+                    "cluster network host subnetwork prefix {hp} must be between the CIDR's /{} and {max}",
+                    net.prefix_len()
+                ),
+                None,
+            ),
+            Some(hp) => nets.cluster.push(ClusterNetwork {
+                cidr: net,
+                host_prefix: hp as u8,
+            }),
+        }
+    }
+    match n.service_network.len() {
+        0 => r.error(
+            "networking.serviceNetwork",
+            "a serviceNetwork is required",
+            Some("e.g. `serviceNetwork: [172.30.0.0/16]`".into()),
+        ),
+        1 => {}
+        _ => r.error(
+            "networking.serviceNetwork",
+            "only one serviceNetwork is supported for a single-stack cluster",
+            None,
+        ),
+    }
+    for (i, s) in n.service_network.iter().enumerate() {
+        let path = format!("networking.serviceNetwork[{i}]");
+        match rules::cidr(s) {
+            Ok(net) => {
+                let (min, max) = if net.addr().is_ipv4() { (12, 28) } else { (108, 124) };
+                if net.prefix_len() < min {
+                    r.error(
+                        &path,
+                        format!("service network {net} is too large: kube-apiserver accepts at most a /{min}"),
+                        None,
+                    );
+                } else if net.prefix_len() > max {
+                    r.error(
+                        &path,
+                        format!("service network {net} is too small: at least a /{max} is needed"),
+                        None,
+                    );
+                }
+                nets.service.push(net);
+                all.push((path, net));
+            }
+            Err(e) => r.error(&path, e, None),
+        }
+    }
+    for (i, (pa, a)) in all.iter().enumerate() {
+        for (pb, b) in &all[i + 1..] {
+            if rules::overlaps(a, b) {
+                r.error(
+                    pb,
+                    format!("invalid network: {b} overlaps with {a} ({pa})"),
+                    Some("machine, cluster and service networks must be disjoint".into()),
+                );
+            }
+        }
+        if network_type == "OVNKubernetes" {
+            for reserved in OVN_RESERVED {
+                let res: IpNet = reserved.parse().expect("constant");
+                if rules::overlaps(a, &res) {
+                    r.error(
+                        pa,
+                        format!("{a} overlaps with {res}, which OVNKubernetes reserves for itself"),
+                        None,
+                    );
+                }
+            }
+        }
+    }
+    nets
+}
+
+fn platform(ic: &InstallConfig, r: &mut Reporter) {
+    let keys: Vec<&String> = ic.platform.keys().collect();
+    match keys.as_slice() {
+        [] => r.error("platform", "a platform is required", Some("set `platform: {none: {}}`".into())),
+        [one] if one.as_str() == "none" || one.as_str() == "baremetal" => {}
+        [one] => r.error(
+            &format!("platform.{one}"),
+            format!("platform {one:?} is not user-provisioned bare metal"),
+            Some("hardshift builds platform `none` clusters: set `platform: {none: {}}`".into()),
+        ),
+        _ => r.error(
+            "platform",
+            format!(
+                "must specify exactly one platform, found {}",
+                keys.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(", ")
+            ),
+            None,
+        ),
+    }
+}
+
+fn replicas(ic: &InstallConfig, r: &mut Reporter) {
+    match &ic.control_plane {
+        None => r.error(
+            "controlPlane",
+            "controlPlane is required",
+            Some("e.g. `controlPlane: {name: master, replicas: 3}`".into()),
+        ),
+        Some(cp) => {
+            if cp.name != "master" {
+                r.error(
+                    "controlPlane.name",
+                    format!("the control plane pool must be named \"master\", found {:?}", cp.name),
+                    None,
+                );
+            }
+            match cp.replicas {
+                Some(1 | 3 | 4 | 5) => {}
+                Some(n) => r.error(
+                    "controlPlane.replicas",
+                    format!("control plane replicas must be 1, 3, 4 or 5, found {n}"),
+                    None,
+                ),
+                None => r.error("controlPlane.replicas", "replicas is required", None),
+            }
+        }
+    }
+    for (i, pool) in ic.compute.iter().enumerate() {
+        if pool.name != "worker" {
+            r.error(
+                &format!("compute[{i}].name"),
+                format!("compute pools must be named \"worker\", found {:?}", pool.name),
+                None,
+            );
+        }
+        if let Some(n) = pool.replicas {
+            if n < 0 {
+                r.error(
+                    &format!("compute[{i}].replicas"),
+                    format!("replicas must not be negative, found {n}"),
+                    None,
+                );
+            }
+        }
+    }
+    if ic.compute.len() > 1 {
+        r.error("compute", "only one compute pool (worker) is supported", None);
+    }
+}

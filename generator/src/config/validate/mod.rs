@@ -1,0 +1,131 @@
+//! The installer's rules for install-config, the agent installer's for agent-config, and the
+//! cross-file rules of a lab (unique MACs/IPs, nodes inside the machine network, replicas), one
+//! file per input: `install_config` (with its networks), `hardshift` (hardshift.yaml), `hosts`
+//! (agent-config's hosts). Each reports into the `Reporter` of its file; `validate` builds the
+//! `Cluster` only when none reported anything.
+
+mod hardshift;
+mod hosts;
+mod install_config;
+
+use super::agent_config::AgentConfig;
+use super::diag::{Diagnostic, Reporter};
+use super::hardshift_config::HardshiftConfig;
+use super::install_config::InstallConfig;
+use super::yaml::Doc;
+use super::{Overrides, AGENT_CONFIG, HARDSHIFT_CONFIG, INSTALL_CONFIG};
+use crate::cluster::*;
+use ipnet::IpNet;
+use std::net::IpAddr;
+
+pub(super) fn validate(
+    (ic_doc, ic): &(Doc, InstallConfig),
+    (ac_doc, ac): &(Doc, AgentConfig),
+    (hs_doc, hs): &(Doc, HardshiftConfig),
+    release: Option<crate::release::Release>,
+    overrides: &Overrides,
+    out: &mut Vec<Diagnostic>,
+) -> Option<Cluster> {
+    let mut ir = Reporter {
+        file: INSTALL_CONFIG,
+        doc: ic_doc,
+        out,
+    };
+    let nets = install_config::install_config(ic, &mut ir);
+    let mut hr = Reporter {
+        file: HARDSHIFT_CONFIG,
+        doc: hs_doc,
+        out: ir.out,
+    };
+    let settings = hardshift::hardshift(hs, ic, &nets, overrides, &mut hr);
+    let mut ar = Reporter {
+        file: AGENT_CONFIG,
+        doc: ac_doc,
+        out: hr.out,
+    };
+    let nodes = hosts::agent_config(ac, ic, &nets, &settings, &mut ar);
+    let out = ar.out;
+    // The release's own problems are already in `out`.
+    let release = release?;
+    if !out.is_empty() {
+        return None;
+    }
+
+    let mut raw = ic_doc.value.clone();
+    if let Some(m) = raw.as_object_mut() {
+        m.remove("pullSecret");
+    }
+    let mirrors = if ic.image_digest_sources.is_empty() {
+        &ic.image_content_sources
+    } else {
+        &ic.image_digest_sources
+    };
+    Some(Cluster {
+        name: ic.metadata.name.clone(),
+        base_domain: ic.base_domain.clone(),
+        network_type: ic.networking.network_type.clone().unwrap_or_else(|| "OVNKubernetes".into()),
+        machine_networks: nets.machine,
+        cluster_networks: nets.cluster,
+        service_networks: nets.service,
+        api_vip: settings.api_vip?,
+        ingress_vip: settings.ingress_vip?,
+        helper_ip: settings.helper_ip?,
+        collector_address: settings.collector_address,
+        collector_port: settings.collector_port,
+        collector_extra_sans: hs.collector.extra_sans.clone(),
+        nodes,
+        pull_secret: ic.pull_secret.clone(),
+        ssh_keys: ic
+            .ssh_key
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(String::from)
+            .collect(),
+        additional_trust_bundle: ic.additional_trust_bundle.clone(),
+        mirrors: mirrors
+            .iter()
+            .map(|m| Mirror {
+                source: m.source.clone(),
+                mirrors: m.mirrors.clone(),
+            })
+            .collect(),
+        proxy: ic.proxy.clone(),
+        fips: ic.fips,
+        pki: settings.pki,
+        lab: LabSettings {
+            install_device: hs.lab.install_device.clone().unwrap_or_else(|| "/dev/vda".into()),
+            vcpus: hs.lab.vcpus.unwrap_or(4),
+            memory_mib: hs.lab.memory_mib.unwrap_or(16384),
+            disk_gib: hs.lab.disk_gib.unwrap_or(100),
+            http_base_url: hs
+                .lab
+                .http_base_url
+                .clone()
+                .unwrap_or_else(|| format!("http://{}:8080", settings.helper_ip_text)),
+        },
+        install_config: raw,
+        release,
+    })
+}
+
+#[derive(Default)]
+struct Networks {
+    pub(super) machine: Vec<IpNet>,
+    pub(super) cluster: Vec<ClusterNetwork>,
+    pub(super) service: Vec<IpNet>,
+}
+
+struct Settings {
+    pub(super) api_vip: Option<IpAddr>,
+    pub(super) ingress_vip: Option<IpAddr>,
+    pub(super) helper_ip: Option<IpAddr>,
+    pub(super) helper_ip_text: String,
+    pub(super) collector_address: String,
+    pub(super) collector_port: u16,
+    pub(super) pki: PkiSettings,
+}
+
+pub(super) fn join(nets: &[IpNet]) -> String {
+    nets.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(", ")
+}
