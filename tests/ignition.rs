@@ -475,12 +475,18 @@ fn field_notes_lessons() {
 
     // Air gap: registries.conf by digest, and the IDMS.
     let reg = file_text(&load(d.path(), "worker-0"), "/etc/containers/registries.conf");
-    assert!(
-        reg.contains("location = \"quay.io/openshift-release-dev/ocp-release\"\n  mirror-by-digest-only = true"),
+    let conf: toml::Table = reg.parse().unwrap_or_else(|e| panic!("registries.conf is not TOML: {e}\n{reg}"));
+    let first = &conf["registry"].as_array().unwrap()[0];
+    assert_eq!(
+        first["location"].as_str(),
+        Some("quay.io/openshift-release-dev/ocp-release"),
         "{reg}"
     );
-    assert!(
-        reg.contains("location = \"registry.ocp4.example.com:5000/ocp4/openshift4\""),
+    assert_eq!(first["prefix"].as_str(), Some(""), "{reg}");
+    assert_eq!(first["mirror-by-digest-only"].as_bool(), Some(true), "{reg}");
+    assert_eq!(
+        first["mirror"].as_array().unwrap()[0]["location"].as_str(),
+        Some("registry.ocp4.example.com:5000/ocp4/openshift4"),
         "{reg}"
     );
     let idms = &m("09-image-digest-mirror-set.yaml")[0];

@@ -10,22 +10,13 @@ use hardshift_proto::etcd::kv_client::KvClient;
 use hardshift_proto::etcd::maintenance_client::MaintenanceClient;
 use hardshift_proto::etcd::{AlarmMember, AlarmRequest, AlarmType, Member, MemberListRequest, RangeRequest, StatusRequest, StatusResponse};
 use hardshift_proto::v1::{ComponentState, Health};
-use serde::Deserialize;
 use std::collections::HashMap;
 use std::time::Duration;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 
 const TIMEOUT: Duration = Duration::from_secs(3);
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct EtcdConfig {
-    /// `host:port` of the local member's client URL.
-    pub endpoint: String,
-    pub ca: std::path::PathBuf,
-    pub cert: std::path::PathBuf,
-    pub key: std::path::PathBuf,
-}
+pub use hardshift_agent_config::EtcdConfig;
 
 /// What one probe read from the member; each part may have failed on its own.
 #[derive(Debug, Clone)]

@@ -9,30 +9,7 @@ use std::net::IpAddr;
 use std::path::Path;
 use std::time::Duration;
 
-/// One name the node must resolve, and the addresses the bundle's zone gives it.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct DnsCheck {
-    pub name: String,
-    pub expect: Vec<IpAddr>,
-}
-
-/// A TCP endpoint the node must reach: the API through the load balancer (`via = "lb"`), or one
-/// API server directly (`via = "backend"`), to tell a load balancer problem from a down API.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Endpoint {
-    pub name: String,
-    pub addr: String,
-    pub via: Via,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Via {
-    Lb,
-    Backend,
-}
+pub use hardshift_agent_config::{DnsCheck, Endpoint, Via};
 
 #[derive(Debug, Default, Deserialize)]
 struct Progress {

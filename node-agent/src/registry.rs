@@ -4,37 +4,11 @@
 
 use hardshift_proto::v1::{ComponentState, Health};
 use hardshift_registry::{auth::Auths, check, client::Client, mirror::DigestSource, reference::Reference};
-use serde::Deserialize;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RegistryConfig {
-    /// The node's pull secret (CRI-O's: /var/lib/kubelet/config.json).
-    pub pull_secret: PathBuf,
-    /// Extra roots (install-config's additionalTrustBundle, as laid on the node); optional.
-    #[serde(default)]
-    pub trust: Option<PathBuf>,
-    pub images: Vec<String>,
-    #[serde(default)]
-    pub mirror: Vec<Mirror>,
-    /// How often to look, in seconds.
-    #[serde(default = "default_every")]
-    pub every_s: u64,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Mirror {
-    pub source: String,
-    pub mirrors: Vec<String>,
-}
-
-fn default_every() -> u64 {
-    600
-}
+pub use hardshift_agent_config::RegistryConfig;
 
 fn state(health: Health, state: String, reason: String, details: HashMap<String, String>) -> ComponentState {
     ComponentState {

@@ -1,0 +1,369 @@
+//! `/etc/hardshift/agent.toml`, then `/etc/hardshift/agent.d/*.toml` in name order: one type,
+//! written by the generator (`render`) and read by the agent (`load`, `parse`), so the two can
+//! never disagree on a key. Drop-ins merge table by table (later keys win).
+
+use serde::{Deserialize, Serialize};
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+/// Where the generator places the config on a node, and where drop-ins go.
+pub const PATH: &str = "/etc/hardshift/agent.toml";
+pub const DROPINS: &str = "/etc/hardshift/agent.d";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentConfig {
+    /// `host:port` of the collector.
+    pub collector: String,
+    /// The name the collector's certificate must carry; default: the host part of `collector`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_name: Option<String>,
+    /// This node's name: what the collector checks against the certificate's CN.
+    pub node: String,
+    #[serde(default)]
+    pub role: String,
+    pub ca: PathBuf,
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    #[serde(default = "default_interval")]
+    pub interval_ms: u64,
+    #[serde(default = "default_capacity")]
+    pub outbox_capacity: usize,
+    #[serde(default = "default_healthz")]
+    pub kubelet_healthz: String,
+    /// `system` (default), `session`, or a D-Bus address.
+    #[serde(default = "default_bus")]
+    pub systemd_bus: String,
+    /// systemd units to watch.
+    #[serde(default = "default_units")]
+    pub units: Vec<String>,
+    /// The CRI socket of the container runtime; "" turns the CRI probe off.
+    #[serde(default = "default_cri")]
+    pub cri_socket: PathBuf,
+    /// The kubelet's client certificate: absent while its CSR waits for approval; "" turns it off.
+    #[serde(default = "default_kubelet_cert")]
+    pub kubelet_cert: PathBuf,
+    /// Where journalctl reads (`--directory`); default: the system journal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journal_directory: Option<PathBuf>,
+    /// Where the last used seq is kept across agent restarts within a boot (tmpfs is enough).
+    #[serde(default = "default_state_dir")]
+    pub state_dir: PathBuf,
+    /// bootkube.sh's progress record (the bootstrap only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bootkube_progress: Option<PathBuf>,
+    /// etcd's data directory, for a bounded fdatasync probe at start and every hour.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub etcd_disk: Option<PathBuf>,
+    /// Names this node must resolve, with the addresses the bundle's zones give them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dns: Vec<DnsCheck>,
+    /// The API through the load balancer and each API server directly.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub endpoint: Vec<Endpoint>,
+    /// Whether this node can pull its first images through the mirrors (every `every_s`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registry: Option<RegistryConfig>,
+    /// The local etcd member (bootstrap and masters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub etcd: Option<EtcdConfig>,
+}
+
+/// One name the node must resolve, and the addresses the bundle's zone gives it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DnsCheck {
+    pub name: String,
+    pub expect: Vec<IpAddr>,
+}
+
+/// A TCP endpoint the node must reach: the API through the load balancer (`via = "lb"`), or one
+/// API server directly (`via = "backend"`), to tell a load balancer problem from a down API.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Endpoint {
+    pub name: String,
+    pub addr: String,
+    pub via: Via,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Via {
+    Lb,
+    Backend,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegistryConfig {
+    /// The node's pull secret (CRI-O's: /var/lib/kubelet/config.json).
+    pub pull_secret: PathBuf,
+    /// Extra roots (install-config's additionalTrustBundle, as laid on the node); optional.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trust: Option<PathBuf>,
+    pub images: Vec<String>,
+    /// How often to look, in seconds.
+    #[serde(default = "default_every")]
+    pub every_s: u64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mirror: Vec<RegistryMirror>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegistryMirror {
+    pub source: String,
+    pub mirrors: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EtcdConfig {
+    /// `host:port` of the local member's client URL.
+    pub endpoint: String,
+    pub ca: PathBuf,
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+fn default_state_dir() -> PathBuf {
+    PathBuf::from("/run/hardshift-agent")
+}
+fn default_bus() -> String {
+    "system".into()
+}
+fn default_units() -> Vec<String> {
+    vec!["kubelet.service".into(), "crio.service".into()]
+}
+fn default_cri() -> PathBuf {
+    PathBuf::from("/var/run/crio/crio.sock")
+}
+fn default_kubelet_cert() -> PathBuf {
+    PathBuf::from("/var/lib/kubelet/pki/kubelet-client-current.pem")
+}
+fn default_interval() -> u64 {
+    5000
+}
+fn default_capacity() -> usize {
+    2000
+}
+fn default_healthz() -> String {
+    "127.0.0.1:10248".into()
+}
+fn default_every() -> u64 {
+    600
+}
+
+impl AgentConfig {
+    /// A config with what is required, everything else at the agent's defaults.
+    pub fn new(collector: String, node: String, role: String, ca: PathBuf, cert: PathBuf, key: PathBuf) -> AgentConfig {
+        AgentConfig {
+            collector,
+            server_name: None,
+            node,
+            role,
+            ca,
+            cert,
+            key,
+            interval_ms: default_interval(),
+            outbox_capacity: default_capacity(),
+            kubelet_healthz: default_healthz(),
+            systemd_bus: default_bus(),
+            units: default_units(),
+            cri_socket: default_cri(),
+            kubelet_cert: default_kubelet_cert(),
+            journal_directory: None,
+            state_dir: default_state_dir(),
+            bootkube_progress: None,
+            etcd_disk: None,
+            dns: vec![],
+            endpoint: vec![],
+            registry: None,
+            etcd: None,
+        }
+    }
+
+    /// The host part of `collector`, or `server_name`: what the collector's certificate must name.
+    pub fn server_name(&self) -> String {
+        self.server_name.clone().unwrap_or_else(|| {
+            let host = self.collector.rsplit_once(':').map(|(h, _)| h).unwrap_or(&self.collector);
+            host.trim_start_matches('[').trim_end_matches(']').to_string()
+        })
+    }
+}
+
+impl RegistryConfig {
+    pub fn new(pull_secret: PathBuf, images: Vec<String>) -> RegistryConfig {
+        RegistryConfig {
+            pull_secret,
+            trust: None,
+            images,
+            every_s: default_every(),
+            mirror: vec![],
+        }
+    }
+}
+
+/// The file the generator writes: a header saying where local changes go, then the config.
+pub fn render(c: &AgentConfig) -> Result<String, toml::ser::Error> {
+    Ok(format!(
+        "# Generated by hardshift. Local changes go in {DROPINS}/*.toml (later files win).\n{}",
+        toml::to_string(c)?
+    ))
+}
+
+/// Read the main file and its drop-ins (`agent.d/*.toml` beside it, in name order).
+pub fn load(main: &Path) -> Result<AgentConfig, String> {
+    let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()));
+    let text = read(main)?;
+    let mut dropins = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(main.with_file_name("agent.d")) {
+        let mut files: Vec<PathBuf> = rd
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+            .collect();
+        files.sort();
+        for f in files {
+            dropins.push((f.display().to_string(), read(&f)?));
+        }
+    }
+    parse((&main.display().to_string(), &text), &dropins)
+}
+
+/// The config from the main file's text and its drop-ins' (name, text), later keys winning.
+/// Tables merge key by key, at any depth: a drop-in that sets `[etcd] endpoint` keeps the
+/// main file's `[etcd] ca`. Other values, arrays included, are replaced whole.
+pub fn parse(main: (&str, &str), dropins: &[(String, String)]) -> Result<AgentConfig, String> {
+    let table = |(name, text): (&str, &str)| text.parse::<toml::Table>().map_err(|e| format!("{name}: {e}"));
+    let mut merged = table(main)?;
+    for (name, text) in dropins {
+        merge(&mut merged, table((name, text))?);
+    }
+    toml::Value::Table(merged).try_into().map_err(|e| format!("{}: {e}", main.0))
+}
+
+fn merge(into: &mut toml::Table, from: toml::Table) {
+    for (k, v) in from {
+        match (into.get_mut(&k), v) {
+            (Some(toml::Value::Table(a)), toml::Value::Table(b)) => merge(a, b),
+            (_, v) => {
+                into.insert(k, v);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `render` writes, `parse` reads back as the same value, with every field set.
+    #[test]
+    fn render_then_parse_is_the_identity() {
+        let mut c = AgentConfig::new(
+            "[fd00::1]:9443".into(),
+            "master-0".into(),
+            "master".into(),
+            "/etc/hardshift/agent-ca.crt".into(),
+            "/etc/hardshift/agent.crt".into(),
+            "/etc/hardshift/agent.key".into(),
+        );
+        c.server_name = Some("collector.example.com".into());
+        c.journal_directory = Some("/var/log/journal".into());
+        c.bootkube_progress = Some("/var/lib/hardshift/bootkube.json".into());
+        c.etcd_disk = Some("/var/lib/etcd".into());
+        c.kubelet_cert = "".into();
+        c.dns = vec![DnsCheck {
+            name: "api-int.ocp4.example.com".into(),
+            expect: vec!["192.168.126.10".parse().unwrap(), "fd00::10".parse().unwrap()],
+        }];
+        c.endpoint = vec![Endpoint {
+            name: "api-int:6443".into(),
+            addr: "api-int.ocp4.example.com:6443".into(),
+            via: Via::Lb,
+        }];
+        let mut r = RegistryConfig::new("/var/lib/kubelet/config.json".into(), vec!["quay.io/a@sha256:00".into()]);
+        r.trust = Some("/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt".into());
+        r.mirror = vec![RegistryMirror {
+            source: "quay.io/a".into(),
+            mirrors: vec!["registry.example.com:5000/a".into()],
+        }];
+        c.registry = Some(r);
+        c.etcd = Some(EtcdConfig {
+            endpoint: "127.0.0.1:2379".into(),
+            ca: "/a/ca.crt".into(),
+            cert: "/a/c.crt".into(),
+            key: "/a/c.key".into(),
+        });
+        let text = render(&c).unwrap();
+        assert!(text.starts_with("# Generated by hardshift."), "{text}");
+        assert_eq!(parse(("agent.toml", &text), &[]).unwrap(), c, "{text}");
+        assert_eq!(c.server_name(), "collector.example.com");
+        c.server_name = None;
+        assert_eq!(c.server_name(), "fd00::1");
+        // The minimal config: only what is required, the rest at the defaults.
+        let min = AgentConfig::new("h:1".into(), "n".into(), String::new(), "a".into(), "b".into(), "c".into());
+        assert_eq!(parse(("agent.toml", &render(&min).unwrap()), &[]).unwrap(), min);
+    }
+
+    const MAIN: &str = "collector = \"192.168.126.1:9443\"\nnode = \"master-0\"\nrole = \"master\"\nca = \"/etc/hardshift/agent-ca.crt\"\ncert = \"/etc/hardshift/agent.crt\"\nkey = \"/etc/hardshift/agent.key\"\ninterval_ms = 5000\n";
+
+    #[test]
+    fn dropins_override_and_unknown_keys_are_errors() {
+        let c = parse(("agent.toml", MAIN), &[("10.toml".into(), "interval_ms = 100\n".into())]).unwrap();
+        assert_eq!(c.interval_ms, 100);
+        assert_eq!(c.server_name(), "192.168.126.1");
+        let e = parse(("agent.toml", MAIN), &[("20.toml".into(), "intervall_ms = 1\n".into())]).unwrap_err();
+        assert!(e.contains("unknown field `intervall_ms`"), "{e}");
+    }
+
+    #[test]
+    fn dropins_merge_tables_key_by_key() {
+        let main = format!("{MAIN}units = [\"kubelet.service\"]\n[etcd]\nendpoint = \"https://10.0.0.1:2379\"\nca = \"/etc/etcd/ca.crt\"\ncert = \"/etc/etcd/c.crt\"\nkey = \"/etc/etcd/c.key\"\n");
+        let c = parse(
+            ("agent.toml", &main),
+            &[
+                ("10.toml".into(), "[etcd]\nendpoint = \"https://10.0.0.2:2379\"\n".into()),
+                ("20.toml".into(), "units = [\"crio.service\"]\n".into()),
+            ],
+        )
+        .unwrap();
+        let etcd = c.etcd.expect("etcd kept");
+        assert_eq!(etcd.endpoint, "https://10.0.0.2:2379");
+        assert_eq!(
+            etcd.ca,
+            PathBuf::from("/etc/etcd/ca.crt"),
+            "the drop-in must not lose the main file's ca"
+        );
+        assert_eq!(c.units, ["crio.service"], "arrays are replaced whole");
+    }
+
+    /// Whatever bytes the config files hold, the agent says what is wrong and never panics.
+    #[test]
+    fn fuzz_agent_config() {
+        let tokens: &[&[u8]] = &[
+            b"[etcd]\n",
+            b"endpoint = \"",
+            b"units = [",
+            b"\"\"\"",
+            b"interval_ms = 18446744073709551615\n",
+            b"outbox_capacity = 0\n",
+            b"collector = \"[::1]:9443\"\n",
+            b"= ",
+            b"]]",
+            b"\\u0000",
+            b"inf",
+            b"nan",
+            b"1979-05-27T07:32:00Z",
+        ];
+        hardshift_fuzz::run("agent-config", tokens, |input| {
+            let text = String::from_utf8_lossy(input);
+            if let Ok(c) = parse(("agent.toml", &text), &[]) {
+                let _ = c.server_name();
+            }
+            let _ = parse(("agent.toml", MAIN), &[("10.toml".into(), text.to_string())]);
+        });
+    }
+}
