@@ -17,9 +17,4 @@ pub mod view;
 pub mod web;
 
 /// The collector's clock, unix milliseconds: Ack timestamps, receipt times, "last seen".
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
+pub use hardshift_proto::now_ms;

@@ -24,12 +24,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
+use hardshift_proto::now_ms;
 
 /// One report: every probe, each bounded by its own timeout. `clock` is this node's offset to
 /// the collector's clock when known.

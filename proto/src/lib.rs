@@ -7,6 +7,14 @@
 /// `hardshift gather` asks each node for.
 pub const DEBUG_UNITS: [&str; 5] = ["kubelet", "crio", "bootkube", "release-image", "hardshift-agent"];
 
+/// Unix milliseconds, the unit of every time on the wire (reports, acks, clock offsets).
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
 pub mod v1 {
     tonic::include_proto!("hardshift.agent.v1");
 }

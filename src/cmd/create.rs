@@ -16,22 +16,14 @@ use std::path::PathBuf;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Directory holding install-config.yaml, agent-config.yaml and (optionally) hardshift.yaml.
-    #[arg(long, default_value = ".")]
-    dir: PathBuf,
+    #[command(flatten)]
+    input: super::ClusterArgs,
     /// Key algorithm for new OpenShift keys (existing keys are kept): rsa-2048, rsa-4096, ecdsa-p256.
     #[arg(long, value_parser = parse_alg)]
     key_algorithm: Option<KeyAlgorithm>,
     /// Replace every CA, and so every certificate. Only for a cluster that does not run yet.
     #[arg(long)]
     rotate_ca: bool,
-    /// The release image pullspec (wins over hardshift.yaml `release.image`).
-    #[arg(long)]
-    release_image: Option<String>,
-    /// The release's image references (ImageStream JSON or name=pullspec lines).
-    /// Default: DIR/release/image-references.
-    #[arg(long)]
-    release_refs: Option<PathBuf>,
     /// MCO-rendered base configs to merge into: `master=FILE,worker=FILE` (an Ignition config or
     /// the rendered MachineConfig). Without one, nodes get a self-contained config.
     #[arg(long, value_delimiter = ',', value_parser = parse_base)]
@@ -60,14 +52,14 @@ pub struct Args {
 /// Without DIR/release/image-references (and no --release-refs), the release comes from its
 /// registry, through the mirrors, or from DIR/release/cache. Returns whether a registry answered.
 fn release_from_registry(a: &Args, rt: &tokio::runtime::Runtime) -> Result<Option<super::release::Access>, Failure> {
-    if a.release_refs.is_some() || a.dir.join(config::RELEASE_REFS).exists() {
+    if a.input.release_refs.is_some() || a.input.dir.join(config::RELEASE_REFS).exists() {
         return Ok(None);
     }
-    let acc = super::release::access(&a.dir, a.release_image.as_deref())?;
+    let acc = super::release::access(&a.input.dir, a.input.release_image.as_deref())?;
     if acc.image.is_none() {
         return Ok(None); // read_sources says what is missing, and how to get it
     }
-    println!("{}", super::release::pull_into(&a.dir, rt, &acc)?);
+    println!("{}", super::release::pull_into(&a.input.dir, rt, &acc)?);
     Ok(Some(acc))
 }
 
@@ -78,7 +70,7 @@ fn mirror_check(a: &Args, rt: &tokio::runtime::Runtime, acc: Option<super::relea
     }
     let acc = match acc {
         Some(acc) => acc,
-        None => match super::release::access(&a.dir, a.release_image.as_deref()) {
+        None => match super::release::access(&a.input.dir, a.input.release_image.as_deref()) {
             Ok(acc) => acc,
             Err(_) => return,
         },
@@ -98,7 +90,7 @@ fn mirror_check(a: &Args, rt: &tokio::runtime::Runtime, acc: Option<super::relea
         println!("mirror-check: skipped, {host} is not reachable from here (run `hardshift mirror-check` where it is)");
         return;
     }
-    match super::release::check_and_report(&a.dir, rt, &acc, 16) {
+    match super::release::check_and_report(&a.input.dir, rt, &acc, 16) {
         Ok(0) => {}
         Ok(_) => println!("WARNING: the mirror lacks images the nodes will pull (above): mirror them before booting"),
         Err(f) => println!("mirror-check: {}", f.message),
@@ -228,8 +220,8 @@ fn mco_bases(a: &Args) -> Result<Vec<(Role, PathBuf)>, Failure> {
         return Ok(a.mco_base.clone());
     }
     let rendered = [
-        (Role::Master, a.dir.join(hardshift_generator::mco::RENDERED_MASTER)),
-        (Role::Worker, a.dir.join(hardshift_generator::mco::RENDERED_WORKER)),
+        (Role::Master, a.input.dir.join(hardshift_generator::mco::RENDERED_MASTER)),
+        (Role::Worker, a.input.dir.join(hardshift_generator::mco::RENDERED_WORKER)),
     ];
     Ok(rendered.into_iter().filter(|(_, p)| p.is_file()).collect())
 }
@@ -251,7 +243,7 @@ fn check_bases(a: &Args, cluster: &hardshift_generator::cluster::Cluster, extras
     Err(Failure::input(format!(
         "no MCO-rendered base for the {} nodes: with networkType OVNKubernetes they need the machine-config-operator's OS configuration (br-ex, Open vSwitch, CRI-O and kubelet config), which hardshift does not write itself\n    hint: `hardshift mco --dir {d}` writes the MCO's inputs and {d}/mco/render.sh; after render.sh, `create` merges every node into {d}/mco/rendered/. Or pass --mco-base master=FILE,worker=FILE, or --self-contained-nodes to go on with hardshift's kubelet alone (needed once to make the PKI that `hardshift mco` uses)",
         missing.join(" and "),
-        d = a.dir.display()
+        d = a.input.dir.display()
     )))
 }
 
@@ -274,11 +266,11 @@ pub struct Built {
 fn inputs(a: &Args) -> Result<(hardshift_generator::cluster::Cluster, Extras), Failure> {
     let overrides = Overrides {
         key_algorithm: a.key_algorithm,
-        release_image: a.release_image.clone(),
+        release_image: a.input.release_image.clone(),
     };
-    let cluster = load_cluster(&a.dir, a.release_refs.as_deref(), &overrides)?;
+    let cluster = load_cluster(&a.input.dir, a.input.release_refs.as_deref(), &overrides)?;
     let bases = mco_bases(a)?;
-    let mut extras = read_extras(&a.dir, &bases)?;
+    let mut extras = read_extras(&a.input.dir, &bases)?;
     check_bases(a, &cluster, &extras)?;
     extras.agent = agent_binary(a)?;
     Ok((cluster, extras))
@@ -292,13 +284,13 @@ fn generate(
     now: time::OffsetDateTime,
 ) -> Result<Built, Failure> {
     let specs = pki::plan(&cluster);
-    let existing = fsio::read_existing(&a.dir, &specs);
+    let existing = fsio::read_existing(&a.input.dir, &specs);
     refuse_rekey(a, &specs, &existing)?;
     let pki = pki::issue(&specs, &existing, now, &SystemKeys, pki::Options { rotate_ca: a.rotate_ca }).map_err(|e| match e {
         PkiError::Refused { .. } => Failure::input(e),
         other => Failure::other(other),
     })?;
-    let (password, new_password) = kubeadmin_password(&a.dir)?;
+    let (password, new_password) = kubeadmin_password(&a.input.dir)?;
     extras.kubeadmin = Some(password);
     let mut nodes = assets::ignitions(&cluster, &pki, &extras);
     let served: Vec<(&str, &[u8])> = extras
@@ -337,10 +329,10 @@ pub fn rebuild(dir: &Path, release_image: Option<String>, release_refs: Option<P
     };
     let mut args = rec.args(dir);
     if release_image.is_some() {
-        args.release_image = release_image;
+        args.input.release_image = release_image;
     }
     if release_refs.is_some() {
-        args.release_refs = release_refs;
+        args.input.release_refs = release_refs;
     }
     if let Some(sha) = &rec.agent_sha256 {
         let kept = dir.join(fsio::STATE_DIR).join(AGENTS).join(sha);
@@ -398,8 +390,8 @@ impl Record {
         let abs = |p: &PathBuf| std::path::absolute(p).unwrap_or_else(|_| p.clone());
         Record {
             key_algorithm: a.key_algorithm.map(|k| k.as_str().to_string()),
-            release_image: a.release_image.clone(),
-            release_refs: a.release_refs.as_ref().map(abs),
+            release_image: a.input.release_image.clone(),
+            release_refs: a.input.release_refs.as_ref().map(abs),
             mco_base: a.mco_base.iter().map(|(r, p)| (r.as_str().to_string(), abs(p))).collect(),
             self_contained_nodes: a.self_contained_nodes,
             no_agent: agent.is_none(),
@@ -410,11 +402,13 @@ impl Record {
 
     fn args(&self, dir: &Path) -> Args {
         Args {
-            dir: dir.to_path_buf(),
+            input: super::ClusterArgs {
+                dir: dir.to_path_buf(),
+                release_image: self.release_image.clone(),
+                release_refs: self.release_refs.clone(),
+            },
             key_algorithm: self.key_algorithm.as_deref().and_then(KeyAlgorithm::parse),
             rotate_ca: false,
-            release_image: self.release_image.clone(),
-            release_refs: self.release_refs.clone(),
             mco_base: self
                 .mco_base
                 .iter()
@@ -431,7 +425,7 @@ impl Record {
 
 /// Record the options and keep the agent binary (one: the one in use), atomically.
 fn record(a: &Args, agent: Option<&agent::Binary>) -> Result<(), Failure> {
-    let state = a.dir.join(fsio::STATE_DIR);
+    let state = a.input.dir.join(fsio::STATE_DIR);
     let fail = |p: &Path, e: std::io::Error| Failure::other(format!("{}: {e}", p.display()));
     let rec = Record::of(a, agent);
     if let (Some(b), Some(sha)) = (agent, &rec.agent_sha256) {
@@ -471,7 +465,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     let pulled = release_from_registry(&a, &rt)?;
     let (cluster, extras) = inputs(&a)?;
     // Inputs are read and checked; from here on the bundle is read and written: one run at a time.
-    let _lock = fsio::lock(&a.dir, "create").map_err(Failure::other)?;
+    let _lock = fsio::lock(&a.input.dir, "create").map_err(Failure::other)?;
     let now = time::OffsetDateTime::now_utc();
     let Built {
         cluster,
@@ -482,7 +476,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         bundle: b,
         new_password,
     } = generate(&a, cluster, extras, now)?;
-    let written = fsio::write(&a.dir, &b).map_err(Failure::other)?;
+    let written = fsio::write(&a.input.dir, &b).map_err(Failure::other)?;
     record(&a, extras.agent.as_ref())?;
 
     let count = |r| cluster.nodes.iter().filter(|n| n.role == r).count();
@@ -521,7 +515,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
             Some(b) if b.is_remote() => format!(
                 "hardshift-agent fetched from {} (serve {}/http/ there)",
                 b.encoded.source.as_deref().unwrap_or(""),
-                a.dir.display()
+                a.input.dir.display()
             ),
             Some(b) => format!("hardshift-agent ({:.1} MiB) on every node", b.bytes.len() as f64 / 1048576.0),
             None => "no node agent".to_string(),
@@ -558,8 +552,8 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     // An unchanged bundle was checked when it was written: a re-run stays instant.
     let unchanged = matches!(written, Written::Unchanged(_));
     match written {
-        Written::Unchanged(_) => println!("bundle unchanged: {} files in {}", b.files.len(), a.dir.display()),
-        Written::New(g) => println!("wrote {} files to {} ({})", b.files.len(), a.dir.display(), g.display()),
+        Written::Unchanged(_) => println!("bundle unchanged: {} files in {}", b.files.len(), a.input.dir.display()),
+        Written::New(g) => println!("wrote {} files to {} ({})", b.files.len(), a.input.dir.display(), g.display()),
         Written::Repaired { gen, damage, moved_to } => {
             // Same inputs, same bundle: the live copy had been changed on disk. Say what.
             println!(
@@ -573,16 +567,16 @@ pub fn run(a: Args) -> Result<u8, Failure> {
             if damage.len() > 20 {
                 println!("  ... and {} more", damage.len() - 20);
             }
-            println!("wrote {} files to {} ({})", b.files.len(), a.dir.display(), gen.display());
+            println!("wrote {} files to {} ({})", b.files.len(), a.input.dir.display(), gen.display());
         }
     }
-    println!("admin kubeconfig: {}", a.dir.join("auth/kubeconfig").display());
+    println!("admin kubeconfig: {}", a.input.dir.join("auth/kubeconfig").display());
     if new_password {
         // Shown once, when made; afterwards only the 0600 file holds it.
         println!(
             "console login: kubeadmin / {} (kept in {})",
             extras.kubeadmin.as_deref().unwrap_or(""),
-            a.dir.join(kubeadmin::PASSWORD_FILE).display()
+            a.input.dir.join(kubeadmin::PASSWORD_FILE).display()
         );
     }
     if !unchanged || pulled.is_some() {
@@ -596,7 +590,7 @@ fn refuse_rekey(a: &Args, specs: &[pki::CertSpec], existing: &pki::Existing) -> 
     if a.rotate_ca {
         return Ok(());
     }
-    let sums = fsio::read_current(&a.dir, bundle::SUMS).unwrap_or_default();
+    let sums = fsio::read_current(&a.input.dir, bundle::SUMS).unwrap_or_default();
     let recorded: std::collections::BTreeSet<String> = String::from_utf8_lossy(&sums)
         .lines()
         .filter_map(|l| l.split_once("  ").map(|(_, p)| p.to_string()))
@@ -607,9 +601,9 @@ fn refuse_rekey(a: &Args, specs: &[pki::CertSpec], existing: &pki::Existing) -> 
     }
     Err(Failure::input(format!(
         "{}: the live bundle had {} but their files are gone; new CAs would re-key a running cluster, so nothing was written\n    hint: restore them (the generation before the last change is in {}/.hardshift/previous), or pass --rotate-ca if the cluster does not run yet",
-        a.dir.display(),
+        a.input.dir.display(),
         gone.join(", "),
-        a.dir.display()
+        a.input.dir.display()
     )))
 }
 

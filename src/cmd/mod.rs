@@ -23,12 +23,14 @@ use std::path::{Path, PathBuf};
 /// cluster from the inputs takes.
 #[derive(clap::Args)]
 pub struct ClusterArgs {
+    /// Directory holding install-config.yaml, agent-config.yaml and (optionally) hardshift.yaml.
     #[arg(long, default_value = ".")]
     pub dir: PathBuf,
-    /// As for `create`.
+    /// The release image pullspec (wins over hardshift.yaml `release.image`).
     #[arg(long)]
     pub release_image: Option<String>,
-    /// As for `create`.
+    /// The release's image references (ImageStream JSON or name=pullspec lines).
+    /// Default: DIR/release/image-references.
     #[arg(long)]
     pub release_refs: Option<PathBuf>,
 }

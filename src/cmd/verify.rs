@@ -5,27 +5,20 @@ use crate::Failure;
 use hardshift_generator::fsio;
 use hardshift_generator::pki::Outcome;
 use hardshift_generator::verify::{self, Status};
-use std::path::PathBuf;
 
 #[derive(clap::Args)]
 pub struct Args {
-    #[arg(long, default_value = ".")]
-    dir: PathBuf,
+    #[command(flatten)]
+    input: super::ClusterArgs,
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = super::Output::Table)]
     output: super::Output,
-    /// As for `create`.
-    #[arg(long)]
-    release_image: Option<String>,
-    /// As for `create`.
-    #[arg(long)]
-    release_refs: Option<PathBuf>,
 }
 
 pub fn run(a: Args) -> Result<u8, Failure> {
-    let b = fsio::read_bundle(&a.dir).map_err(Failure::input)?;
+    let b = fsio::read_bundle(&a.input.dir).map_err(Failure::input)?;
     // Rebuild from the inputs with the live keys: the same inputs give the same bytes.
-    let (built, notes) = super::create::rebuild(&a.dir, a.release_image.clone(), a.release_refs.clone())?;
+    let (built, notes) = super::create::rebuild(&a.input.dir, a.input.release_image.clone(), a.input.release_refs.clone())?;
     for n in &notes {
         eprintln!("note: {n}");
     }
