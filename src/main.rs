@@ -8,8 +8,26 @@ use std::process::ExitCode;
 #[derive(Parser)]
 #[command(name = "hardshift", version, about = "OpenShift on bare metal and KVM, the hard way, done right")]
 struct Cli {
+    /// More log detail from the long-running commands (collector, watch): -v debug, -vv trace.
+    /// RUST_LOG, when set, wins.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
     #[command(subcommand)]
     command: Command,
+}
+
+/// Logs go to stderr, one line each, the node as a field where there is one.
+fn logging(verbose: u8) {
+    use std::io::IsTerminal;
+    let level = ["info", "debug", "trace"][usize::from(verbose.min(2))];
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("warn,hardshift={level},hardshift_collector={level}")));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
 }
 
 #[derive(Subcommand)]
@@ -69,6 +87,7 @@ impl Failure {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    logging(cli.verbose);
     let result = match cli.command {
         Command::Create(a) => cmd::create::run(a),
         Command::Verify(a) => cmd::verify::run(a),

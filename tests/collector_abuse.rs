@@ -227,7 +227,7 @@ fn one_collector_per_directory_and_signals_drain() {
         };
         assert!(status.success(), "SIG{signal}: {status:?}\n{}", log(dir));
         let l = log(dir);
-        assert!(l.contains("draining 1 agent streams") && l.contains("collector: stopped"), "{l}");
+        assert!(l.contains("draining 1 agent streams") && l.contains("collector stopped"), "{l}");
         assert!(!admin.exists(), "the admin socket is removed on exit");
     }
 }

@@ -174,7 +174,7 @@ fn write(store: &mut Store, jobs: Vec<Job>, hooks: &Hooks) {
             hooks.changed.send_modify(|n| *n += 1);
         }
         Err(e) => {
-            eprintln!("collector: not stored: {e}");
+            tracing::error!("not stored: {e}");
             for j in jobs {
                 if let Job::Report { queued, .. } = &j {
                     hooks.metrics.report(None, queued.elapsed());

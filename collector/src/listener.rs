@@ -138,8 +138,8 @@ impl Gate {
         let now = Instant::now();
         if now.duration_since(log.window_start) >= WINDOW {
             if log.suppressed > 0 {
-                eprintln!(
-                    "collector: {} more refusals ({}) were not logged in the last minute",
+                tracing::warn!(
+                    "{} more refusals ({}) were not logged in the last minute",
                     log.suppressed,
                     why.label()
                 );
@@ -151,7 +151,7 @@ impl Gate {
         }
         if log.lines < BURST {
             log.lines += 1;
-            eprintln!("collector: refused {peer}: {}: {detail}", why.label());
+            tracing::warn!(%peer, "refused {peer}: {}: {detail}", why.label());
         } else {
             log.suppressed += 1;
         }
@@ -277,7 +277,7 @@ pub async fn accept(
                 Ok(x) => x,
                 Err(e) => {
                     // Out of file descriptors and the like: wait rather than spin.
-                    eprintln!("collector: accept: {e}");
+                    tracing::error!("accept: {e}");
                     tokio::time::sleep(Duration::from_millis(100)).await;
                     continue;
                 }

@@ -105,7 +105,7 @@ impl Agents {
                 let _ = w.send(r);
             }
         } else {
-            eprintln!("collector: {node} answered request {} it was not asked; ignored", r.id);
+            tracing::warn!(node, "answered request {} it was not asked; ignored", r.id);
         }
     }
 }
@@ -196,7 +196,7 @@ impl Session {
                     }
                 }
                 Ok(Err(e)) => {
-                    eprintln!("collector: {}: not stored: {e}", self.node);
+                    tracing::error!(node = %self.node, "not stored: {e}");
                     let _ = self.tx.send(Err(Status::unavailable(format!("not stored: {e}")))).await;
                     break;
                 }
@@ -233,14 +233,14 @@ impl Session {
                 Ok(Some(_)) => continue,
                 Ok(None) => break,
                 Err(e) => {
-                    eprintln!("collector: {node}: stream ended: {}", e.message());
+                    tracing::info!(node = %node, "stream ended: {}", e.message());
                     break;
                 }
             };
             let queued = match ingest.report(node, &self.boot, report).await {
                 Ok(q) => q,
                 Err(e) => {
-                    eprintln!("collector: {node}: not stored: {e}");
+                    tracing::error!(node = %node, "not stored: {e}");
                     break;
                 }
             };
@@ -265,7 +265,7 @@ impl Collector {
             i.hello.store(true, Ordering::Release);
         }
         if hello.node != cn {
-            eprintln!("collector: refused a stream: certificate {cn:?} claims to be node {:?}", hello.node);
+            tracing::warn!(node = cn, "refused a stream: certificate {cn:?} claims to be node {:?}", hello.node);
             return Err(Status::permission_denied(format!("certificate {cn:?} may only report as itself")));
         }
         Ok(hello)
@@ -286,9 +286,11 @@ impl Agent for Collector {
             .hello(&cn, &hello.role, &hello.boot_id, &hello.agent_version)
             .await
             .map_err(Status::internal)?;
-        eprintln!(
-            "collector: {cn} connected (boot {}, agent {}, stored up to {highest})",
-            hello.boot_id, hello.agent_version
+        tracing::info!(
+            node = %cn,
+            boot = %hello.boot_id,
+            agent = %hello.agent_version,
+            "connected, stored up to {highest}"
         );
         let (tx, rx) = mpsc::channel(64);
         // Tell the agent at once what is already stored, so it resends only the rest.
@@ -390,7 +392,7 @@ pub async fn serve(
         let stop = stop_rx.clone();
         tokio::spawn(async move {
             if let Err(e) = crate::web::serve(web, tcp, deps, stop).await {
-                eprintln!("collector: {e}");
+                tracing::error!("{e}");
             }
         });
     }
@@ -433,14 +435,14 @@ pub async fn serve(
     let watcher = async {
         shutdown.await;
         let streams = agents.conns.lock().map(|c| c.len()).unwrap_or(0);
-        eprintln!("collector: stopping: draining {streams} agent streams (at most {drain:?})");
+        tracing::info!("stopping: draining {streams} agent streams (at most {drain:?})");
         let _ = stop_tx.send(true);
         tokio::time::sleep(drain).await;
     };
     let result = tokio::select! {
         r = servers => r,
         _ = watcher => {
-            eprintln!("collector: the drain took over {drain:?}; stopping anyway");
+            tracing::warn!("the drain took over {drain:?}; stopping anyway");
             Ok(())
         }
     };
@@ -450,9 +452,9 @@ pub async fn serve(
     let refused = gate.refusals();
     if !refused.is_empty() {
         let list: Vec<String> = refused.iter().map(|(k, v)| format!("{} {v}", k.label())).collect();
-        eprintln!("collector: refused connections: {}", list.join(", "));
+        tracing::info!("refused connections: {}", list.join(", "));
     }
-    eprintln!("collector: stopped");
+    tracing::info!("collector stopped");
     result
 }
 
@@ -464,8 +466,8 @@ async fn prune_every(ingest: Ingest, retain: Duration, stop: impl std::future::F
         let before = now_ms() - retain.as_millis() as i64;
         match ingest.prune(before).await {
             Ok(0) => {}
-            Ok(n) => eprintln!("collector: retention: deleted {n} reports older than {retain:?}"),
-            Err(e) => eprintln!("collector: retention: {e}"),
+            Ok(n) => tracing::info!("retention: deleted {n} reports older than {retain:?}"),
+            Err(e) => tracing::error!("retention: {e}"),
         }
         tokio::select! {
             _ = tokio::time::sleep(every) => {}

@@ -89,7 +89,7 @@ async fn session(cfg: &Config, shared: &Shared) -> Result<(), String> {
         .await
         .map_err(|s| explain(format!("{:?}: {}", s.code(), s.message()), std::error::Error::source(&s)))?
         .into_inner();
-    eprintln!("hardshift-agent: connected to {}", cfg.collector);
+    tracing::info!(node = %cfg.node, "connected to {}", cfg.collector);
 
     let sender = async {
         let mut sent = 0u64;
@@ -178,7 +178,7 @@ pub async fn run(cfg: Config, shared: Arc<Shared>) {
     loop {
         let started = std::time::Instant::now();
         if let Err(e) = session(&cfg, &shared).await {
-            eprintln!("hardshift-agent: {e}; retrying");
+            tracing::warn!("{e}; retrying");
         }
         if started.elapsed() > Duration::from_secs(30) {
             backoff = Duration::from_millis(500);

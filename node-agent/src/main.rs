@@ -117,7 +117,7 @@ async fn bus(cfg: &config::Config) -> Option<zbus::Connection> {
     match tokio::time::timeout(Duration::from_secs(2), systemd::connect(&cfg.systemd_bus)).await {
         Ok(Ok(c)) => Some(c),
         Ok(Err(e)) => {
-            eprintln!("hardshift-agent: D-Bus {}: {e}", cfg.systemd_bus);
+            tracing::warn!("D-Bus {}: {e}", cfg.systemd_bus);
             None
         }
         Err(_) => None,
@@ -132,6 +132,9 @@ struct Cli {
     /// The agent's configuration; drop-ins are read from agent.d/*.toml beside it.
     #[arg(long, global = true, default_value = "/etc/hardshift/agent.toml")]
     config: PathBuf,
+    /// More log detail: -v debug, -vv trace. RUST_LOG, when set, wins.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -160,9 +163,24 @@ enum Command {
     },
 }
 
+/// Logs go to stderr (the journal, under systemd), one line each.
+fn logging(verbose: u8) {
+    use std::io::IsTerminal;
+    let level = ["info", "debug", "trace"][usize::from(verbose.min(2))];
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("warn,hardshift_agent={level}")));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+}
+
 fn main() -> std::process::ExitCode {
     use clap::Parser;
     let cli = Cli::parse();
+    logging(cli.verbose);
     let cfg = match config::load(&cli.config) {
         Ok(c) => c,
         Err(e) => {
@@ -247,7 +265,7 @@ async fn run(cfg: config::Config) {
     let boot_id = host::probe().boot_id;
     let last = seq_state::load(&cfg.state_dir, &cfg.node, &boot_id);
     if last > 0 {
-        eprintln!("hardshift-agent: restarted within boot {boot_id}: continuing after seq {last}");
+        tracing::info!(node = %cfg.node, "restarted within boot {boot_id}: continuing after seq {last}");
     }
     let shared = Arc::new(client::Shared {
         outbox: Mutex::new(outbox::Outbox::after_seq(cfg.outbox_capacity, last)),
@@ -310,8 +328,8 @@ async fn run(cfg: config::Config) {
             // Record the seq before it can reach the collector, so a restart never reuses it.
             if let Err(e) = seq_state::save(&cfg.state_dir, &cfg.node, &boot_id, o.next_seq()) {
                 if !std::mem::replace(&mut warned, true) {
-                    eprintln!(
-                        "hardshift-agent: cannot record the seq in {}: {e}; a restart of the agent would lose reports",
+                    tracing::error!(
+                        "cannot record the seq in {}: {e}; a restart of the agent would lose reports",
                         cfg.state_dir.display()
                     );
                 }

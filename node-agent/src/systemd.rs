@@ -115,10 +115,10 @@ pub async fn watch(conn: Connection, units: Vec<String>, changed: Arc<Notify>) {
     match ManagerProxy::new(&conn).await {
         Ok(m) => {
             if let Err(e) = m.subscribe().await {
-                eprintln!("hardshift-agent: systemd Subscribe: {e}; unit changes wait for the next tick");
+                tracing::warn!("systemd Subscribe: {e}; unit changes wait for the next tick");
             }
         }
-        Err(e) => eprintln!("hardshift-agent: systemd: {e}"),
+        Err(e) => tracing::warn!("systemd: {e}"),
     }
     let mut tasks = Vec::new();
     for name in units {

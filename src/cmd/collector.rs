@@ -195,8 +195,8 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         .map_err(|e| Failure::other(format!("{}: {e}", admin.display())))?;
     let store = Store::open(&db).map_err(|e| Failure::other(format!("{}: {e}", db.display())))?;
     let rt = tokio::runtime::Runtime::new().map_err(Failure::other)?;
-    eprintln!(
-        "collector: listening on {} (reports in {}, admin socket {})",
+    tracing::info!(
+        "listening on {} (reports in {}, admin socket {})",
         a.listen,
         db.display(),
         admin.display()
@@ -230,7 +230,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     rt.block_on(async {
         if let (Some(k), Some(s)) = (kubeconfig, api_store) {
             let client = super::watch::client(&k).await?;
-            eprintln!("collector: watching the API through {}", k.display());
+            tracing::info!("watching the API through {}", k.display());
             tokio::spawn(super::watch::run_api_watch(client, s, async move {
                 let _ = api_stopped.await;
             }));

@@ -152,7 +152,7 @@ pub async fn run_api_watch(client: kube::Client, mut store: Store, stop: impl st
             Seen::Object { kind, ns, name, view } => {
                 if let Some(c) = s.observe(kind, ns, name, view.as_ref(), now)? {
                     let id = if ns.is_empty() { name.clone() } else { format!("{ns}/{name}") };
-                    eprintln!("api: {kind} {id}: {c}");
+                    tracing::info!("api: {kind} {id}: {c}");
                 }
                 s.api_contact(Ok(()), now)
             }
@@ -168,14 +168,14 @@ pub async fn run_api_watch(client: kube::Client, mut store: Store, stop: impl st
             Seen::Contact(r) => s.api_contact(r.as_ref().map(|_| ()).map_err(|e| e.as_str()), now),
         });
         if let Err(e) = r {
-            eprintln!("api: store: {e}");
+            tracing::error!("api: store: {e}");
         }
         if let Seen::Contact(Err(e)) = &msg {
             let repeat = last_error
                 .as_ref()
                 .is_some_and(|(l, at)| l == e && at.elapsed() < Duration::from_secs(60));
             if !repeat {
-                eprintln!("api: {e}");
+                tracing::warn!("api: {e}");
                 last_error = Some((e.clone(), std::time::Instant::now()));
             }
         }
@@ -193,7 +193,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     let rt = tokio::runtime::Runtime::new().map_err(Failure::other)?;
     rt.block_on(async {
         let client = client(&path).await?;
-        eprintln!("watch: the API through {} (into {})", path.display(), db.display());
+        tracing::info!("watching the API through {} (into {})", path.display(), db.display());
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
             .map_err(|e| Failure::other(format!("SIGTERM handler: {e}")))?;
         run_api_watch(client, store, async move {

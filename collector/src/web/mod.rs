@@ -129,8 +129,8 @@ pub async fn bind(opts: &Options) -> Result<tokio::net::TcpListener, String> {
     })?;
     let at = tcp.local_addr().map_err(|e| e.to_string())?;
     let scheme = if opts.tls.is_some() { "https" } else { "http" };
-    eprintln!(
-        "collector: dashboard on {scheme}://{at}/ and metrics on {scheme}://{at}/metrics{}",
+    tracing::info!(
+        "dashboard on {scheme}://{at}/ and metrics on {scheme}://{at}/metrics{}",
         if opts.tls.is_some() {
             " (admin client certificate required)"
         } else {
@@ -266,7 +266,7 @@ async fn rebuild(s: &Arc<Shared>, mem: &mut Memory) {
     let (mut rows, api, contact) = match built {
         Ok(Ok(v)) => v,
         Ok(Err(e)) => {
-            eprintln!("collector: dashboard: {e}");
+            tracing::error!("dashboard: {e}");
             return;
         }
         Err(_) => return,
@@ -673,7 +673,7 @@ fn note_refusal(seen: &Mutex<HashMap<String, u64>>, peer: SocketAddr, why: &str)
     let n = m.entry(why.to_string()).or_default();
     *n += 1;
     if *n <= 5 {
-        eprintln!("collector: dashboard: refused {peer}: {why}");
+        tracing::warn!(%peer, "dashboard: refused {peer}: {why}");
     }
 }
 
