@@ -653,7 +653,7 @@ fn master_0s_real_kubelet_joins_through_its_csrs_and_the_agent_reports_it() {
     // (paths mapped; no system bus here, so no systemd units), reports to the collector on the
     // helper over mTLS. The bootstrap's agent reports its etcd.
     let agent = common::agent_bin();
-    let start_agent = |cp: &mut ControlPlane, node: &str, root: &NodeRoot, extra: String| {
+    let start_agent = |cp: &mut ControlPlane, node: &str, root: &NodeRoot, extra: Vec<(&str, toml::Value)>| {
         let main = root.map("/etc/hardshift/agent.toml");
         let mut text = std::fs::read_to_string(&main).unwrap();
         for f in [
@@ -666,15 +666,16 @@ fn master_0s_real_kubelet_joins_through_its_csrs_and_the_agent_reports_it() {
         ] {
             text = text.replace(&format!("\"{f}"), &format!("\"{}", root.map(f)));
         }
-        // Top-level keys go before the tables ([etcd], [[dns]]); report every half second.
-        let (head, etcd) = match text.split_once("\n[") {
-            Some((a, b)) => (a.to_string(), format!("\n[{b}")),
-            None => (text, String::new()),
-        };
-        assert!(head.contains("interval_ms = 5000"), "{head}");
-        let head = head.replace("interval_ms = 5000", "interval_ms = 500");
-        let state = root.map("/run/hardshift-agent");
-        std::fs::write(&main, format!("{head}\nunits = []\nstate_dir = \"{}\"\n{extra}{etcd}", state)).unwrap();
+        // Report every half second; no systemd bus here.
+        assert!(text.contains("interval_ms = 5000"), "{text}");
+        std::fs::write(&main, text).unwrap();
+        let mut keys: Vec<(&str, toml::Value)> = vec![
+            ("interval_ms", 500.into()),
+            ("units", toml::Value::Array(vec![])),
+            ("state_dir", root.map("/run/hardshift-agent").into()),
+        ];
+        keys.extend(extra);
+        common::set_agent_keys(std::path::Path::new(&main), &keys);
         let log = cp.log_path(&format!("agent-{node}"));
         cp.net
             .spawn_logged(node, agent.to_str().unwrap(), &["--config".into(), main], &[], &log)
@@ -683,17 +684,16 @@ fn master_0s_real_kubelet_joins_through_its_csrs_and_the_agent_reports_it() {
         &mut cp,
         "master-0",
         &m0,
-        format!(
-            "cri_socket = \"{}\"\nkubelet_cert = \"{}\"\n",
-            ctd.sock.display(),
-            m0.map("/var/lib/kubelet/pki/kubelet-client-current.pem")
-        ),
+        vec![
+            ("cri_socket", ctd.sock.display().to_string().into()),
+            ("kubelet_cert", m0.map("/var/lib/kubelet/pki/kubelet-client-current.pem").into()),
+        ],
     );
     let boot_root = NodeRoot {
         root: cp.boot.root.clone(),
         cfg: cp.boot.cfg.clone(),
     };
-    let _boot_agent = start_agent(&mut cp, "bootstrap", &boot_root, "cri_socket = \"\"\n".into());
+    let _boot_agent = start_agent(&mut cp, "bootstrap", &boot_root, vec![("cri_socket", "".into())]);
     let status = |_: &ControlPlane| -> Result<Value, String> {
         let (ok, out) = common::run(
             env!("CARGO_BIN_EXE_hardshift"),

@@ -135,17 +135,17 @@ fn dns_and_hostname_faults_are_named_as_root_causes() {
         text.contains("name = \"master-0.ocp4.example.com\"\nexpect = [\"192.168.126.101\"]"),
         "{text}"
     );
-    let (head, tables) = text.split_once("\n[").unwrap();
-    let head = head.replace("interval_ms = 5000", "interval_ms = 500");
-    std::fs::write(
-        &main,
-        format!(
-            "{head}\nunits = []\ncri_socket = \"\"\nstate_dir = \"{}\"\nkubelet_cert = \"{}\"\n[{tables}",
-            w.join("agent-state").display(),
-            m0.map("/var/lib/kubelet/pki/kubelet-client-current.pem")
-        ),
-    )
-    .unwrap();
+    std::fs::write(&main, text).unwrap();
+    set_agent_keys(
+        Path::new(&main),
+        &[
+            ("interval_ms", 500.into()),
+            ("units", toml::Value::Array(vec![])),
+            ("cri_socket", "".into()),
+            ("state_dir", w.join("agent-state").display().to_string().into()),
+            ("kubelet_cert", m0.map("/var/lib/kubelet/pki/kubelet-client-current.pem").into()),
+        ],
+    );
     let agent_log = w.join("agent.log");
     let a = agent(&mut net, Path::new(&main), "master-0", &agent_log);
 

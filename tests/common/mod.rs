@@ -186,3 +186,14 @@ pub fn stored(dir: &Path, node: &str) -> Vec<u64> {
         None => vec![],
     }
 }
+
+/// Set top-level keys of an agent config file (the node's generated one, say) as TOML: a key
+/// already there is replaced, so the result is always one the agent can read.
+pub fn set_agent_keys(path: &Path, keys: &[(&str, toml::Value)]) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut t: toml::Table = text.parse().unwrap_or_else(|e| panic!("{}: not TOML: {e}\n{text}", path.display()));
+    for (k, v) in keys {
+        t.insert((*k).to_string(), v.clone());
+    }
+    std::fs::write(path, toml::to_string(&t).unwrap()).unwrap();
+}

@@ -8,6 +8,10 @@
 //! requests, scrubbed of secrets.
 
 pub mod pages;
+mod snapshot;
+mod tls;
+
+use snapshot::{grid_update, rebuild, refresh, Memory, Snapshot, MAX_REBUILD};
 
 use crate::events::{self, Event};
 use crate::listener::{self, Gate};
@@ -16,7 +20,7 @@ use crate::now_ms;
 use crate::phase::Member;
 use crate::server::Agents;
 use crate::store::Store;
-use crate::view::{self, View};
+use crate::view;
 use axum::extract::{Path as UrlPath, Query, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
@@ -27,27 +31,20 @@ use axum::Router;
 use futures_util::{Stream, StreamExt};
 use hardshift_proto::v1::debug_request::Kind;
 use hardshift_proto::v1::{ContainerLogRequest, DebugRequest, EtcdMembersRequest, JournalRequest};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio_stream::wrappers::WatchStream;
 
 const CSS: &str = include_str!("assets/app.css");
 const JS: &str = include_str!("assets/app.js");
-/// Rebuilds of the view at most this often, however fast reports arrive.
-const MIN_REBUILD: Duration = Duration::from_millis(250);
-/// …and at least this often, so "seen" clocks and API changes show without a report.
-const MAX_REBUILD: Duration = Duration::from_secs(2);
 /// Recent reports read per node for the events shown.
 const NODE_EVENTS_REPORTS: usize = 200;
 const TIMELINE_REPORTS: usize = 20;
 const TIMELINE_EVENTS: usize = 300;
-/// HTTPS connections open at once (non-loopback only; each needs an admin certificate).
-const MAX_TLS_CONNECTIONS: usize = 256;
 
 /// Where and how the dashboard is served.
 #[derive(Debug, Clone)]
@@ -75,27 +72,6 @@ pub struct Deps {
     pub gate: Arc<Gate>,
     pub metrics: Arc<Metrics>,
     pub changed: watch::Receiver<u64>,
-}
-
-struct Snapshot {
-    view: View,
-    /// The grid in parts: pages are sent only the rows that changed while the rest holds.
-    head: String,
-    rows: Vec<Arc<str>>,
-    tail: String,
-    met_at: BTreeMap<&'static str, i64>,
-}
-
-impl Snapshot {
-    fn grid(&self) -> String {
-        let mut g = String::with_capacity(self.head.len() + self.tail.len() + self.rows.iter().map(|r| r.len()).sum::<usize>());
-        g.push_str(&self.head);
-        for r in &self.rows {
-            g.push_str(r);
-        }
-        g.push_str(&self.tail);
-        g
-    }
 }
 
 struct Shared {
@@ -176,7 +152,7 @@ pub async fn serve(opts: Options, tcp: tokio::net::TcpListener, deps: Deps, stop
             let mut cfg = listener::tls_config(&t.cert, &t.key, &t.client_ca)?;
             cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
             tokio::select! {
-                _ = serve_tls(tcp, Arc::new(cfg), app) => Ok(()),
+                _ = tls::serve(tcp, Arc::new(cfg), app) => Ok(()),
                 _ = stopped => Ok(()),
             }
         }
@@ -238,104 +214,6 @@ async fn guard(State(s): State<Arc<Shared>>, req: Request, next: Next) -> Respon
     r
 }
 
-/// What a rebuild keeps between runs.
-#[derive(Default)]
-struct Memory {
-    /// When this collector first saw each install check met.
-    met_at: BTreeMap<&'static str, i64>,
-    /// Reports stored and lost per node: counting them reads the whole history, so it is done
-    /// every `COUNTS_EVERY` and not on every rebuild.
-    counts: HashMap<String, (u64, u64)>,
-    counted: Option<Instant>,
-}
-
-const COUNTS_EVERY: Duration = Duration::from_secs(15);
-
-async fn rebuild(s: &Arc<Shared>, mem: &mut Memory) {
-    let s2 = s.clone();
-    let recount = mem.counted.is_none_or(|t| t.elapsed() >= COUNTS_EVERY);
-    let built = tokio::task::spawn_blocking(move || {
-        let st = s2.store.lock().map_err(|_| "store lock".to_string())?;
-        let rows = if recount { st.nodes() } else { st.latest() }.map_err(|e| e.to_string())?;
-        let api = st.api_objects().map_err(|e| e.to_string())?;
-        let contact = st.api_status().map_err(|e| e.to_string())?;
-        drop(st);
-        Ok::<_, String>((rows, api, contact))
-    })
-    .await;
-    let (mut rows, api, contact) = match built {
-        Ok(Ok(v)) => v,
-        Ok(Err(e)) => {
-            tracing::error!("dashboard: {e}");
-            return;
-        }
-        Err(_) => return,
-    };
-    if recount {
-        mem.counts = rows.iter().map(|r| (r.node.clone(), (r.reports, r.dropped))).collect();
-        mem.counted = Some(Instant::now());
-    } else {
-        for r in &mut rows {
-            // A node new since the last count has at least the report just read.
-            let (n, lost) = mem.counts.get(&r.node).copied().unwrap_or((1, 0));
-            (r.reports, r.dropped) = (n.max(1), lost);
-        }
-    }
-    let view = view::build(&rows, s.inventory.as_deref(), &api, &contact, now_ms());
-    let met_at = &mut mem.met_at;
-    for c in view.checks.iter().filter(|c| c.met) {
-        met_at.entry(c.id).or_insert(view.now_ms);
-    }
-    let head = pages::grid_head(&view);
-    let tail = pages::grid_tail(&view);
-    let met_at = met_at.clone();
-    // Pages are told only when what they show changed: an idle install costs no traffic. An
-    // unchanged row keeps its allocation, so a page's stream compares it by pointer.
-    s.snap.send_if_modified(|cur| {
-        let rows: Vec<Arc<str>> = view
-            .nodes
-            .iter()
-            .enumerate()
-            .map(|(i, n)| {
-                let r = pages::grid_row(&view, n);
-                match cur.rows.get(i) {
-                    Some(old) if **old == *r => old.clone(),
-                    _ => Arc::from(r),
-                }
-            })
-            .collect();
-        let same = cur.head == head
-            && cur.tail == tail
-            && cur.met_at == met_at
-            && cur.rows.len() == rows.len()
-            && cur.rows.iter().zip(&rows).all(|(a, b)| Arc::ptr_eq(a, b));
-        *cur = Arc::new(Snapshot {
-            view,
-            head,
-            rows,
-            tail,
-            met_at,
-        });
-        !same
-    });
-}
-
-async fn refresh(s: Arc<Shared>, mut changed: watch::Receiver<u64>, mut stop: watch::Receiver<bool>) {
-    let mut mem = Memory::default();
-    loop {
-        let started = Instant::now();
-        rebuild(&s, &mut mem).await;
-        // Nobody watching: the 2 s tick keeps /metrics and the phase times fresh enough.
-        let watched = s.snap.receiver_count() > 0;
-        tokio::select! {
-            _ = changed.changed(), if watched => {}
-            _ = tokio::time::sleep(MAX_REBUILD) => {}
-            _ = stop.wait_for(|s| *s) => return,
-        }
-        tokio::time::sleep_until((started + MIN_REBUILD).into()).await;
-    }
-}
-
 /// A live region's stream: each item replaces the region (or, named "rows", only those rows).
 fn sse(stream: impl Stream<Item = String> + Send + 'static) -> impl IntoResponse {
     sse_named(stream.map(|html| (None, html)))
@@ -350,25 +228,6 @@ fn sse_named(stream: impl Stream<Item = (Option<&'static str>, String)> + Send +
         })
     });
     Sse::new(events).keep_alive(KeepAlive::default())
-}
-
-/// What one page of the grid is sent for a new snapshot, given what it was sent last: the
-/// whole grid when its frame changed, else the changed rows, else nothing.
-fn grid_update(last: Option<&Snapshot>, now: &Snapshot) -> Option<(Option<&'static str>, String)> {
-    let Some(last) = last else {
-        return Some((None, now.grid()));
-    };
-    if last.head != now.head || last.tail != now.tail || last.rows.len() != now.rows.len() {
-        return Some((None, now.grid()));
-    }
-    let changed: String = last
-        .rows
-        .iter()
-        .zip(&now.rows)
-        .filter(|(a, b)| !Arc::ptr_eq(a, b) && a != b)
-        .map(|(_, b)| &**b)
-        .collect();
-    (!changed.is_empty()).then_some((Some("rows"), changed))
 }
 
 async fn grid_page(State(s): State<Arc<Shared>>, headers: axum::http::HeaderMap) -> Response {
@@ -619,64 +478,6 @@ async fn metrics_text(State(s): State<Arc<Shared>>, headers: axum::http::HeaderM
     }
 }
 
-/// The client certificate's subject names `O=system:masters`: the bundle's admin.
-fn is_admin(der: &[u8]) -> bool {
-    let Ok((_, cert)) = x509_parser::parse_x509_certificate(der) else {
-        return false;
-    };
-    let admin = cert.subject().iter_organization().any(|o| o.as_str() == Ok("system:masters"));
-    admin
-}
-
-/// HTTPS: each connection is handshaken in its own task (a slow client holds only itself),
-/// must present an admin certificate, and then is served HTTP/1.1.
-async fn serve_tls(tcp: tokio::net::TcpListener, cfg: Arc<tokio_rustls::rustls::ServerConfig>, app: Router) {
-    let acceptor = tokio_rustls::TlsAcceptor::from(cfg);
-    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_TLS_CONNECTIONS));
-    let refused: Arc<Mutex<HashMap<String, u64>>> = Arc::default();
-    loop {
-        let Ok((sock, peer)) = tcp.accept().await else {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            continue;
-        };
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
-            continue;
-        };
-        let (acceptor, app, refused) = (acceptor.clone(), app.clone(), refused.clone());
-        tokio::spawn(async move {
-            let _slot = slot;
-            let tls = match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(sock)).await {
-                Ok(Ok(t)) => t,
-                Ok(Err(e)) => return note_refusal(&refused, peer, &format!("TLS: {e}")),
-                Err(_) => return note_refusal(&refused, peer, "no TLS handshake within 10s"),
-            };
-            let admin = tls
-                .get_ref()
-                .1
-                .peer_certificates()
-                .and_then(|c| c.first())
-                .is_some_and(|c| is_admin(c));
-            if !admin {
-                return note_refusal(&refused, peer, "client certificate is not the admin's (O=system:masters)");
-            }
-            let svc = hyper_util::service::TowerToHyperService::new(app);
-            let _ = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new())
-                .serve_connection(hyper_util::rt::TokioIo::new(tls), svc)
-                .await;
-        });
-    }
-}
-
-/// Log a refused dashboard connection, the first few of each reason only.
-fn note_refusal(seen: &Mutex<HashMap<String, u64>>, peer: SocketAddr, why: &str) {
-    let Ok(mut m) = seen.lock() else { return };
-    let n = m.entry(why.to_string()).or_default();
-    *n += 1;
-    if *n <= 5 {
-        tracing::warn!(%peer, "dashboard: refused {peer}: {why}");
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -689,33 +490,6 @@ mod tests {
         for bad in ["evil.example.com", "evil.example.com:9444", "", "[evil]:1", "127.0.0.1.nip.io"] {
             assert!(!loopback_host(bad), "{bad}");
         }
-    }
-
-    fn snap(head: &str, rows: &[&str]) -> Snapshot {
-        Snapshot {
-            view: view::build(&[], None, &[], &Default::default(), 0),
-            head: head.into(),
-            rows: rows.iter().map(|r| Arc::from(*r)).collect(),
-            tail: String::new(),
-            met_at: BTreeMap::new(),
-        }
-    }
-
-    #[test]
-    fn pages_get_the_rows_that_changed_or_the_whole_grid() {
-        let a = snap("h", &["<tr id=a>1</tr>", "<tr id=b>1</tr>"]);
-        assert_eq!(grid_update(None, &a), Some((None, a.grid())));
-        let mut b = snap("h", &["<tr id=a>1</tr>", "<tr id=b>2</tr>"]);
-        b.rows[0] = a.rows[0].clone();
-        assert_eq!(grid_update(Some(&a), &b), Some((Some("rows"), "<tr id=b>2</tr>".to_string())));
-        assert_eq!(grid_update(Some(&b), &b), None);
-        // Equal text in a new allocation is not a change either.
-        let c = snap("h", &["<tr id=a>1</tr>", "<tr id=b>2</tr>"]);
-        assert_eq!(grid_update(Some(&b), &c), None);
-        let d = snap("h2", &["<tr id=a>1</tr>", "<tr id=b>2</tr>"]);
-        assert_eq!(grid_update(Some(&c), &d), Some((None, d.grid())));
-        let e = snap("h2", &["<tr id=a>1</tr>"]);
-        assert_eq!(grid_update(Some(&d), &e), Some((None, e.grid())));
     }
 
     #[test]

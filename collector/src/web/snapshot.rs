@@ -1,0 +1,186 @@
+//! The one view every page shows: rebuilt from the store when a commit lands (at most four
+//! times a second, at least every 2 s), kept as a snapshot each page's stream holds a receiver
+//! of, with the grid in rows so a page is sent only the rows that changed.
+
+use super::{pages, Shared};
+use crate::now_ms;
+use crate::view::{self, View};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+
+/// Rebuilds of the view at most this often, however fast reports arrive.
+const MIN_REBUILD: Duration = Duration::from_millis(250);
+/// …and at least this often, so "seen" clocks and API changes show without a report.
+pub(super) const MAX_REBUILD: Duration = Duration::from_secs(2);
+
+pub(super) struct Snapshot {
+    pub(super) view: View,
+    /// The grid in parts: pages are sent only the rows that changed while the rest holds.
+    pub(super) head: String,
+    pub(super) rows: Vec<Arc<str>>,
+    pub(super) tail: String,
+    pub(super) met_at: BTreeMap<&'static str, i64>,
+}
+
+impl Snapshot {
+    pub(super) fn grid(&self) -> String {
+        let mut g = String::with_capacity(self.head.len() + self.tail.len() + self.rows.iter().map(|r| r.len()).sum::<usize>());
+        g.push_str(&self.head);
+        for r in &self.rows {
+            g.push_str(r);
+        }
+        g.push_str(&self.tail);
+        g
+    }
+}
+
+/// What a rebuild keeps between runs.
+#[derive(Default)]
+pub(super) struct Memory {
+    /// When this collector first saw each install check met.
+    met_at: BTreeMap<&'static str, i64>,
+    /// Reports stored and lost per node: counting them reads the whole history, so it is done
+    /// every `COUNTS_EVERY` and not on every rebuild.
+    counts: HashMap<String, (u64, u64)>,
+    counted: Option<Instant>,
+}
+
+const COUNTS_EVERY: Duration = Duration::from_secs(15);
+
+pub(super) async fn rebuild(s: &Arc<Shared>, mem: &mut Memory) {
+    let s2 = s.clone();
+    let recount = mem.counted.is_none_or(|t| t.elapsed() >= COUNTS_EVERY);
+    let built = tokio::task::spawn_blocking(move || {
+        let st = s2.store.lock().map_err(|_| "store lock".to_string())?;
+        let rows = if recount { st.nodes() } else { st.latest() }.map_err(|e| e.to_string())?;
+        let api = st.api_objects().map_err(|e| e.to_string())?;
+        let contact = st.api_status().map_err(|e| e.to_string())?;
+        drop(st);
+        Ok::<_, String>((rows, api, contact))
+    })
+    .await;
+    let (mut rows, api, contact) = match built {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => {
+            tracing::error!("dashboard: {e}");
+            return;
+        }
+        Err(_) => return,
+    };
+    if recount {
+        mem.counts = rows.iter().map(|r| (r.node.clone(), (r.reports, r.dropped))).collect();
+        mem.counted = Some(Instant::now());
+    } else {
+        for r in &mut rows {
+            // A node new since the last count has at least the report just read.
+            let (n, lost) = mem.counts.get(&r.node).copied().unwrap_or((1, 0));
+            (r.reports, r.dropped) = (n.max(1), lost);
+        }
+    }
+    let view = view::build(&rows, s.inventory.as_deref(), &api, &contact, now_ms());
+    let met_at = &mut mem.met_at;
+    for c in view.checks.iter().filter(|c| c.met) {
+        met_at.entry(c.id).or_insert(view.now_ms);
+    }
+    let head = pages::grid_head(&view);
+    let tail = pages::grid_tail(&view);
+    let met_at = met_at.clone();
+    // Pages are told only when what they show changed: an idle install costs no traffic. An
+    // unchanged row keeps its allocation, so a page's stream compares it by pointer.
+    s.snap.send_if_modified(|cur| {
+        let rows: Vec<Arc<str>> = view
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let r = pages::grid_row(&view, n);
+                match cur.rows.get(i) {
+                    Some(old) if **old == *r => old.clone(),
+                    _ => Arc::from(r),
+                }
+            })
+            .collect();
+        let same = cur.head == head
+            && cur.tail == tail
+            && cur.met_at == met_at
+            && cur.rows.len() == rows.len()
+            && cur.rows.iter().zip(&rows).all(|(a, b)| Arc::ptr_eq(a, b));
+        *cur = Arc::new(Snapshot {
+            view,
+            head,
+            rows,
+            tail,
+            met_at,
+        });
+        !same
+    });
+}
+
+pub(super) async fn refresh(s: Arc<Shared>, mut changed: watch::Receiver<u64>, mut stop: watch::Receiver<bool>) {
+    let mut mem = Memory::default();
+    loop {
+        let started = Instant::now();
+        rebuild(&s, &mut mem).await;
+        // Nobody watching: the 2 s tick keeps /metrics and the phase times fresh enough.
+        let watched = s.snap.receiver_count() > 0;
+        tokio::select! {
+            _ = changed.changed(), if watched => {}
+            _ = tokio::time::sleep(MAX_REBUILD) => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+        tokio::time::sleep_until((started + MIN_REBUILD).into()).await;
+    }
+}
+
+/// What one page of the grid is sent for a new snapshot, given what it was sent last: the
+/// whole grid when its frame changed, else the changed rows, else nothing.
+pub(super) fn grid_update(last: Option<&Snapshot>, now: &Snapshot) -> Option<(Option<&'static str>, String)> {
+    let Some(last) = last else {
+        return Some((None, now.grid()));
+    };
+    if last.head != now.head || last.tail != now.tail || last.rows.len() != now.rows.len() {
+        return Some((None, now.grid()));
+    }
+    let changed: String = last
+        .rows
+        .iter()
+        .zip(&now.rows)
+        .filter(|(a, b)| !Arc::ptr_eq(a, b) && a != b)
+        .map(|(_, b)| &**b)
+        .collect();
+    (!changed.is_empty()).then_some((Some("rows"), changed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snap(head: &str, rows: &[&str]) -> Snapshot {
+        Snapshot {
+            view: view::build(&[], None, &[], &Default::default(), 0),
+            head: head.into(),
+            rows: rows.iter().map(|r| Arc::from(*r)).collect(),
+            tail: String::new(),
+            met_at: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn pages_get_the_rows_that_changed_or_the_whole_grid() {
+        let a = snap("h", &["<tr id=a>1</tr>", "<tr id=b>1</tr>"]);
+        assert_eq!(grid_update(None, &a), Some((None, a.grid())));
+        let mut b = snap("h", &["<tr id=a>1</tr>", "<tr id=b>2</tr>"]);
+        b.rows[0] = a.rows[0].clone();
+        assert_eq!(grid_update(Some(&a), &b), Some((Some("rows"), "<tr id=b>2</tr>".to_string())));
+        assert_eq!(grid_update(Some(&b), &b), None);
+        // Equal text in a new allocation is not a change either.
+        let c = snap("h", &["<tr id=a>1</tr>", "<tr id=b>2</tr>"]);
+        assert_eq!(grid_update(Some(&b), &c), None);
+        let d = snap("h2", &["<tr id=a>1</tr>", "<tr id=b>2</tr>"]);
+        assert_eq!(grid_update(Some(&c), &d), Some((None, d.grid())));
+        let e = snap("h2", &["<tr id=a>1</tr>"]);
+        assert_eq!(grid_update(Some(&d), &e), Some((None, e.grid())));
+    }
+}
