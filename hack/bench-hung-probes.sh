@@ -19,7 +19,7 @@ socks = []
 ports = []
 for _ in range(2):
     s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(128); socks.append(s); ports.append(s.getsockname()[1])
-open(sys.argv[1], "w").write(" ".join(map(str, ports)))
+open(sys.argv[1], "w").write(" ".join(map(str, ports)) + "\n")
 held = []
 def serve(s):
     while True:
