@@ -19,28 +19,38 @@ enum Job {
         role: String,
         boot: String,
         version: String,
-        reply: oneshot::Sender<Result<u64, String>>,
+        reply: oneshot::Sender<Result<u64, IngestError>>,
     },
     Report {
         node: String,
         boot: String,
         report: Box<NodeReport>,
         queued: Instant,
-        reply: oneshot::Sender<Result<u64, String>>,
+        reply: oneshot::Sender<Result<u64, IngestError>>,
     },
     /// Retention: delete reports received before this time; answers how many went.
     Prune {
         before_ms: i64,
-        reply: oneshot::Sender<Result<u64, String>>,
+        reply: oneshot::Sender<Result<u64, IngestError>>,
     },
 }
 
 impl Job {
-    fn reply(self) -> oneshot::Sender<Result<u64, String>> {
+    fn reply(self) -> oneshot::Sender<Result<u64, IngestError>> {
         match self {
             Job::Hello { reply, .. } | Job::Report { reply, .. } | Job::Prune { reply, .. } => reply,
         }
     }
+}
+
+/// Why a job was not done. Cloned to every job of a failed batch, so it keeps the store's
+/// error as text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IngestError {
+    #[error("the collector's writer has stopped")]
+    WriterStopped,
+    #[error("{0}")]
+    Store(String),
 }
 
 #[derive(Clone)]
@@ -93,7 +103,7 @@ impl Ingest {
     }
 
     /// Record a stream's Hello; returns the highest seq already stored for this boot.
-    pub async fn hello(&self, node: &str, role: &str, boot: &str, version: &str) -> Result<u64, String> {
+    pub async fn hello(&self, node: &str, role: &str, boot: &str, version: &str) -> Result<u64, IngestError> {
         let (reply, rx) = oneshot::channel();
         self.tx
             .send(Job::Hello {
@@ -104,13 +114,13 @@ impl Ingest {
                 reply,
             })
             .await
-            .map_err(|_| "writer stopped".to_string())?;
-        rx.await.map_err(|_| "writer stopped".to_string())?
+            .map_err(|_| IngestError::WriterStopped)?;
+        rx.await.map_err(|_| IngestError::WriterStopped)?
     }
 
     /// Queue a report; the receiver yields, once it is on disk, the highest seq stored for this
     /// node and boot. A stream queues its next report without waiting for the last commit.
-    pub async fn report(&self, node: &str, boot: &str, report: NodeReport) -> Result<Stored, String> {
+    pub async fn report(&self, node: &str, boot: &str, report: NodeReport) -> Result<Stored, IngestError> {
         let (reply, rx) = oneshot::channel();
         self.tx
             .send(Job::Report {
@@ -121,22 +131,22 @@ impl Ingest {
                 reply,
             })
             .await
-            .map_err(|_| "writer stopped".to_string())?;
+            .map_err(|_| IngestError::WriterStopped)?;
         Ok(rx)
     }
 }
 
-pub type Stored = oneshot::Receiver<Result<u64, String>>;
+pub type Stored = oneshot::Receiver<Result<u64, IngestError>>;
 
 impl Ingest {
     /// Delete reports received before `before_ms` (each boot's newest is kept); how many went.
-    pub async fn prune(&self, before_ms: i64) -> Result<u64, String> {
+    pub async fn prune(&self, before_ms: i64) -> Result<u64, IngestError> {
         let (reply, rx) = oneshot::channel();
         self.tx
             .send(Job::Prune { before_ms, reply })
             .await
-            .map_err(|_| "writer stopped".to_string())?;
-        rx.await.map_err(|_| "writer stopped".to_string())?
+            .map_err(|_| IngestError::WriterStopped)?;
+        rx.await.map_err(|_| IngestError::WriterStopped)?
     }
 }
 
@@ -179,7 +189,7 @@ fn write(store: &mut Store, jobs: Vec<Job>, hooks: &Hooks) {
                 if let Job::Report { queued, .. } = &j {
                     hooks.metrics.report(None, queued.elapsed());
                 }
-                let _ = j.reply().send(Err(e.to_string()));
+                let _ = j.reply().send(Err(IngestError::Store(e.to_string())));
             }
         }
     }

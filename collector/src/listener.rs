@@ -230,30 +230,41 @@ impl AsyncWrite for Conn {
     }
 }
 
+/// What is wrong with the TLS material the server was given.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("client CA: {0}")]
+    ClientCa(String),
+    #[error("server certificate: {0}")]
+    Certificate(String),
+    #[error("server key: {0}")]
+    Key(String),
+    #[error("{0}")]
+    Config(#[from] rustls::Error),
+}
+
 /// The server's TLS: its certificate, and client certificates required from `client_ca`.
-pub fn tls_config(cert_pem: &str, key_pem: &str, client_ca_pem: &str) -> Result<rustls::ServerConfig, String> {
+pub fn tls_config(cert_pem: &str, key_pem: &str, client_ca_pem: &str) -> Result<rustls::ServerConfig, TlsError> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut roots = rustls::RootCertStore::empty();
     for c in CertificateDer::pem_slice_iter(client_ca_pem.as_bytes()) {
         roots
-            .add(c.map_err(|e| format!("agent CA: {e}"))?)
-            .map_err(|e| format!("agent CA: {e}"))?;
+            .add(c.map_err(|e| TlsError::ClientCa(e.to_string()))?)
+            .map_err(|e| TlsError::ClientCa(e.to_string()))?;
     }
     let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
         .build()
-        .map_err(|e| format!("agent CA: {e}"))?;
+        .map_err(|e| TlsError::ClientCa(e.to_string()))?;
     let chain = CertificateDer::pem_slice_iter(cert_pem.as_bytes())
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("collector certificate: {e}"))?;
-    let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes()).map_err(|e| format!("collector key: {e}"))?;
+        .map_err(|e| TlsError::Certificate(e.to_string()))?;
+    let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes()).map_err(|e| TlsError::Key(e.to_string()))?;
     let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
+        .with_safe_default_protocol_versions()?
         .with_client_cert_verifier(verifier)
-        .with_single_cert(chain, key)
-        .map_err(|e| format!("collector certificate: {e}"))?;
+        .with_single_cert(chain, key)?;
     cfg.alpn_protocols = vec![b"h2".to_vec()];
     Ok(cfg)
 }

@@ -285,7 +285,7 @@ impl Agent for Collector {
             .ingest
             .hello(&cn, &hello.role, &hello.boot_id, &hello.agent_version)
             .await
-            .map_err(Status::internal)?;
+            .map_err(|e| Status::internal(e.to_string()))?;
         tracing::info!(
             node = %cn,
             boot = %hello.boot_id,
@@ -348,6 +348,21 @@ impl Default for Options {
     }
 }
 
+/// Why the collector could not serve.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("TLS: {0}")]
+    Tls(#[from] listener::TlsError),
+    #[error("listen on {addr}: {source}")]
+    Listen { addr: String, source: std::io::Error },
+    #[error("the agents' gRPC server: {0}")]
+    Agents(String),
+    #[error("admin socket {path}: {message}")]
+    Admin { path: String, message: String },
+    #[error(transparent)]
+    Web(#[from] crate::web::WebError),
+}
+
 /// Serve agents on `addr` (mTLS) and, when given, the admin API on a unix socket, until
 /// `shutdown` resolves; then drain. Agents must present a certificate from `client_ca`.
 pub async fn serve(
@@ -357,11 +372,12 @@ pub async fn serve(
     admin_socket: Option<&Path>,
     opts: Options,
     shutdown: impl std::future::Future<Output = ()>,
-) -> Result<(), String> {
+) -> Result<(), ServeError> {
     let tls = Arc::new(listener::tls_config(&tls.cert, &tls.key, &tls.client_ca)?);
-    let tcp = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| format!("listen on {addr}: {e}"))?;
+    let tcp = tokio::net::TcpListener::bind(addr).await.map_err(|source| ServeError::Listen {
+        addr: addr.to_string(),
+        source,
+    })?;
     let agents = Arc::new(Agents::default());
     let gate = Arc::new(Gate::default());
     let hooks = crate::ingest::Hooks::default();
@@ -415,18 +431,25 @@ pub async fn serve(
         // A stale socket from a killed collector would make bind fail (the caller holds the
         // directory's lock, so it is not a live collector's).
         let _ = std::fs::remove_file(path);
-        let listener = tokio::net::UnixListener::bind(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o600))
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let admin_err = |message: String| ServeError::Admin {
+            path: path.display().to_string(),
+            message,
+        };
+        let listener = tokio::net::UnixListener::bind(path).map_err(|e| admin_err(e.to_string()))?;
+        std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o600)).map_err(|e| admin_err(e.to_string()))?;
         Server::builder()
             .add_service(AdminServer::new(AdminApi { agents: agents.clone() }))
             .serve_with_incoming_shutdown(UnixListenerStream::new(listener), stopped(stop_rx.clone()))
             .await
-            .map_err(|e| format!("admin socket: {e}"))
+            .map_err(|e| admin_err(e.to_string()))
     };
     let servers = async {
         let (a, b) = tokio::join!(
-            async { agent_server.await.map_err(|e| format!("{e}: {:?}", std::error::Error::source(&e))) },
+            async {
+                agent_server
+                    .await
+                    .map_err(|e| ServeError::Agents(format!("{e}: {:?}", std::error::Error::source(&e))))
+            },
             admin
         );
         a.and(b)

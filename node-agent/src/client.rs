@@ -26,20 +26,44 @@ impl Shared {
     }
 }
 
-async fn channel(cfg: &Config) -> Result<Channel, String> {
-    let read = |p: &std::path::Path| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()));
+/// Why a session with the collector ended.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("{path}: {source}")]
+    Read { path: String, source: std::io::Error },
+    #[error("collector address {0}")]
+    Address(String),
+    /// The connection, explained (see `explain`).
+    #[error("{0}")]
+    Connect(String),
+    /// The collector refused the stream, explained.
+    #[error("{0}")]
+    Refused(String),
+    #[error("the collector closed the stream")]
+    Closed,
+    #[error("{0}")]
+    Stream(String),
+}
+
+async fn channel(cfg: &Config) -> Result<Channel, ClientError> {
+    let read = |p: &std::path::Path| {
+        std::fs::read_to_string(p).map_err(|source| ClientError::Read {
+            path: p.display().to_string(),
+            source,
+        })
+    };
     let tls = ClientTlsConfig::new()
         .ca_certificate(Certificate::from_pem(read(&cfg.ca)?))
         .identity(Identity::from_pem(read(&cfg.cert)?, read(&cfg.key)?))
         .domain_name(cfg.server_name());
     Channel::from_shared(format!("https://{}", cfg.collector))
-        .map_err(|e| e.to_string())?
+        .map_err(|e| ClientError::Address(format!("{}: {e}", cfg.collector)))?
         .tls_config(tls)
-        .map_err(|e| e.to_string())?
+        .map_err(|e| ClientError::Connect(e.to_string()))?
         .connect_timeout(Duration::from_secs(5))
         .connect()
         .await
-        .map_err(|e| explain(e.to_string(), std::error::Error::source(&e)))
+        .map_err(|e| ClientError::Connect(explain(e.to_string(), std::error::Error::source(&e))))
 }
 
 /// An error with its causes ("transport error" alone says nothing), and what it most likely means.
@@ -69,7 +93,7 @@ fn explain(head: String, source: Option<&(dyn std::error::Error + 'static)>) -> 
 }
 
 /// One connection, until it fails.
-async fn session(cfg: &Config, shared: &Shared) -> Result<(), String> {
+async fn session(cfg: &Config, shared: &Shared) -> Result<(), ClientError> {
     let ch = channel(cfg).await?;
     let (tx, rx) = mpsc::channel::<AgentMessage>(256);
     let hello = Hello {
@@ -83,11 +107,11 @@ async fn session(cfg: &Config, shared: &Shared) -> Result<(), String> {
         body: Some(Body::Hello(hello)),
     })
     .await
-    .map_err(|e| e.to_string())?;
+    .map_err(|_| ClientError::Closed)?;
     let mut inbound = AgentClient::new(ch)
         .connect(tokio_stream::wrappers::ReceiverStream::new(rx))
         .await
-        .map_err(|s| explain(format!("{:?}: {}", s.code(), s.message()), std::error::Error::source(&s)))?
+        .map_err(|s| ClientError::Refused(explain(format!("{:?}: {}", s.code(), s.message()), std::error::Error::source(&s))))?
         .into_inner();
     tracing::info!(node = %cfg.node, "connected to {}", cfg.collector);
 
@@ -104,7 +128,7 @@ async fn session(cfg: &Config, shared: &Shared) -> Result<(), String> {
                     .await
                     .is_err()
                 {
-                    return Err("stream closed".to_string());
+                    return Err(ClientError::Closed);
                 }
             }
             // Wake on a new report, or now and then to resend anything an ack did not cover.
@@ -153,8 +177,8 @@ async fn session(cfg: &Config, shared: &Shared) -> Result<(), String> {
                         }
                     }
                 }
-                Ok(None) => return Err("collector closed the stream".to_string()),
-                Err(s) => return Err(format!("{}: {}", s.code(), s.message())),
+                Ok(None) => return Err(ClientError::Closed),
+                Err(s) => return Err(ClientError::Stream(format!("{}: {}", s.code(), s.message()))),
             }
         }
     };

@@ -83,27 +83,37 @@ struct Shared {
     check_host: bool,
 }
 
+/// Why the dashboard could not be served.
+#[derive(Debug, thiserror::Error)]
+pub enum WebError {
+    #[error(
+        "--web {0}: not a loopback address, so the dashboard needs HTTPS with the admin client certificate, and no certificate was given"
+    )]
+    NeedsTls(SocketAddr),
+    #[error("--web {addr}: {source} (another collector's dashboard? give --web another port, or --no-web)")]
+    Bind { addr: SocketAddr, source: std::io::Error },
+    #[error("dashboard store {path}: {message}")]
+    Store { path: String, message: String },
+    #[error("dashboard TLS: {0}")]
+    Tls(#[from] crate::listener::TlsError),
+    #[error("dashboard: {0}")]
+    Serve(std::io::Error),
+}
+
 /// Refuse addresses that would serve the dashboard in the clear beyond this machine.
-pub fn check(opts: &Options) -> Result<(), String> {
+pub fn check(opts: &Options) -> Result<(), WebError> {
     if !opts.addr.ip().is_loopback() && opts.tls.is_none() {
-        return Err(format!(
-            "--web {}: not a loopback address, so the dashboard needs HTTPS with the admin client certificate, and no certificate was given",
-            opts.addr
-        ));
+        return Err(WebError::NeedsTls(opts.addr));
     }
     Ok(())
 }
 
 /// Bind the dashboard's address (port 0: any free port) and say where it is.
-pub async fn bind(opts: &Options) -> Result<tokio::net::TcpListener, String> {
+pub async fn bind(opts: &Options) -> Result<tokio::net::TcpListener, WebError> {
     check(opts)?;
-    let tcp = tokio::net::TcpListener::bind(opts.addr).await.map_err(|e| {
-        format!(
-            "--web {}: {e} (another collector's dashboard? give --web another port, or --no-web)",
-            opts.addr
-        )
-    })?;
-    let at = tcp.local_addr().map_err(|e| e.to_string())?;
+    let bind_err = |source| WebError::Bind { addr: opts.addr, source };
+    let tcp = tokio::net::TcpListener::bind(opts.addr).await.map_err(bind_err)?;
+    let at = tcp.local_addr().map_err(bind_err)?;
     let scheme = if opts.tls.is_some() { "https" } else { "http" };
     tracing::info!(
         "dashboard on {scheme}://{at}/ and metrics on {scheme}://{at}/metrics{}",
@@ -117,8 +127,11 @@ pub async fn bind(opts: &Options) -> Result<tokio::net::TcpListener, String> {
 }
 
 /// Serve on `tcp` (from `bind`) until `stop` flips to true.
-pub async fn serve(opts: Options, tcp: tokio::net::TcpListener, deps: Deps, stop: watch::Receiver<bool>) -> Result<(), String> {
-    let store = Store::open(&opts.db).map_err(|e| format!("{}: {e}", opts.db.display()))?;
+pub async fn serve(opts: Options, tcp: tokio::net::TcpListener, deps: Deps, stop: watch::Receiver<bool>) -> Result<(), WebError> {
+    let store = Store::open(&opts.db).map_err(|e| WebError::Store {
+        path: opts.db.display().to_string(),
+        message: e.to_string(),
+    })?;
     let empty = Arc::new(Snapshot {
         view: view::build(&[], None, &[], &Default::default(), now_ms()),
         head: String::new(),
@@ -144,7 +157,7 @@ pub async fn serve(opts: Options, tcp: tokio::net::TcpListener, deps: Deps, stop
     match opts.tls {
         None => {
             tokio::select! {
-                r = axum::serve(tcp, app) => r.map_err(|e| format!("dashboard: {e}")),
+                r = axum::serve(tcp, app) => r.map_err(WebError::Serve),
                 _ = stopped => Ok(()),
             }
         }
