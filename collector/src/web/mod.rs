@@ -513,7 +513,7 @@ mod tests {
             inventory: None,
             db: "x".into(),
         };
-        assert!(check(&o).unwrap_err().contains("admin client certificate"));
+        assert!(check(&o).unwrap_err().to_string().contains("admin client certificate"));
         assert!(check(&Options {
             addr: "127.0.0.1:9444".parse().unwrap(),
             ..o
