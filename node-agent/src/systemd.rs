@@ -23,15 +23,17 @@ pub async fn connect(bus: &str) -> zbus::Result<Connection> {
     }
 }
 
-struct Raw {
-    load: String,
-    active: String,
-    sub: String,
-    restarts: u32,
-    result: String,
-    status: i32,
+/// What systemd says of one unit: the properties read over D-Bus.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Raw {
+    pub load: String,
+    pub active: String,
+    pub sub: String,
+    pub restarts: u32,
+    pub result: String,
+    pub status: i32,
     /// When the unit last changed state, µs since the epoch (0: never).
-    since_us: u64,
+    pub since_us: u64,
 }
 
 async fn read(conn: &Connection, unit: &str) -> zbus::Result<Raw> {
@@ -57,24 +59,29 @@ async fn read(conn: &Connection, unit: &str) -> zbus::Result<Raw> {
     })
 }
 
-/// The state of one unit as a component.
+/// The state of one unit as a component: read, then judged.
 pub async fn unit(conn: &Connection, unit: &str) -> ComponentState {
+    let raw = match tokio::time::timeout(TIMEOUT, read(conn, unit)).await {
+        Err(_) => Err("systemd did not answer within 2s".to_string()),
+        Ok(Err(e)) => Err(format!("D-Bus: {e}")),
+        Ok(Ok(r)) => Ok(r),
+    };
+    judge(unit, &raw)
+}
+
+/// A unit's component from what systemd said (or why it said nothing). Pure.
+pub fn judge(unit: &str, raw: &Result<Raw, String>) -> ComponentState {
     let mut c = ComponentState {
         name: unit.to_string(),
         ..Default::default()
     };
-    let raw = match tokio::time::timeout(TIMEOUT, read(conn, unit)).await {
-        Err(_) => {
+    let raw = match raw {
+        Err(e) => {
             c.health = Health::Unknown as i32;
-            c.reason = "systemd did not answer within 2s".into();
+            c.reason = e.clone();
             return c;
         }
-        Ok(Err(e)) => {
-            c.health = Health::Unknown as i32;
-            c.reason = format!("D-Bus: {e}");
-            return c;
-        }
-        Ok(Ok(r)) => r,
+        Ok(r) => r,
     };
     c.state = format!("{}/{}", raw.active, raw.sub);
     c.details = BTreeMap::from([
@@ -137,5 +144,48 @@ pub async fn watch(conn: Connection, units: Vec<String>, changed: Arc<Notify>) {
     }
     for t in tasks {
         let _ = t.await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(load: &str, active: &str, sub: &str, restarts: u32, result: &str, status: i32) -> Result<Raw, String> {
+        Ok(Raw {
+            load: load.into(),
+            active: active.into(),
+            sub: sub.into(),
+            restarts,
+            result: result.into(),
+            status,
+            since_us: 1_764_160_000_000_000,
+        })
+    }
+
+    /// The properties systemd reports in each case (as `systemctl show` prints them).
+    #[test]
+    fn recorded_unit_states() {
+        let ok = judge("kubelet.service", &raw("loaded", "active", "running", 0, "success", 0));
+        assert_eq!((ok.health, ok.state.as_str()), (Health::Ok as i32, "active/running"));
+        assert_eq!(ok.details["since"], "1764160000");
+        let loop_ = judge("kubelet.service", &raw("loaded", "activating", "auto-restart", 7, "exit-code", 1));
+        assert_eq!(loop_.health, Health::Failing as i32);
+        assert_eq!(loop_.reason, "crash-looping: 7 restarts, last result exit-code (exit status 1)");
+        let failed = judge("crio.service", &raw("loaded", "failed", "failed", 0, "exit-code", 2));
+        assert_eq!(failed.reason, "failed: result exit-code (exit status 2)");
+        let restarted = judge("crio.service", &raw("loaded", "active", "running", 2, "success", 0));
+        assert_eq!(restarted.health, Health::Warning as i32);
+        let missing = judge("bootkube.service", &raw("not-found", "inactive", "dead", 0, "success", 0));
+        assert_eq!(missing.health, Health::Absent as i32);
+        let stopped = judge("kubelet.service", &raw("loaded", "inactive", "dead", 0, "success", 0));
+        assert_eq!((stopped.health, stopped.reason.as_str()), (Health::Failing as i32, "not running"));
+        let starting = judge("kubelet.service", &raw("loaded", "activating", "start", 0, "success", 0));
+        assert_eq!(starting.health, Health::Warning as i32);
+        let silent = judge("kubelet.service", &Err("systemd did not answer within 2s".into()));
+        assert_eq!(
+            (silent.health, silent.reason.as_str()),
+            (Health::Unknown as i32, "systemd did not answer within 2s")
+        );
     }
 }
