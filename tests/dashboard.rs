@@ -297,16 +297,23 @@ fn get(url: &str) -> (u16, String, String) {
     (status, ty, r.text().unwrap())
 }
 
-#[test]
-fn the_dashboard_shows_each_node_and_turns_a_failed_kubelet_red_live() {
+/// The example lab's bundle and its collector, with the dashboard on a port of its own:
+/// (bundle, collector, agent port, dashboard URL).
+fn lab() -> (tempfile::TempDir, Kill, u16, String) {
     ring();
     let d = example_copy();
-    let dir = d.path().to_path_buf();
-    create(&dir, &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
     let (port, web) = (free_port(), free_port());
-    let _collector = collector_with(&dir, port, &["--web", &format!("127.0.0.1:{web}"), "--no-api-watch"]);
+    let collector = collector_with(d.path(), port, &["--web", &format!("127.0.0.1:{web}"), "--no-api-watch"]);
     let site = format!("http://127.0.0.1:{web}");
     wait_for("the dashboard", 30, || reqwest::blocking::get(format!("{site}/metrics")).is_ok());
+    (d, collector, port, site)
+}
+
+#[test]
+fn the_dashboard_shows_each_node_and_turns_a_failed_kubelet_red_live() {
+    let (d, _collector, port, site) = lab();
+    let dir = d.path().to_path_buf();
 
     // Before any report: every inventory node is on the grid, waiting.
     let (status, _, html) = get(&format!("{site}/"));
@@ -446,14 +453,8 @@ fn the_dashboard_shows_each_node_and_turns_a_failed_kubelet_red_live() {
 
 #[test]
 fn promtool_passes_a_live_scrape_and_the_metrics_follow_the_reports() {
-    ring();
-    let d = example_copy();
+    let (d, _collector, port, site) = lab();
     let dir = d.path().to_path_buf();
-    create(&dir, &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
-    let (port, web) = (free_port(), free_port());
-    let _collector = collector_with(&dir, port, &["--web", &format!("127.0.0.1:{web}"), "--no-api-watch"]);
-    let site = format!("http://127.0.0.1:{web}");
-    wait_for("the dashboard", 30, || reqwest::blocking::get(format!("{site}/metrics")).is_ok());
     let sim = Arc::new(Sim::default());
     sim.kubelet.lock().unwrap().insert("worker-1".into(), Health::Failing);
     let rt = tokio::runtime::Runtime::new().unwrap();

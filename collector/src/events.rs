@@ -14,6 +14,25 @@ pub struct Event {
     pub reason: String,
 }
 
+/// What the API watch saw, on the agents' timeline: a Node's change under its name, the rest
+/// (CSRs, operators, pods) under "api".
+pub fn from_api(c: crate::store::ApiChange) -> Event {
+    let node = if c.kind == "Node" { c.name.clone() } else { "api".into() };
+    let id = if c.namespace.is_empty() {
+        c.name
+    } else {
+        format!("{}/{}", c.namespace, c.name)
+    };
+    Event {
+        node,
+        time_ms: c.time_ms,
+        component: format!("{} {id}", c.kind),
+        from: String::new(),
+        to: c.change,
+        reason: String::new(),
+    }
+}
+
 /// Reports of one node in (boot, seq) order → the changes between consecutive reports.
 pub fn changes(node: &str, reports: &[(String, NodeReport)]) -> Vec<Event> {
     let mut out = Vec::new();

@@ -27,26 +27,14 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     // What the API server said, on the same timeline: a Node's changes under its name, the
     // rest (CSRs, operators, pods) under "api".
     for c in store.api_changes().map_err(Failure::other)? {
-        let node = if c.kind == "Node" { c.name.clone() } else { "api".into() };
-        if a.node
+        // With a node named, its own Node object's changes and any naming it (its CSRs).
+        let keep = a
+            .node
             .as_ref()
-            .is_some_and(|n| *n != node && !c.change.contains(n.as_str()) && !c.name.contains(n.as_str()))
-        {
-            continue;
+            .is_none_or(|n| (c.kind == "Node" && c.name == *n) || c.change.contains(n.as_str()) || c.name.contains(n.as_str()));
+        if keep {
+            all.push(events::from_api(c));
         }
-        let id = if c.namespace.is_empty() {
-            c.name
-        } else {
-            format!("{}/{}", c.namespace, c.name)
-        };
-        all.push(events::Event {
-            node,
-            time_ms: c.time_ms,
-            component: format!("{} {id}", c.kind),
-            from: String::new(),
-            to: c.change,
-            reason: String::new(),
-        });
     }
     all.sort_by_key(|e| e.time_ms);
     if a.output == super::Output::Json {

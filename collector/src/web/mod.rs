@@ -414,22 +414,7 @@ async fn timeline_html(s: &Arc<Shared>) -> String {
                 all.extend(window_changes(n, &r, TIMELINE_REPORTS));
             }
         }
-        for c in st.api_changes().unwrap_or_default() {
-            let node = if c.kind == "Node" { c.name.clone() } else { "api".into() };
-            let id = if c.namespace.is_empty() {
-                c.name
-            } else {
-                format!("{}/{}", c.namespace, c.name)
-            };
-            all.push(Event {
-                node,
-                time_ms: c.time_ms,
-                component: format!("{} {id}", c.kind),
-                from: String::new(),
-                to: c.change,
-                reason: String::new(),
-            });
-        }
+        all.extend(st.api_changes().unwrap_or_default().into_iter().map(events::from_api));
         all.sort_by_key(|e| e.time_ms);
         let cut = all.len().saturating_sub(TIMELINE_EVENTS);
         all.split_off(cut)
