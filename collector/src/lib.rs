@@ -11,6 +11,7 @@ pub mod metrics;
 pub mod phase;
 pub mod scrub;
 pub mod server;
+pub mod session;
 pub mod store;
 pub mod summary;
 pub mod view;

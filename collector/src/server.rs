@@ -1,46 +1,41 @@
-//! The mTLS gRPC server agents stream to. A node's identity is its client certificate's CN; a
-//! stream whose Hello names another node is refused and logged. Connections come through
-//! `listener` (caps, deadlines); on shutdown every stream is drained: what was received is
-//! committed and acknowledged, then the streams end and the agents reconnect elsewhere or later.
+//! The mTLS gRPC server agents stream to (each stream a `session`), the admin socket, and the
+//! dashboard beside them. Connections come through `listener` (caps, deadlines); on shutdown
+//! every stream is drained: what was received is committed and acknowledged, then the streams
+//! end and the agents reconnect elsewhere or later.
 
-use crate::ingest::{Ingest, Stored};
-use crate::listener::{self, ConnInfo, Gate, Limits};
+use crate::ingest::Ingest;
+use crate::listener::{self, Gate, Limits};
 use crate::now_ms;
 use crate::store::Store;
 use hardshift_proto::v1::admin_server::{Admin, AdminServer};
-use hardshift_proto::v1::agent_message::Body as In;
-use hardshift_proto::v1::agent_server::{Agent, AgentServer};
+use hardshift_proto::v1::agent_server::AgentServer;
 use hardshift_proto::v1::collector_message::Body as Out;
-use hardshift_proto::v1::{Ack, AdminDebugRequest, AgentMessage, CollectorMessage, DebugRequest, DebugResponse, Hello};
+use hardshift_proto::v1::{AdminDebugRequest, CollectorMessage, DebugRequest, DebugResponse};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::Path;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
-use tokio_stream::{
-    wrappers::{ReceiverStream, UnixListenerStream},
-    Stream,
-};
+use tokio_stream::wrappers::{ReceiverStream, UnixListenerStream};
 use tonic::transport::Server;
-use tonic::{Request, Response, Status, Streaming};
+use tonic::{Request, Response, Status};
 
 pub struct Collector {
-    ingest: Ingest,
-    agents: Arc<Agents>,
-    hello_timeout: Duration,
-    stop: tokio::sync::watch::Receiver<bool>,
+    pub(crate) ingest: Ingest,
+    pub(crate) agents: Arc<Agents>,
+    pub(crate) hello_timeout: Duration,
+    pub(crate) stop: tokio::sync::watch::Receiver<bool>,
 }
 
-type Outbox = mpsc::Sender<Result<CollectorMessage, Status>>;
+pub(crate) type Outbox = mpsc::Sender<Result<CollectorMessage, Status>>;
 
 /// The connected agents, and the debug requests waiting for their answers.
 #[derive(Default)]
 pub struct Agents {
     /// node → (connection number, its outbound stream). A reconnect replaces the entry.
-    conns: Mutex<HashMap<String, (u64, Outbox)>>,
+    pub(crate) conns: Mutex<HashMap<String, (u64, Outbox)>>,
     /// request id → (the node asked, who waits).
     pending: Mutex<HashMap<u64, (String, oneshot::Sender<DebugResponse>)>>,
     next: AtomicU64,
@@ -55,7 +50,7 @@ impl Agents {
         self.conns.lock().map(|c| c.len()).unwrap_or(0)
     }
 
-    fn id(&self) -> u64 {
+    pub(crate) fn id(&self) -> u64 {
         self.next.fetch_add(1, Ordering::Relaxed) + 1
     }
 
@@ -98,7 +93,7 @@ impl Agents {
     }
 
     /// An answer from `node`: delivered only to a request that was sent to that node.
-    fn answered(&self, node: &str, r: DebugResponse) {
+    pub(crate) fn answered(&self, node: &str, r: DebugResponse) {
         let Ok(mut p) = self.pending.lock() else { return };
         if p.get(&r.id).is_some_and(|(n, _)| n == node) {
             if let Some((_, w)) = p.remove(&r.id) {
@@ -121,200 +116,6 @@ impl Admin for AdminApi {
         let AdminDebugRequest { node, request } = req.into_inner();
         let request = request.ok_or_else(|| Status::invalid_argument("no request"))?;
         Ok(Response::new(self.agents.ask(&node, request).await?))
-    }
-}
-
-/// The CN of the verified client certificate (rustls checked it against the agent CA).
-fn peer_cn<T>(req: &Request<T>) -> Option<String> {
-    let der = req.extensions().get::<ConnInfo>()?.cert.as_ref()?;
-    let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
-    let cn = cert.subject().iter_common_name().next()?.as_str().ok()?.to_string();
-    Some(cn)
-}
-
-fn ack(boot_id: &str, highest: u64) -> Result<CollectorMessage, Status> {
-    Ok(CollectorMessage {
-        body: Some(Out::Ack(Ack {
-            boot_id: boot_id.to_string(),
-            highest_seq: highest,
-            collector_time_ms: now_ms(),
-        })),
-    })
-}
-
-type Outbound = Pin<Box<dyn Stream<Item = Result<CollectorMessage, Status>> + Send>>;
-
-/// Keeps a node's entry in `Agents` for as long as its session lives; dropping it removes the
-/// entry, unless a newer connection of the same node has replaced it meanwhile.
-struct Registration {
-    agents: Arc<Agents>,
-    node: String,
-    conn: u64,
-}
-
-impl Agents {
-    fn register(self: &Arc<Self>, node: &str, tx: Outbox) -> Registration {
-        let conn = self.id();
-        if let Ok(mut c) = self.conns.lock() {
-            c.insert(node.to_string(), (conn, tx));
-        }
-        Registration {
-            agents: self.clone(),
-            node: node.to_string(),
-            conn,
-        }
-    }
-}
-
-impl Drop for Registration {
-    fn drop(&mut self) {
-        if let Ok(mut c) = self.agents.conns.lock() {
-            if c.get(&self.node).is_some_and(|(n, _)| *n == self.conn) {
-                c.remove(&self.node);
-            }
-        }
-    }
-}
-
-/// One agent's stream after its Hello: who it is (from its certificate), its boot, and where
-/// its acks and debug requests go.
-struct Session {
-    node: String,
-    boot: String,
-    tx: Outbox,
-}
-
-impl Session {
-    /// Ack each report in order as its commit lands; a failed commit ends the stream (the
-    /// agent resends what was not acknowledged).
-    async fn ack_loop(&self, mut stored: mpsc::Receiver<Stored>) {
-        while let Some(s) = stored.recv().await {
-            match s.await {
-                Ok(Ok(h)) => {
-                    if self.tx.send(ack(&self.boot, h)).await.is_err() {
-                        break;
-                    }
-                }
-                Ok(Err(e)) => {
-                    tracing::error!(node = %self.node, "not stored: {e}");
-                    let _ = self.tx.send(Err(Status::unavailable(format!("not stored: {e}")))).await;
-                    break;
-                }
-                Err(_) => break,
-            }
-        }
-    }
-
-    /// Read reports and debug answers until the stream ends or the collector stops. Reports
-    /// are queued to the writer without waiting for the last commit.
-    async fn read_loop(
-        &self,
-        mut inbound: Streaming<AgentMessage>,
-        ingest: &Ingest,
-        agents: &Agents,
-        stored: mpsc::Sender<Stored>,
-        mut stop: tokio::sync::watch::Receiver<bool>,
-    ) {
-        let node = &self.node;
-        loop {
-            // On shutdown, stop reading: what was read is still stored and acked.
-            let next = tokio::select! {
-                m = inbound.message() => m,
-                _ = stop.wait_for(|s| *s) => break,
-            };
-            let report = match next {
-                Ok(Some(AgentMessage { body: Some(In::Report(r)) })) => r,
-                Ok(Some(AgentMessage {
-                    body: Some(In::DebugResponse(r)),
-                })) => {
-                    agents.answered(node, r);
-                    continue;
-                }
-                Ok(Some(_)) => continue,
-                Ok(None) => break,
-                Err(e) => {
-                    tracing::info!(node = %node, "stream ended: {}", e.message());
-                    break;
-                }
-            };
-            let queued = match ingest.report(node, &self.boot, report).await {
-                Ok(q) => q,
-                Err(e) => {
-                    tracing::error!(node = %node, "not stored: {e}");
-                    break;
-                }
-            };
-            if stored.send(queued).await.is_err() {
-                break;
-            }
-        }
-    }
-}
-
-impl Collector {
-    /// The stream's first message, which must be a Hello naming the certificate's own node.
-    async fn hello(&self, cn: &str, info: Option<&ConnInfo>, inbound: &mut Streaming<AgentMessage>) -> Result<Hello, Status> {
-        let first = tokio::time::timeout(self.hello_timeout, inbound.message())
-            .await
-            .map_err(|_| Status::deadline_exceeded("no Hello in time"))?;
-        let hello = match first? {
-            Some(AgentMessage { body: Some(In::Hello(h)) }) => h,
-            _ => return Err(Status::invalid_argument("the first message must be Hello")),
-        };
-        if let Some(i) = info {
-            i.hello.store(true, Ordering::Release);
-        }
-        if hello.node != cn {
-            tracing::warn!(node = cn, "refused a stream: certificate {cn:?} claims to be node {:?}", hello.node);
-            return Err(Status::permission_denied(format!("certificate {cn:?} may only report as itself")));
-        }
-        Ok(hello)
-    }
-}
-
-#[tonic::async_trait]
-impl Agent for Collector {
-    type ConnectStream = Outbound;
-
-    async fn connect(&self, req: Request<Streaming<AgentMessage>>) -> Result<Response<Outbound>, Status> {
-        let cn = peer_cn(&req).ok_or_else(|| Status::unauthenticated("no client certificate"))?;
-        let info = req.extensions().get::<ConnInfo>().cloned();
-        let mut inbound = req.into_inner();
-        let hello = self.hello(&cn, info.as_ref(), &mut inbound).await?;
-        let highest = self
-            .ingest
-            .hello(&cn, &hello.role, &hello.boot_id, &hello.agent_version)
-            .await
-            .map_err(|e| Status::internal(e.to_string()))?;
-        tracing::info!(
-            node = %cn,
-            boot = %hello.boot_id,
-            agent = %hello.agent_version,
-            "connected, stored up to {highest}"
-        );
-        let (tx, rx) = mpsc::channel(64);
-        // Tell the agent at once what is already stored, so it resends only the rest.
-        let _ = tx.send(ack(&hello.boot_id, highest)).await;
-        let registration = self.agents.register(&cn, tx.clone());
-        let session = Arc::new(Session {
-            node: cn,
-            boot: hello.boot_id,
-            tx,
-        });
-        // Reports are queued as they arrive and acked in order as their commits land, so a
-        // backlog resent after a reconnect is not stored one fsync at a time.
-        let (stored_tx, stored_rx) = mpsc::channel::<Stored>(256);
-        let acker = {
-            let s = session.clone();
-            tokio::spawn(async move { s.ack_loop(stored_rx).await })
-        };
-        let (ingest, agents, stop) = (self.ingest.clone(), self.agents.clone(), self.stop.clone());
-        tokio::spawn(async move {
-            session.read_loop(inbound, &ingest, &agents, stored_tx, stop).await;
-            let _ = acker.await;
-            drop(registration);
-        });
-        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }
 }
 
@@ -397,20 +198,13 @@ pub async fn serve(
         stopped(stop_rx.clone()),
     ));
     if let Some(web) = opts.web.clone() {
-        // Bound here, so a port in use fails the start rather than a background task.
-        let tcp = crate::web::bind(&web).await?;
         let deps = crate::web::Deps {
             agents: agents.clone(),
             gate: gate.clone(),
             metrics,
             changed,
         };
-        let stop = stop_rx.clone();
-        tokio::spawn(async move {
-            if let Err(e) = crate::web::serve(web, tcp, deps, stop).await {
-                tracing::error!("{e}");
-            }
-        });
+        start_web(web, deps, stop_rx.clone()).await?;
     }
     if let Some(retain) = opts.retain {
         tokio::spawn(prune_every(ingest.clone(), retain, stopped(stop_rx.clone())));
@@ -427,21 +221,10 @@ pub async fn serve(
         }))
         .serve_with_incoming_shutdown(ReceiverStream::new(conn_rx), stopped(stop_rx.clone()));
     let admin = async {
-        let Some(path) = admin_socket else { return Ok(()) };
-        // A stale socket from a killed collector would make bind fail (the caller holds the
-        // directory's lock, so it is not a live collector's).
-        let _ = std::fs::remove_file(path);
-        let admin_err = |message: String| ServeError::Admin {
-            path: path.display().to_string(),
-            message,
-        };
-        let listener = tokio::net::UnixListener::bind(path).map_err(|e| admin_err(e.to_string()))?;
-        std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o600)).map_err(|e| admin_err(e.to_string()))?;
-        Server::builder()
-            .add_service(AdminServer::new(AdminApi { agents: agents.clone() }))
-            .serve_with_incoming_shutdown(UnixListenerStream::new(listener), stopped(stop_rx.clone()))
-            .await
-            .map_err(|e| admin_err(e.to_string()))
+        match admin_socket {
+            Some(path) => serve_admin(path, agents.clone(), stopped(stop_rx.clone())).await,
+            None => Ok(()),
+        }
     };
     let servers = async {
         let (a, b) = tokio::join!(
@@ -479,6 +262,35 @@ pub async fn serve(
     }
     tracing::info!("collector stopped");
     result
+}
+
+/// The dashboard, bound here so a port in use fails the start rather than a background task.
+async fn start_web(web: crate::web::Options, deps: crate::web::Deps, stop: tokio::sync::watch::Receiver<bool>) -> Result<(), ServeError> {
+    let tcp = crate::web::bind(&web).await?;
+    tokio::spawn(async move {
+        if let Err(e) = crate::web::serve(web, tcp, deps, stop).await {
+            tracing::error!("{e}");
+        }
+    });
+    Ok(())
+}
+
+/// The admin API on its unix socket (0600) until `stop`.
+async fn serve_admin(path: &Path, agents: Arc<Agents>, stop: impl std::future::Future<Output = ()>) -> Result<(), ServeError> {
+    // A stale socket from a killed collector would make bind fail (the caller holds the
+    // directory's lock, so it is not a live collector's).
+    let _ = std::fs::remove_file(path);
+    let admin_err = |message: String| ServeError::Admin {
+        path: path.display().to_string(),
+        message,
+    };
+    let listener = tokio::net::UnixListener::bind(path).map_err(|e| admin_err(e.to_string()))?;
+    std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o600)).map_err(|e| admin_err(e.to_string()))?;
+    Server::builder()
+        .add_service(AdminServer::new(AdminApi { agents }))
+        .serve_with_incoming_shutdown(UnixListenerStream::new(listener), stop)
+        .await
+        .map_err(|e| admin_err(e.to_string()))
 }
 
 /// Retention: prune now, then every `retain / 4` (at most hourly), until `stop`.
