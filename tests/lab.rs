@@ -291,18 +291,18 @@ fn haproxy_forwards_to_the_right_nodes_before_and_after_the_pivot() {
 }
 
 #[test]
-fn install_commands_pin_each_ignition_by_its_sha512() {
+fn install_commands_pin_each_ignition_by_its_sha256() {
     let d = bundle();
     let script = std::fs::read_to_string(lab(d.path(), "scripts/coreos-installer.sh")).unwrap();
     let (ok, out) = run("bash", &["-n", &lab(d.path(), "scripts/coreos-installer.sh")]);
     assert!(ok, "{out}");
     for (host, ip, mac) in NODES {
         let ign = d.path().join(format!("ignition/{host}.ign"));
-        let (ok, sum) = run("sha512sum", &[ign.to_str().unwrap()]);
+        let (ok, sum) = run("sha256sum", &[ign.to_str().unwrap()]);
         assert!(ok);
         let hex = sum.split_whitespace().next().unwrap();
         let block = script.split(&format!("  {host})")).nth(1).unwrap().split(";;").next().unwrap();
-        assert!(block.contains(&format!("--ignition-hash sha512-{hex}")), "{host}: {block}");
+        assert!(block.contains(&format!("--ignition-hash sha256-{hex}")), "{host}: {block}");
         assert!(
             block.contains(&format!("--ignition-url http://192.168.126.1:8080/ignition/{host}.ign")),
             "{host}: {block}"

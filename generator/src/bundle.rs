@@ -1,5 +1,6 @@
 //! The bundle: every generated file with its mode, as data. `assemble` is pure; `fsio` writes it.
 
+pub use crate::body::Body;
 use crate::cluster::Cluster;
 use crate::kubeconfig;
 use crate::pki::{Kind, Pki};
@@ -12,7 +13,7 @@ pub const CLUSTER_JSON: &str = "cluster.json";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct File {
     pub mode: u32,
-    pub contents: Vec<u8>,
+    pub contents: Body,
 }
 
 /// Path inside the bundle → file. Ordered, so output is deterministic.
@@ -25,7 +26,7 @@ pub const SECRET: u32 = 0o600;
 pub const PUBLIC: u32 = 0o644;
 
 impl Bundle {
-    pub fn add(&mut self, path: impl Into<String>, mode: u32, contents: impl Into<Vec<u8>>) {
+    pub fn add(&mut self, path: impl Into<String>, mode: u32, contents: impl Into<Body>) {
         self.files.insert(
             path.into(),
             File {
@@ -59,11 +60,17 @@ pub fn assemble(
     for (path, bytes) in served {
         b.add(*path, 0o755, bytes.to_vec());
     }
-    let hashes = crate::lab::ignition_hashes(ignitions.iter().map(|n| (n.hostname.as_str(), n.bytes.as_slice())));
+    // Each config is hashed once: its SHA-256 pins it in the install commands and in SHA256SUMS.
+    let hashes = crate::lab::ignition_hashes(ignitions.iter().map(|n| (n.hostname.as_str(), &n.body)));
     add_lab(&mut b, c, &hashes);
+    let mut known = BTreeMap::new();
     for n in ignitions {
+        let path = format!("ignition/{}.ign", n.hostname);
+        if let Some(h) = hashes.get(&n.hostname) {
+            known.insert(path.clone(), h.clone());
+        }
         // Holds secrets (the pull secret, kubeconfigs; the bootstrap's every key).
-        b.add(format!("ignition/{}.ign", n.hostname), SECRET, std::mem::take(&mut n.bytes));
+        b.add(path, SECRET, std::mem::take(&mut n.body));
     }
     for e in &pki.entries {
         let stem = e.spec.id();
@@ -78,22 +85,30 @@ pub fn assemble(
         let text = kubeconfig::render(&k, pki);
         b.add(k.path, SECRET, text);
     }
-    let sums = sums(&b);
+    let sums = sums_with(&b, &known);
     b.add(SUMS, PUBLIC, sums);
     b
 }
 
 pub fn sha256_hex(data: &[u8]) -> String {
-    Sha256::digest(data).iter().map(|b| format!("{b:02x}")).collect()
+    crate::body::hex(&Sha256::digest(data))
 }
 
 /// `sha256sum -c` format over every file but the sums file itself (hashed on all cores).
 pub fn sums(b: &Bundle) -> String {
+    sums_with(b, &BTreeMap::new())
+}
+
+/// `sums`, taking the hashes already known (path → hex) rather than hashing those files again.
+pub fn sums_with(b: &Bundle, known: &BTreeMap<String, String>) -> String {
     use rayon::prelude::*;
     let files: Vec<(&String, &File)> = b.files.iter().filter(|(p, _)| p.as_str() != SUMS).collect();
     files
         .par_iter()
-        .map(|(p, f)| format!("{}  {p}\n", sha256_hex(&f.contents)))
+        .map(|(p, f)| {
+            let h = known.get(*p).cloned().unwrap_or_else(|| f.contents.sha256_hex());
+            format!("{h}  {p}\n")
+        })
         .collect::<Vec<_>>()
         .concat()
 }

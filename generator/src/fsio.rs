@@ -122,7 +122,7 @@ pub fn damage(live: &Path, b: &Bundle) -> Vec<String> {
                     return Some(format!("{rel} is not a regular file"));
                 }
                 let mode = fs::symlink_metadata(p).map(|m| m.permissions().mode() & 0o7777).unwrap_or(0);
-                if fs::read(p).map(|c| c != f.contents).unwrap_or(true) {
+                if fs::read(p).map(|c| !f.contents.eq_bytes(&c)).unwrap_or(true) {
                     Some(format!("{rel} was edited"))
                 } else if mode != f.mode {
                     Some(format!("{rel} has mode {mode:o}, should be {:o}", f.mode))
@@ -142,7 +142,7 @@ pub fn write(dir: &Path, b: &Bundle) -> Result<Written, WriteError> {
     let sums = b
         .files
         .get(bundle::SUMS)
-        .map(|f| f.contents.clone())
+        .map(|f| f.contents.to_vec())
         .unwrap_or_else(|| bundle::sums(b).into_bytes());
     let gen_name = format!("gen-{}", &bundle::sha256_hex(&sums)[..16]);
     let gen = state.join(&gen_name);
@@ -255,38 +255,46 @@ fn live_sums(live: &Path) -> std::collections::HashMap<String, String> {
 }
 
 fn write_tree(root: &Path, b: &Bundle, live: Option<&Path>) -> Result<(), WriteError> {
+    use rayon::prelude::*;
     fs::create_dir_all(root).map_err(io_err(root))?;
     fs::set_permissions(root, fs::Permissions::from_mode(0o700)).map_err(io_err(root))?;
     let old = live.map(live_sums).unwrap_or_default();
     // This bundle's own hashes, from its SHA256SUMS: not computed again.
-    let new: std::collections::HashMap<&str, &str> = b
-        .files
-        .get(bundle::SUMS)
-        .and_then(|f| std::str::from_utf8(&f.contents).ok())
+    let sums = b.files.get(bundle::SUMS).map(|f| f.contents.to_vec()).unwrap_or_default();
+    let new: std::collections::HashMap<&str, &str> = std::str::from_utf8(&sums)
         .map(|t| t.lines().filter_map(|l| l.split_once("  ")).map(|(h, p)| (p, h)).collect())
         .unwrap_or_default();
-    for (rel, f) in &b.files {
-        let path = root.join(rel);
-        if let Some(parent) = path.parent() {
-            if !parent.exists() {
-                fs::create_dir_all(parent).map_err(io_err(parent))?;
-                fs::set_permissions(parent, fs::Permissions::from_mode(0o755)).map_err(io_err(parent))?;
+    // Directories first (a parent sorts before its children), then the files on all cores.
+    let dirs: std::collections::BTreeSet<&Path> = b
+        .files
+        .keys()
+        .flat_map(|rel| Path::new(rel.as_str()).ancestors().skip(1))
+        .filter(|d| !d.as_os_str().is_empty())
+        .collect();
+    for d in dirs {
+        let p = root.join(d);
+        if let Err(e) = fs::create_dir(&p) {
+            if e.kind() != io::ErrorKind::AlreadyExists {
+                return Err(io_err(&p)(e));
             }
         }
+        fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).map_err(io_err(&p))?;
+    }
+    let files: Vec<(&String, &bundle::File)> = b.files.iter().collect();
+    files.par_iter().try_for_each(|(rel, f)| {
+        let path = root.join(rel);
         // A file the live generation already holds, byte for byte and with the same mode, is
         // linked rather than written again: a re-run that changes one leaf rewrites one file.
-        if let (Some(live), Some(h)) = (live, old.get(rel)) {
+        if let (Some(live), Some(h)) = (live, old.get(rel.as_str())) {
             let src = live.join(rel);
             let same_mode = fs::metadata(&src)
                 .map(|m| m.permissions().mode() & 0o7777 == f.mode)
                 .unwrap_or(false);
             // SHA256SUMS says what the file should hold; only its bytes say what it holds.
-            let intact = || fs::read(&src).is_ok_and(|c| c == f.contents);
-            let same_hash = new
-                .get(rel.as_str())
-                .map_or_else(|| *h == bundle::sha256_hex(&f.contents), |n| n == h);
+            let intact = || fs::read(&src).is_ok_and(|c| f.contents.eq_bytes(&c));
+            let same_hash = new.get(rel.as_str()).map_or_else(|| *h == f.contents.sha256_hex(), |n| n == h);
             if same_mode && same_hash && intact() && fs::hard_link(&src, &path).is_ok() {
-                continue;
+                return Ok(());
             }
         }
         // The mode is set at creation, so a key is never readable by others, not even briefly.
@@ -296,9 +304,9 @@ fn write_tree(root: &Path, b: &Bundle, live: Option<&Path>) -> Result<(), WriteE
             .mode(f.mode)
             .open(&path)
             .map_err(io_err(&path))?;
-        file.write_all(&f.contents).map_err(io_err(&path))?;
-        file.set_permissions(fs::Permissions::from_mode(f.mode)).map_err(io_err(&path))?;
-    }
+        f.contents.write_to(&mut file).map_err(io_err(&path))?;
+        file.set_permissions(fs::Permissions::from_mode(f.mode)).map_err(io_err(&path))
+    })?;
     // One syncfs instead of an fsync per file: everything is on disk before the rename that
     // makes it live, at a fraction of the cost for thousands of files.
     let d = fs::File::open(root).map_err(io_err(root))?;

@@ -95,8 +95,9 @@ pub struct Directory {
 pub struct Contents {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compression: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub source: Option<String>,
+    /// Shared: a node's copy of a base file, or of the agent, is the base's string.
+    #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "splice::source")]
+    pub source: Option<Arc<str>>,
     #[serde(flatten)]
     pub other: BTreeMap<String, serde_json::Value>,
 }
@@ -206,7 +207,7 @@ pub fn encode(data: &[u8]) -> Contents {
                 if z.len() + 256 < data.len() && z.len() * 10 < data.len() * 9 {
                     return Contents {
                         compression: Some("gzip".into()),
-                        source: Some(format!("data:;base64,{}", b64(&z))),
+                        source: Some(format!("data:;base64,{}", b64(&z)).into()),
                         ..Default::default()
                     };
                 }
@@ -215,9 +216,33 @@ pub fn encode(data: &[u8]) -> Contents {
     }
     Contents {
         compression: None,
-        source: Some(format!("data:;base64,{}", b64(data))),
+        source: Some(format!("data:;base64,{}", b64(data)).into()),
         ..Default::default()
     }
+}
+
+/// The base's inline files re-encoded as `encode` does (gzip and base64 when that saves a tenth):
+/// the MCO writes them percent-encoded, and every node's config carries them. Same files on the
+/// node; a file with a verification hash or already compressed is left as it is. Returns how
+/// many bytes of data URLs that saves.
+pub fn compact(cfg: &mut Config) -> usize {
+    let mut saved = 0;
+    for f in &mut cfg.storage.files {
+        let Some(c) = f.contents.as_mut() else { continue };
+        let inline = c.source.as_deref().is_some_and(|s| s.starts_with("data:"));
+        if !inline || c.compression.as_deref().is_some_and(|z| !z.is_empty()) || !c.other.is_empty() {
+            continue;
+        }
+        let Some(data) = decode(c) else { continue };
+        let new = encode(&data);
+        let (old_len, new_len) = (c.source.as_deref().map_or(0, str::len), new.source.as_deref().map_or(0, str::len));
+        if new_len < old_len {
+            saved += old_len - new_len;
+            c.compression = new.compression;
+            c.source = new.source;
+        }
+    }
+    saved
 }
 
 /// Decode a data URL (and gzip), for tests and for reading a base config.
@@ -415,9 +440,179 @@ pub fn render(cfg: &Config) -> Vec<u8> {
     out
 }
 
+/// The JSON text of large data URLs, made once and shared by every config that holds the same
+/// string (the MCO base's files, the agent): keyed by the string's address, which the entry keeps
+/// alive so no other string can take it.
+#[derive(Default)]
+pub struct Pieces(std::sync::Mutex<std::collections::HashMap<usize, Piece>>);
+
+/// A string, and its JSON text.
+type Piece = (Arc<str>, Arc<[u8]>);
+
+impl Pieces {
+    fn json_of(&self, s: &Arc<str>) -> Arc<[u8]> {
+        let key = Arc::as_ptr(s) as *const u8 as usize;
+        if let Some((_, j)) = self.0.lock().expect("pieces").get(&key) {
+            return j.clone();
+        }
+        let j: Arc<[u8]> = Arc::from(serde_json::to_vec(&**s).expect("a string serializes"));
+        self.0.lock().expect("pieces").insert(key, (s.clone(), j.clone()));
+        j
+    }
+}
+
+/// `render`'s bytes exactly, with every data URL of `splice::MIN` bytes or more as a shared piece:
+/// a thousand configs merged into one base hold the base's files once.
+pub fn render_body(cfg: &Config, pieces: &Pieces) -> crate::body::Body {
+    let (mut out, taken) = splice::collecting(|| serde_json::to_vec(cfg).expect("config serializes"));
+    out.push(b'\n');
+    if taken.is_empty() {
+        return crate::body::Body::from(out);
+    }
+    let marker = serde_json::to_vec(splice::MARKER).expect("a string serializes");
+    let mut cuts = Vec::with_capacity(taken.len());
+    let mut at = 0;
+    while let Some(i) = find(&out[at..], &marker) {
+        cuts.push(at + i);
+        at += i + marker.len();
+    }
+    // A user's string that happens to hold the marker: no pieces, the plain bytes.
+    if cuts.len() != taken.len() {
+        return crate::body::Body::from(render(cfg));
+    }
+    let mut parts: Vec<Arc<[u8]>> = Vec::with_capacity(2 * cuts.len() + 1);
+    let mut last = 0;
+    for (cut, s) in cuts.iter().zip(&taken) {
+        parts.push(Arc::from(&out[last..*cut]));
+        parts.push(pieces.json_of(s));
+        last = cut + marker.len();
+    }
+    parts.push(Arc::from(&out[last..]));
+    crate::body::Body::from_pieces(parts)
+}
+
+/// Where `needle` starts in `hay`. The marker's rare byte (the backslash of `\\u0000`) leads the
+/// scan, not its quote, which JSON is full of.
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    let lead = needle.iter().position(|b| *b == b'\\').unwrap_or(0);
+    let (first, needle_at) = (needle[lead], lead);
+    let mut from = 0;
+    while let Some(i) = hay[from..].iter().position(|b| *b == first) {
+        let at = from + i;
+        if at >= needle_at && hay[at - needle_at..].starts_with(needle) {
+            return Some(at - needle_at);
+        }
+        from = at + 1;
+    }
+    None
+}
+
+/// While `render_body` serializes, each large `source` is written as a marker and its string set
+/// aside, in order; any other serialization writes the string itself.
+mod splice {
+    use serde::Serializer;
+    use std::cell::RefCell;
+    use std::sync::Arc;
+
+    pub const MIN: usize = 16 * 1024;
+    pub const MARKER: &str = "\u{0}hardshift:shared-piece\u{0}";
+
+    thread_local! {
+        static TAKEN: RefCell<Option<Vec<Arc<str>>>> = const { RefCell::new(None) };
+    }
+
+    pub fn collecting<T>(f: impl FnOnce() -> T) -> (T, Vec<Arc<str>>) {
+        TAKEN.with(|t| *t.borrow_mut() = Some(Vec::new()));
+        let out = f();
+        (out, TAKEN.with(|t| t.borrow_mut().take()).unwrap_or_default())
+    }
+
+    pub fn source<S: Serializer>(v: &Option<Arc<str>>, ser: S) -> Result<S::Ok, S::Error> {
+        let Some(s) = v else { return ser.serialize_none() };
+        let taken = s.len() >= MIN && TAKEN.with(|t| t.borrow_mut().as_mut().map(|l| l.push(s.clone())).is_some());
+        ser.serialize_str(if taken { MARKER } else { s })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn file(path: &str, source: &str) -> File {
+        File {
+            path: path.into(),
+            contents: Some(Contents {
+                source: Some(source.into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn compact_reencodes_inline_files_and_leaves_the_rest() {
+        let text = "a line of a script that the MCO writes percent-encoded\n".repeat(100);
+        let pct: String = text.bytes().map(|b| format!("%{b:02X}")).collect();
+        let mut verified = file("/etc/verified", &format!("data:,{pct}"));
+        verified
+            .contents
+            .as_mut()
+            .unwrap()
+            .other
+            .insert("verification".into(), serde_json::json!({"hash": "sha512-00"}));
+        let mut cfg = Config::default();
+        cfg.storage.files = vec![
+            file("/etc/big", &format!("data:,{pct}")),
+            file("/etc/small", "data:,x"),
+            file("/etc/remote", "http://192.168.126.1:8080/x"),
+            verified.clone(),
+        ];
+        let before = cfg.clone();
+        let saved = compact(&mut cfg);
+        let big = cfg.storage.files[0].contents.as_ref().unwrap();
+        assert_eq!(big.compression.as_deref(), Some("gzip"));
+        assert_eq!(decode(big).unwrap(), text.as_bytes(), "same file on the node");
+        assert!(saved > pct.len() / 2, "{saved}");
+        assert_eq!(
+            cfg.storage.files[1..],
+            before.storage.files[1..],
+            "small, remote and verified files unchanged"
+        );
+        let again = {
+            let mut c = before.clone();
+            compact(&mut c);
+            c
+        };
+        assert_eq!(render(&again), render(&cfg), "deterministic");
+    }
+
+    #[test]
+    fn render_body_is_render_with_shared_pieces() {
+        let big: String = format!("data:;base64,{}", "QUJD".repeat(splice::MIN));
+        let mut cfg = Config::default();
+        cfg.ignition.version = VERSION.into();
+        cfg.storage.files = vec![file("/etc/a", &big), file("/etc/b", "data:,small"), file("/etc/c", "")];
+        // The same string in two files, as a base and a node's copy of it are.
+        cfg.storage.files[2].contents = cfg.storage.files[0].contents.clone();
+        let pieces = Pieces::default();
+        let body = render_body(&cfg, &pieces);
+        assert_eq!(body.to_vec(), render(&cfg));
+        let twice = render_body(&cfg.clone(), &pieces);
+        // Both large URLs of both configs are one allocation.
+        let large: Vec<&Arc<[u8]>> = body
+            .pieces()
+            .iter()
+            .chain(twice.pieces())
+            .filter(|p| p.len() > splice::MIN)
+            .collect();
+        assert_eq!(large.len(), 4);
+        assert!(large.windows(2).all(|w| Arc::ptr_eq(w[0], w[1])));
+        // A user's string that holds the marker is written as it is.
+        let mut odd = cfg.clone();
+        odd.storage.files.push(file("/etc/d", splice::MARKER));
+        assert_eq!(render_body(&odd, &pieces).to_vec(), render(&odd));
+        assert!(String::from_utf8(render(&odd)).unwrap().contains("hardshift:shared-piece"));
+    }
 
     #[test]
     fn encode_roundtrips_and_compresses_when_it_helps() {

@@ -4,6 +4,7 @@
 //! the inputs, an injected `now` and an injected key source.
 
 pub mod assets;
+pub mod body;
 pub mod bundle;
 pub mod cluster;
 pub mod config;

@@ -53,8 +53,8 @@ fn check(name: &str, status: Status, detail: impl Into<String>) -> Check {
     }
 }
 
-fn text<'a>(b: &'a Bundle, path: &str) -> Option<&'a str> {
-    b.files.get(path).and_then(|f| std::str::from_utf8(&f.contents).ok())
+fn text(b: &Bundle, path: &str) -> Option<String> {
+    b.files.get(path).and_then(|f| String::from_utf8(f.contents.to_vec()).ok())
 }
 
 fn sums(b: &Bundle) -> Check {
@@ -71,7 +71,7 @@ fn sums(b: &Bundle) -> Check {
         seen.insert(path.to_string());
         match b.files.get(path) {
             None => problems.push(format!("{path} is missing")),
-            Some(f) if bundle::sha256_hex(&f.contents) != hash => problems.push(format!("{path} was modified")),
+            Some(f) if f.contents.sha256_hex() != hash => problems.push(format!("{path} was modified")),
             _ => {}
         }
     }
@@ -103,12 +103,12 @@ fn cert(s: &CertSpec, specs: &[CertSpec], b: &Bundle, now: OffsetDateTime) -> Ch
             b.files[&key_path].mode
         ));
     }
-    let key_spki = match inspect::spki_of_key(key) {
+    let key_spki = match inspect::spki_of_key(&key) {
         Ok(k) => k,
         Err(e) => return check(&id, Status::Fail, format!("{key_path}: {e}")),
     };
     if s.kind == Kind::KeyOnly {
-        let want = crate::pki::keys::public_pem(key).unwrap_or_default();
+        let want = crate::pki::keys::public_pem(&key).unwrap_or_default();
         let pub_ok = text(b, &format!("{id}.pub")).is_some_and(|p| p.trim() == want.trim());
         if !pub_ok {
             problems.push(format!("{id}.pub is missing or is not the public half of {key_path}"));
@@ -118,7 +118,7 @@ fn cert(s: &CertSpec, specs: &[CertSpec], b: &Bundle, now: OffsetDateTime) -> Ch
     let Some(pem) = text(b, &format!("{id}.crt")) else {
         return check(&id, Status::Fail, format!("{id}.crt is missing"));
     };
-    let f = match inspect::facts(pem) {
+    let f = match inspect::facts(&pem) {
         Ok(f) => f,
         Err(e) => return check(&id, Status::Fail, e),
     };
@@ -145,7 +145,7 @@ fn cert(s: &CertSpec, specs: &[CertSpec], b: &Bundle, now: OffsetDateTime) -> Ch
             problems.push(format!("{issuer}.crt is missing"));
             break;
         };
-        if let Err(e) = inspect::signed_by(&cur.1, ipem) {
+        if let Err(e) = inspect::signed_by(&cur.1, &ipem) {
             problems.push(format!("{} → {issuer}: {e}", cur.0.id()));
             break;
         }
@@ -187,7 +187,7 @@ fn finish(mut c: Check, problems: Vec<String>) -> Check {
 fn kubeconfig_check(k: &kubeconfig::Kubeconfig, b: &Bundle) -> Check {
     let fail = |d: String| check(&k.path, Status::Fail, d);
     let Some(t) = text(b, &k.path) else { return fail("missing".into()) };
-    let doc = match yaml::parse(t) {
+    let doc = match yaml::parse(&t) {
         Ok(d) => d.value,
         Err(e) => return fail(format!("not YAML: {}", e.message)),
     };
@@ -230,7 +230,7 @@ pub fn regeneration(fresh: &Bundle, live: &Bundle) -> Vec<Check> {
         let problem = match (fresh.files.get(path), live.files.get(path)) {
             (Some(_), None) => Some("missing: a fresh build from the inputs has it".to_string()),
             (None, Some(_)) => Some("not part of a fresh build from the inputs: added by hand?".to_string()),
-            (Some(f), Some(l)) if f.contents != l.contents => Some(describe(path, &f.contents, &l.contents, f.mode)),
+            (Some(f), Some(l)) if f.contents != l.contents => Some(describe(path, &f.contents.bytes(), &l.contents.bytes(), f.mode)),
             (Some(f), Some(l)) if f.mode != l.mode => Some(format!("mode {:o}, a fresh build has {:o}", l.mode, f.mode)),
             _ => None,
         };

@@ -268,11 +268,22 @@ fn inputs(a: &Args) -> Result<(hardshift_generator::cluster::Cluster, Extras), F
         key_algorithm: a.key_algorithm,
         release_image: a.input.release_image.clone(),
     };
+    let t = std::time::Instant::now();
     let cluster = load_cluster(&a.input.dir, a.input.release_refs.as_deref(), &overrides)?;
+    tracing::debug!(ms = t.elapsed().as_millis(), nodes = cluster.nodes.len(), "read the cluster");
+    let t = std::time::Instant::now();
     let bases = mco_bases(a)?;
     let mut extras = read_extras(&a.input.dir, &bases)?;
     check_bases(a, &cluster, &extras)?;
+    tracing::debug!(
+        ms = t.elapsed().as_millis(),
+        crds = extras.crds.len(),
+        bases = extras.bases.len(),
+        "read the CRDs and MCO bases"
+    );
+    let t = std::time::Instant::now();
     extras.agent = agent_binary(a)?;
+    tracing::debug!(ms = t.elapsed().as_millis(), "read the agent");
     Ok((cluster, extras))
 }
 
@@ -283,16 +294,23 @@ fn generate(
     mut extras: Extras,
     now: time::OffsetDateTime,
 ) -> Result<Built, Failure> {
+    let t = std::time::Instant::now();
     let specs = pki::plan(&cluster);
     let existing = fsio::read_existing(&a.input.dir, &specs);
     refuse_rekey(a, &specs, &existing)?;
+    tracing::debug!(ms = t.elapsed().as_millis(), entries = specs.len(), "read the existing PKI");
+    let t = std::time::Instant::now();
     let pki = pki::issue(&specs, &existing, now, &SystemKeys, pki::Options { rotate_ca: a.rotate_ca }).map_err(|e| match e {
         PkiError::Refused { .. } => Failure::input(e),
         other => Failure::other(other),
     })?;
+    tracing::debug!(ms = t.elapsed().as_millis(), "issued the PKI");
     let (password, new_password) = kubeadmin_password(&a.input.dir)?;
     extras.kubeadmin = Some(password);
+    let t = std::time::Instant::now();
     let mut nodes = assets::ignitions(&cluster, &pki, &extras);
+    tracing::debug!(ms = t.elapsed().as_millis(), nodes = nodes.len(), "built the Ignition configs");
+    let t = std::time::Instant::now();
     let served: Vec<(&str, &[u8])> = extras
         .agent
         .iter()
@@ -300,6 +318,7 @@ fn generate(
         .map(|b| (agent::SERVED, &b.bytes[..]))
         .collect();
     let bundle = bundle::assemble(&cluster, &pki, &mut nodes, &served, extras.kubeadmin.as_deref());
+    tracing::debug!(ms = t.elapsed().as_millis(), files = bundle.files.len(), "assembled the bundle");
     Ok(Built {
         cluster,
         extras,
@@ -463,7 +482,9 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         .build()
         .map_err(Failure::other)?;
     let pulled = release_from_registry(&a, &rt)?;
+    let t = std::time::Instant::now();
     let (cluster, extras) = inputs(&a)?;
+    tracing::debug!(ms = t.elapsed().as_millis(), "read the inputs");
     // Inputs are read and checked; from here on the bundle is read and written: one run at a time.
     let _lock = fsio::lock(&a.input.dir, "create").map_err(Failure::other)?;
     let now = time::OffsetDateTime::now_utc();
@@ -476,8 +497,10 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         bundle: b,
         new_password,
     } = generate(&a, cluster, extras, now)?;
+    let t = std::time::Instant::now();
     let written = fsio::write(&a.input.dir, &b).map_err(Failure::other)?;
     record(&a, extras.agent.as_ref())?;
+    tracing::debug!(ms = t.elapsed().as_millis(), "wrote the bundle");
 
     let count = |r| cluster.nodes.iter().filter(|n| n.role == r).count();
     println!(

@@ -30,7 +30,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     }
     let hashes = lab::ignition_hashes(b.files.iter().filter_map(|(p, f)| {
         let host = p.strip_prefix("ignition/")?.strip_suffix(".ign")?;
-        Some((host, f.contents.as_slice()))
+        Some((host, &f.contents))
     }));
     bundle::add_lab(&mut b, &cluster, &hashes);
     bundle::reseal(&mut b);

@@ -67,7 +67,7 @@ impl Binary {
         let hash: String = Sha512::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
         let mut c = Contents {
             compression: None,
-            source: Some(url.to_string()),
+            source: Some(url.into()),
             ..Default::default()
         };
         c.other

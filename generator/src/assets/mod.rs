@@ -40,8 +40,9 @@ pub struct Extras {
 pub struct NodeIgnition {
     pub hostname: String,
     pub role: Role,
-    pub bytes: Vec<u8>,
-    /// Size of the config (kept when the bytes move into the bundle).
+    /// The config, its large data URLs shared with the other nodes' (see `ignition::render_body`).
+    pub body: crate::body::Body,
+    /// Size of the config (kept when the body moves into the bundle).
     pub size: usize,
     pub files: usize,
     pub units: usize,
@@ -54,6 +55,17 @@ pub struct NodeIgnition {
 pub fn ignitions(c: &Cluster, pki: &Pki, extras: &Extras) -> Vec<NodeIgnition> {
     let shared = node::Shared::new(c, pki, extras);
     let cache: Mutex<HashMap<[u8; 32], ignition::Contents>> = Mutex::new(HashMap::new());
+    let pieces = ignition::Pieces::default();
+    // Once per role, not per node: every node's config carries the base's files.
+    let bases: BTreeMap<Role, ignition::Config> = extras
+        .bases
+        .iter()
+        .map(|(r, b)| {
+            let mut b = b.clone();
+            ignition::compact(&mut b);
+            (*r, b)
+        })
+        .collect();
     let encode = |data: &[u8]| {
         let key: [u8; 32] = Sha256::digest(data).into();
         if let Some(hit) = cache.lock().expect("cache").get(&key) {
@@ -66,17 +78,17 @@ pub fn ignitions(c: &Cluster, pki: &Pki, extras: &Extras) -> Vec<NodeIgnition> {
     c.nodes
         .par_iter()
         .map(|n| {
-            let add = node::node_config(c, n, &shared, extras.bases.contains_key(&n.role));
-            let base = extras.bases.get(&n.role);
+            let add = node::node_config(c, n, &shared, bases.contains_key(&n.role));
+            let base = bases.get(&n.role);
             let (cfg, report) = ignition::build_with(&add, base, &encode);
-            let bytes = ignition::render(&cfg);
+            let body = ignition::render_body(&cfg, &pieces);
             NodeIgnition {
                 hostname: n.hostname.clone(),
                 role: n.role,
                 files: cfg.storage.files.len(),
                 units: cfg.systemd.units.len(),
-                size: bytes.len(),
-                bytes,
+                size: body.len(),
+                body,
                 merge: base.map(|_| report),
             }
         })

@@ -13,7 +13,11 @@ use std::net::IpAddr;
 pub struct Shared<'a> {
     pub pki: &'a Pki,
     pub agent: Option<&'a agent::Binary>,
-    pub bootstrap_files: Vec<NodeFile>,
+    cluster: &'a Cluster,
+    extras: &'a Extras,
+    /// Made by the bootstrap node's own task (the kubeadmin bcrypt alone is ~100 ms), while the
+    /// other nodes' configs are built beside it.
+    bootstrap: std::sync::OnceLock<Vec<NodeFile>>,
     pub kubelet_kubeconfig: String,
     pub node_ca: String,
     pub kube_proxy: String,
@@ -21,13 +25,19 @@ pub struct Shared<'a> {
 }
 
 impl<'a> Shared<'a> {
-    pub fn new(c: &Cluster, pki: &'a Pki, extras: &'a Extras) -> Shared<'a> {
+    pub fn bootstrap_files(&self) -> &[NodeFile] {
+        self.bootstrap.get_or_init(|| bootstrap_files(self.cluster, self.pki, self.extras))
+    }
+
+    pub fn new(c: &'a Cluster, pki: &'a Pki, extras: &'a Extras) -> Shared<'a> {
         let kc = kubeconfig::plan(c);
         let find = |p: &str| kc.iter().find(|k| k.path == p).expect("planned kubeconfig");
         Shared {
             pki,
             agent: extras.agent.as_ref(),
-            bootstrap_files: bootstrap_files(c, pki, extras),
+            cluster: c,
+            extras,
+            bootstrap: std::sync::OnceLock::new(),
             kubelet_kubeconfig: kubeconfig::render(find("kubeconfigs/kubelet-bootstrap.kubeconfig"), pki),
             node_ca: crate::pki::trust::kubelet_client_ca(pki),
             kube_proxy: static_pods::to_yaml(&static_pods::kube_proxy(c)),
@@ -248,7 +258,7 @@ pub fn node_config(c: &Cluster, n: &Node, shared: &Shared, has_base: bool) -> No
     let mut directories = vec![(STATIC_PODS.to_string(), 0o755)];
     match n.role {
         Role::Bootstrap => {
-            files.extend(shared.bootstrap_files.iter().cloned());
+            files.extend(shared.bootstrap_files().iter().cloned());
             files.push(NodeFile::new(KUBELET_CONFIG, PUBLIC, kubelet::render(&kubelet::bootstrap_config())));
             directories.push((BOOTSTRAP_SECRETS.to_string(), 0o700));
             directories.push((KUBECONFIGS_DIR.to_string(), 0o700));

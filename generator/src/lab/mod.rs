@@ -9,17 +9,18 @@ pub mod libvirt;
 pub mod pxe;
 mod readme;
 
+use crate::body::Body;
 use crate::cluster::{Cluster, Node};
-use sha2::{Digest, Sha512};
 use std::collections::BTreeMap;
 
-/// hostname → SHA-512 (hex) of its Ignition config. On all cores: at a thousand nodes with an
-/// MCO base this hashes over 300 MB.
-pub fn ignition_hashes<'a>(configs: impl Iterator<Item = (&'a str, &'a [u8])>) -> BTreeMap<String, String> {
+/// hostname → SHA-256 (hex) of its Ignition config, the hash SHA256SUMS holds too (one pass over
+/// the bytes; coreos-installer takes `sha256-` since 0.4). On all cores: at a thousand nodes with
+/// an MCO base this can be hundreds of MB.
+pub fn ignition_hashes<'a>(configs: impl Iterator<Item = (&'a str, &'a Body)>) -> BTreeMap<String, String> {
     use rayon::prelude::*;
-    let all: Vec<(&str, &[u8])> = configs.collect();
+    let all: Vec<(&str, &Body)> = configs.collect();
     all.par_iter()
-        .map(|(h, b)| (h.to_string(), Sha512::digest(b).iter().map(|x| format!("{x:02x}")).collect()))
+        .map(|(h, b)| (h.to_string(), b.sha256_hex()))
         .collect::<Vec<_>>()
         .into_iter()
         .collect()
@@ -29,13 +30,13 @@ use std::net::IpAddr;
 /// (path inside the bundle, mode, contents)
 pub type LabFile = (String, u32, String);
 
-/// Every lab file. `hashes`: hostname → SHA-512 of its Ignition config (see `ignition_hashes`).
+/// Every lab file. `hashes`: hostname → SHA-256 of its Ignition config (see `ignition_hashes`).
 pub fn render(c: &Cluster, hashes: &BTreeMap<String, String>) -> Vec<LabFile> {
     let d = c.domain();
     let r = dns::records(c);
     let ipxe_url = format!("{}/pxe/boot.ipxe", c.lab.http_base_url);
     let dev = |n: &Node| n.root_device.clone().unwrap_or_else(|| c.lab.install_device.clone());
-    let sha512 = |host: &str| hashes.get(host).cloned().unwrap_or_default();
+    let sha256 = |host: &str| hashes.get(host).cloned().unwrap_or_default();
     let mut out: Vec<LabFile> = Vec::new();
     let mut add = |p: String, mode: u32, text: String| out.push((format!("lab/{p}"), mode, text));
 
@@ -66,7 +67,7 @@ pub fn render(c: &Cluster, hashes: &BTreeMap<String, String>) -> Vec<LabFile> {
     add(
         "scripts/coreos-installer.sh".into(),
         0o755,
-        libvirt::coreos_installer(c, &sha512, &dev),
+        libvirt::coreos_installer(c, &sha256, &dev),
     );
     add("README.md".into(), 0o644, readme::text(c, &reverse_names));
     out

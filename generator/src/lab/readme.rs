@@ -53,7 +53,7 @@ API and api-int: {api} · `*.apps`: {ingress} · helper (DNS, DHCP, HAProxy, HTT
    `haproxy -c -f haproxy/haproxy.cfg`. TCP mode, TCP checks only. Stats on :9000/stats.
 7. **Machines**: `scripts/virt-install.sh` creates the VMs (PXE, then disk). On bare metal, or when
    booting the live ISO by hand, run `scripts/coreos-installer.sh <node>` on each node: it installs
-   with that node's Ignition URL and `--ignition-hash sha512-...`, so a changed file is refused.
+   with that node's Ignition URL and `--ignition-hash sha256-...`, so a changed file is refused.
 8. **The pivot**: only when etcd has its members on the masters, the bootstrap member is gone and
    kube-apiserver runs on the masters (bootkube's "complete" is not enough), replace the HAProxy
    config with `haproxy/haproxy-post-pivot.cfg` (`haproxy -c -f` it first), reload HAProxy, and shut
