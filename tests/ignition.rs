@@ -251,12 +251,13 @@ fn decoded_files_are_exactly_what_the_generator_placed() {
         crds,
         bases: BTreeMap::from([(Role::Master, base.clone())]),
         agent: Some(assets::agent::Binary::new(agent_bin)),
-        kubeadmin: Some(
+        kubeadmin: Some(hardshift_generator::kubeadmin::Kubeadmin::new(
             std::fs::read_to_string(d.path().join("auth/kubeadmin-password"))
                 .unwrap()
                 .trim()
                 .to_string(),
-        ),
+            &cluster.domain(),
+        )),
     };
     let shared = node::Shared::new(&cluster, &issued, &extras);
     for n in &cluster.nodes {

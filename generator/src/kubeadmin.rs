@@ -2,7 +2,6 @@
 //! `auth/kubeadmin-password` and reused on re-runs) and its bcrypt hash in the
 //! `kube-system/kubeadmin` Secret that the authentication operator reads.
 
-use crate::pki::Pki;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::ByteString;
@@ -41,12 +40,30 @@ pub fn check(text: &str) -> Result<String, String> {
     Ok(p.to_string())
 }
 
-/// bcrypt with a salt derived from the cluster (root CA) and the password: the same inputs give
-/// the same bytes, so a re-run changes nothing, and two clusters never share a hash.
-pub fn hash(password: &str, pki: &Pki) -> String {
+/// The console login: the password and its bcrypt hash, made together.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kubeadmin {
+    pub password: String,
+    pub hash: String,
+}
+
+impl Kubeadmin {
+    /// `domain`: the cluster's (`name.baseDomain`). The hash needs nothing of the PKI, so its
+    /// ~100 ms of bcrypt run beside the key generation.
+    pub fn new(password: String, domain: &str) -> Kubeadmin {
+        let hash = hash(&password, domain);
+        Kubeadmin { password, hash }
+    }
+}
+
+/// bcrypt with a salt derived from the cluster's domain and the password: the same inputs give
+/// the same bytes, so a re-run changes nothing; the password is random per bundle, so two
+/// clusters do not share a salt.
+pub fn hash(password: &str, domain: &str) -> String {
     let mut h = Sha256::new();
     h.update(b"hardshift kubeadmin salt\0");
-    h.update(pki.get("pki/root-ca").cert_pem.as_bytes());
+    h.update(domain.as_bytes());
+    h.update(b"\0");
     h.update(password.as_bytes());
     let salt: [u8; 16] = h.finalize()[..16].try_into().expect("16 bytes");
     bcrypt::hash_with_salt(password, COST, salt)
@@ -54,7 +71,7 @@ pub fn hash(password: &str, pki: &Pki) -> String {
         .format_for_version(bcrypt::Version::TwoA)
 }
 
-pub fn secret(password: &str, pki: &Pki) -> Secret {
+pub fn secret(k: &Kubeadmin) -> Secret {
     Secret {
         metadata: ObjectMeta {
             name: Some("kubeadmin".into()),
@@ -62,10 +79,7 @@ pub fn secret(password: &str, pki: &Pki) -> Secret {
             ..Default::default()
         },
         type_: Some("Opaque".into()),
-        data: Some(BTreeMap::from([(
-            "kubeadmin".to_string(),
-            ByteString(hash(password, pki).into_bytes()),
-        )])),
+        data: Some(BTreeMap::from([("kubeadmin".to_string(), ByteString(k.hash.clone().into_bytes()))])),
         ..Default::default()
     }
 }

@@ -97,10 +97,22 @@ fn mirror_check(a: &Args, rt: &tokio::runtime::Runtime, acc: Option<super::relea
     }
 }
 
+/// A check still running on an agent encoding taken from the cache: decoding 7 MB runs beside
+/// the PKI and the configs, and a mismatch re-encodes and rebuilds the configs before anything
+/// is written.
+type CacheCheck = Option<(PathBuf, std::thread::JoinHandle<bool>)>;
+
+/// Work started while the inputs are read, joined when its result is needed.
+struct Pending {
+    agent_check: CacheCheck,
+    /// The kubeadmin login (and whether it is new): its bcrypt needs only the cluster's domain.
+    admin: std::thread::JoinHandle<Result<(kubeadmin::Kubeadmin, bool), Failure>>,
+}
+
 /// The agent binary: as given, else the sibling of this executable; None (with a warning) if absent.
-fn agent_binary(a: &Args) -> Result<Option<agent::Binary>, Failure> {
+fn agent_binary(a: &Args) -> Result<(Option<agent::Binary>, CacheCheck), Failure> {
     if a.no_agent {
-        return Ok(None);
+        return Ok((None, None));
     }
     let path = match &a.agent_binary {
         Some(p) => p.clone(),
@@ -112,7 +124,7 @@ fn agent_binary(a: &Args) -> Result<Option<agent::Binary>, Failure> {
             Some(p) => p,
             None => {
                 eprintln!("warning: no hardshift-agent next to this executable: the nodes get no agent (build it with `cargo build --release --workspace`, or pass --agent-binary PATH or --no-agent)");
-                return Ok(None);
+                return Ok((None, None));
             }
         },
     };
@@ -120,20 +132,31 @@ fn agent_binary(a: &Args) -> Result<Option<agent::Binary>, Failure> {
     if !bytes.starts_with(b"\x7fELF") {
         return Err(Failure::input(format!("--agent-binary {}: not an ELF executable", path.display())));
     }
-    Ok(Some(match &a.agent_url {
-        Some(url) if url.starts_with("http://") || url.starts_with("https://") => agent::Binary::remote(bytes, url),
-        Some(url) => return Err(Failure::input(format!("--agent-url {url:?}: expected an http:// or https:// URL"))),
+    match &a.agent_url {
+        Some(url) if url.starts_with("http://") || url.starts_with("https://") => Ok((Some(agent::Binary::remote(bytes, url)), None)),
+        Some(url) => Err(Failure::input(format!("--agent-url {url:?}: expected an http:// or https:// URL"))),
         None => {
             // Compressing 7 MB costs most of a run; it changes only when the agent does.
-            let hit = encoding_cache(&bundle::sha256_hex(&bytes))
+            let path = encoding_cache(&bundle::sha256_hex(&bytes));
+            let hit = path
+                .as_ref()
                 .and_then(|p| std::fs::read(p).ok())
                 .and_then(|j| serde_json::from_slice::<ignition::Contents>(&j).ok());
-            match hit {
-                Some(c) => agent::Binary::from_encoded(bytes, c).unwrap_or_else(agent::Binary::new),
-                None => agent::Binary::new(bytes),
+            let Some((path, c)) = path.zip(hit) else {
+                return Ok((Some(agent::Binary::new(bytes)), None));
+            };
+            match agent::Binary::cached(bytes, c) {
+                Ok(b) => {
+                    let check = agent::Binary {
+                        bytes: b.bytes.clone(),
+                        encoded: b.encoded.clone(),
+                    };
+                    Ok((Some(b), Some((path, std::thread::spawn(move || check.encodes())))))
+                }
+                Err(bytes) => Ok((Some(agent::Binary::new(bytes)), None)),
             }
         }
-    }))
+    }
 }
 
 /// Where the agent's Ignition encoding is kept, by the binary's SHA-256: the user's cache
@@ -263,7 +286,7 @@ pub struct Built {
 }
 
 /// The inputs, read and checked: the cluster and what goes into every node besides.
-fn inputs(a: &Args) -> Result<(hardshift_generator::cluster::Cluster, Extras), Failure> {
+fn inputs(a: &Args) -> Result<(hardshift_generator::cluster::Cluster, Extras, Pending), Failure> {
     let overrides = Overrides {
         key_algorithm: a.key_algorithm,
         release_image: a.input.release_image.clone(),
@@ -271,6 +294,9 @@ fn inputs(a: &Args) -> Result<(hardshift_generator::cluster::Cluster, Extras), F
     let t = std::time::Instant::now();
     let cluster = load_cluster(&a.input.dir, a.input.release_refs.as_deref(), &overrides)?;
     tracing::debug!(ms = t.elapsed().as_millis(), nodes = cluster.nodes.len(), "read the cluster");
+    let (dir, domain) = (a.input.dir.clone(), cluster.domain());
+    let admin =
+        std::thread::spawn(move || kubeadmin_password(&dir).map(|(password, new)| (kubeadmin::Kubeadmin::new(password, &domain), new)));
     let t = std::time::Instant::now();
     let bases = mco_bases(a)?;
     let mut extras = read_extras(&a.input.dir, &bases)?;
@@ -282,9 +308,10 @@ fn inputs(a: &Args) -> Result<(hardshift_generator::cluster::Cluster, Extras), F
         "read the CRDs and MCO bases"
     );
     let t = std::time::Instant::now();
-    extras.agent = agent_binary(a)?;
+    let (agent, check) = agent_binary(a)?;
+    extras.agent = agent;
     tracing::debug!(ms = t.elapsed().as_millis(), "read the agent");
-    Ok((cluster, extras))
+    Ok((cluster, extras, Pending { agent_check: check, admin }))
 }
 
 /// The bundle these inputs make, keeping the live bundle's keys, certificates and password.
@@ -292,6 +319,7 @@ fn generate(
     a: &Args,
     cluster: hardshift_generator::cluster::Cluster,
     mut extras: Extras,
+    pending: Pending,
     now: time::OffsetDateTime,
 ) -> Result<Built, Failure> {
     let t = std::time::Instant::now();
@@ -305,10 +333,23 @@ fn generate(
         other => Failure::other(other),
     })?;
     tracing::debug!(ms = t.elapsed().as_millis(), "issued the PKI");
-    let (password, new_password) = kubeadmin_password(&a.input.dir)?;
-    extras.kubeadmin = Some(password);
+    let (admin, new_password) = pending
+        .admin
+        .join()
+        .map_err(|_| Failure::other("the kubeadmin login could not be made"))??;
+    extras.kubeadmin = Some(admin);
     let t = std::time::Instant::now();
     let mut nodes = assets::ignitions(&cluster, &pki, &extras);
+    if let Some((path, check)) = pending.agent_check {
+        if !check.join().unwrap_or(false) {
+            tracing::warn!(cache = %path.display(), "the cached agent encoding is not this agent's: encoding it anew");
+            let _ = std::fs::remove_file(&path);
+            if let Some(b) = extras.agent.take() {
+                extras.agent = Some(agent::Binary::new(b.bytes.to_vec()));
+            }
+            nodes = assets::ignitions(&cluster, &pki, &extras);
+        }
+    }
     tracing::debug!(ms = t.elapsed().as_millis(), nodes = nodes.len(), "built the Ignition configs");
     let t = std::time::Instant::now();
     let served: Vec<(&str, &[u8])> = extras
@@ -317,7 +358,8 @@ fn generate(
         .filter(|b| b.is_remote())
         .map(|b| (agent::SERVED, &b.bytes[..]))
         .collect();
-    let bundle = bundle::assemble(&cluster, &pki, &mut nodes, &served, extras.kubeadmin.as_deref());
+    let password = extras.kubeadmin.as_ref().map(|k| k.password.as_str());
+    let bundle = bundle::assemble(&cluster, &pki, &mut nodes, &served, password);
     tracing::debug!(ms = t.elapsed().as_millis(), files = bundle.files.len(), "assembled the bundle");
     Ok(Built {
         cluster,
@@ -364,8 +406,8 @@ pub fn rebuild(dir: &Path, release_image: Option<String>, release_refs: Option<P
             ));
         }
     }
-    let (cluster, extras) = inputs(&args)?;
-    Ok((generate(&args, cluster, extras, time::OffsetDateTime::now_utc())?, notes))
+    let (cluster, extras, pending) = inputs(&args)?;
+    Ok((generate(&args, cluster, extras, pending, time::OffsetDateTime::now_utc())?, notes))
 }
 
 /// The overrides `create` recorded for DIR's bundle (none if it recorded nothing).
@@ -483,7 +525,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         .map_err(Failure::other)?;
     let pulled = release_from_registry(&a, &rt)?;
     let t = std::time::Instant::now();
-    let (cluster, extras) = inputs(&a)?;
+    let (cluster, extras, pending) = inputs(&a)?;
     tracing::debug!(ms = t.elapsed().as_millis(), "read the inputs");
     // Inputs are read and checked; from here on the bundle is read and written: one run at a time.
     let _lock = fsio::lock(&a.input.dir, "create").map_err(Failure::other)?;
@@ -496,7 +538,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         nodes,
         bundle: b,
         new_password,
-    } = generate(&a, cluster, extras, now)?;
+    } = generate(&a, cluster, extras, pending, now)?;
     let t = std::time::Instant::now();
     let written = fsio::write(&a.input.dir, &b).map_err(Failure::other)?;
     record(&a, extras.agent.as_ref())?;
@@ -598,7 +640,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         // Shown once, when made; afterwards only the 0600 file holds it.
         println!(
             "console login: kubeadmin / {} (kept in {})",
-            extras.kubeadmin.as_deref().unwrap_or(""),
+            extras.kubeadmin.as_ref().map_or("", |k| k.password.as_str()),
             a.input.dir.join(kubeadmin::PASSWORD_FILE).display()
         );
     }

@@ -61,6 +61,23 @@ impl Binary {
         })
     }
 
+    /// Embedded, with an encoding made before, not yet checked: `encodes` says whether it decodes
+    /// to `bytes`, and is meant to run beside other work.
+    pub fn cached(bytes: Vec<u8>, encoded: Contents) -> Result<Binary, Vec<u8>> {
+        if encoded.source.as_deref().is_none_or(|s| !s.starts_with("data:")) {
+            return Err(bytes);
+        }
+        Ok(Binary {
+            bytes: Arc::from(bytes),
+            encoded: Arc::new(encoded),
+        })
+    }
+
+    /// Whether the encoding decodes to exactly the binary.
+    pub fn encodes(&self) -> bool {
+        ignition::decode(&self.encoded).as_deref() == Some(&self.bytes[..])
+    }
+
     /// Fetched by Ignition from `url` (the helper's HTTP server, which serves `DIR/http/`), pinned
     /// by its SHA-512: node configs stay small when there are hundreds of nodes.
     pub fn remote(bytes: Vec<u8>, url: &str) -> Binary {

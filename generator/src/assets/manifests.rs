@@ -101,7 +101,7 @@ pub fn infrastructure_status(c: &Cluster, pki: &Pki) -> Value {
 }
 
 /// (file name, objects) in apply order. `kubeadmin`: the console password, when there is one.
-pub fn manifests(c: &Cluster, pki: &Pki, kubeadmin: Option<&str>) -> Vec<(String, Vec<Value>)> {
+pub fn manifests(c: &Cluster, pki: &Pki, kubeadmin: Option<&crate::kubeadmin::Kubeadmin>) -> Vec<(String, Vec<Value>)> {
     let mut out: Vec<(String, Vec<Value>)> = Vec::new();
     let mut add = |name: &str, objs: Vec<Value>| out.push((name.to_string(), objs));
 
@@ -273,8 +273,8 @@ pub fn manifests(c: &Cluster, pki: &Pki, kubeadmin: Option<&str>) -> Vec<(String
     let mut objs: Vec<Value> = seeds.secrets.iter().map(typed).collect();
     objs.extend(seeds.config_maps.iter().map(typed));
     add("10-operator-seeds.yaml", objs);
-    if let Some(p) = kubeadmin {
-        add("11-kubeadmin.yaml", vec![typed(&crate::kubeadmin::secret(p, pki))]);
+    if let Some(k) = kubeadmin {
+        add("11-kubeadmin.yaml", vec![typed(&crate::kubeadmin::secret(k))]);
     }
 
     if !c.mirrors.is_empty() {

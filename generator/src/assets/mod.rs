@@ -33,7 +33,7 @@ pub struct Extras {
     /// The hardshift-agent binary to place on every node; None leaves the agent out.
     pub agent: Option<agent::Binary>,
     /// The kubeadmin password (`auth/kubeadmin-password`); None leaves the kubeadmin Secret out.
-    pub kubeadmin: Option<String>,
+    pub kubeadmin: Option<crate::kubeadmin::Kubeadmin>,
 }
 
 #[derive(Debug, Clone)]

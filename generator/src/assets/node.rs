@@ -204,7 +204,7 @@ fn bootstrap_files(c: &Cluster, pki: &Pki, extras: &Extras) -> Vec<NodeFile> {
         PUBLIC,
         static_pods::to_yaml(&static_pods::cluster_version_operator(c)),
     ));
-    for (name, objs) in manifests::manifests(c, pki, extras.kubeadmin.as_deref()) {
+    for (name, objs) in manifests::manifests(c, pki, extras.kubeadmin.as_ref()) {
         let mode = if objs.iter().any(|o| o["kind"] == "Secret") {
             SECRET
         } else {
