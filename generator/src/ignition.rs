@@ -196,10 +196,11 @@ pub struct NodeConfig {
     pub units: Vec<Unit>,
 }
 
-/// Contents as a data URL; gzip-compressed when that saves at least a tenth (and 256 bytes).
+/// Contents as a data URL; gzip-compressed when that saves at least a tenth (and 256 bytes). Files of
+/// 2 KiB or less are not tried: a compressor costs more to set up than they could save.
 pub fn encode(data: &[u8]) -> Contents {
     let b64 = |d: &[u8]| base64::engine::general_purpose::STANDARD.encode(d);
-    if data.len() > 512 {
+    if data.len() > 2048 {
         // GzEncoder writes mtime 0 and no file name: the same input gives the same bytes.
         let mut gz = GzEncoder::new(Vec::new(), Compression::best());
         if gz.write_all(data).is_ok() {

@@ -181,23 +181,24 @@ fn registry_check(c: &Cluster) -> RegistryConfig {
 /// server (bootstrap, masters) directly: a refused api-int while a backend answers is the load
 /// balancer's fault.
 fn dns_checks(c: &Cluster, n: &Node) -> (Vec<DnsCheck>, Vec<Endpoint>) {
-    let r = crate::lab::dns::records(c);
-    let me = n.fqdn(&r.domain);
-    let mut dns: Vec<DnsCheck> =
-        r.a.iter()
-            .filter(|a| a.name.starts_with("api.") || a.name.starts_with("api-int.") || a.name == me)
-            .map(|a| DnsCheck {
-                name: a.name.clone(),
-                expect: vec![a.ip],
-            })
-            .collect();
+    // The lab's own records for these names (not all of them: this runs once per node).
+    use crate::lab::dns;
+    let d = c.domain();
+    let mut dns: Vec<DnsCheck> = dns::api_records(c, &d)
+        .into_iter()
+        .chain([dns::node_record(n, &d)])
+        .map(|a| DnsCheck {
+            name: a.name,
+            expect: vec![a.ip],
+        })
+        .collect();
     dns.push(DnsCheck {
-        name: format!("hardshift-probe.apps.{}", r.domain),
-        expect: vec![r.wildcard_apps],
+        name: format!("hardshift-probe.apps.{d}"),
+        expect: vec![c.ingress_vip],
     });
     let mut endpoints = vec![Endpoint {
         name: "api-int:6443".into(),
-        addr: format!("api-int.{}:6443", r.domain),
+        addr: format!("api-int.{d}:6443"),
         via: Via::Lb,
     }];
     for b in c.nodes.iter().filter(|b| b.role != Role::Worker) {

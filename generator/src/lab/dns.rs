@@ -29,9 +29,9 @@ pub struct Records {
     pub ns_ip: IpAddr,
 }
 
-pub fn records(c: &Cluster) -> Records {
-    let d = c.domain();
-    let mut a = vec![
+/// `api` and `api-int`, both on the API VIP (`d`: the cluster's domain).
+pub fn api_records(c: &Cluster, d: &str) -> [A; 2] {
+    [
         A {
             name: format!("api.{d}"),
             ip: c.api_vip,
@@ -42,14 +42,22 @@ pub fn records(c: &Cluster) -> Records {
             ip: c.api_vip,
             ptr: false,
         },
-    ];
-    for n in &c.nodes {
-        a.push(A {
-            name: n.fqdn(&d),
-            ip: n.ip,
-            ptr: true,
-        });
+    ]
+}
+
+/// A node's own name, with its reverse record.
+pub fn node_record(n: &crate::cluster::Node, d: &str) -> A {
+    A {
+        name: n.fqdn(d),
+        ip: n.ip,
+        ptr: true,
     }
+}
+
+pub fn records(c: &Cluster) -> Records {
+    let d = c.domain();
+    let mut a = api_records(c, &d).to_vec();
+    a.extend(c.nodes.iter().map(|n| node_record(n, &d)));
     let mut srv = Vec::new();
     for m in c.nodes_with_role(Role::Master) {
         let etcd = format!("etcd-{}.{d}", m.index);
