@@ -446,6 +446,9 @@ fn one_writer_at_a_time_a_second_run_names_the_lock_and_writes_nothing() {
     }
     let out = hardshift(&["verify", "--dir", &dir]);
     assert!(out.status.success(), "{}", text(&out.stdout));
+    // One password: a run that read none before another wrote the bundle keeps the bundle's.
+    let made = outs.iter().filter(|o| text(&o.stdout).contains("console login")).count();
+    assert_eq!(made, 1, "a new kubeadmin password shown {made} times");
 }
 
 #[test]

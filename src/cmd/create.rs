@@ -333,10 +333,17 @@ fn generate(
         other => Failure::other(other),
     })?;
     tracing::debug!(ms = t.elapsed().as_millis(), "issued the PKI");
-    let (admin, new_password) = pending
+    let (mut admin, mut new_password) = pending
         .admin
         .join()
         .map_err(|_| Failure::other("the kubeadmin login could not be made"))??;
+    // The password was read before the lock: a run that finished meanwhile made the bundle's own.
+    if new_password {
+        if let (kept, false) = kubeadmin_password(&a.input.dir)? {
+            admin = kubeadmin::Kubeadmin::new(kept, &cluster.domain());
+            new_password = false;
+        }
+    }
     extras.kubeadmin = Some(admin);
     let t = std::time::Instant::now();
     let mut nodes = assets::ignitions(&cluster, &pki, &extras);

@@ -39,6 +39,11 @@ pub fn hardshift(args: &[&str]) -> Output {
 
 /// `hardshift create --dir DIR [extra]`, asserting success.
 pub fn create(dir: &Path, extra: &[&str]) -> Output {
+    // The agent that create embeds, built (once per test binary) before any run: `cargo test
+    // --workspace` links it with other features than `agent_bin`'s build, and a test comparing two
+    // runs must not see it replaced in between.
+    static AGENT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    AGENT.get_or_init(agent_bin);
     let d = dir.to_str().unwrap();
     let mut args = vec!["create", "--dir", d];
     args.extend_from_slice(extra);
