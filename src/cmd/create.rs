@@ -147,10 +147,7 @@ fn agent_binary(a: &Args) -> Result<(Option<agent::Binary>, CacheCheck), Failure
             };
             match agent::Binary::cached(bytes, c) {
                 Ok(b) => {
-                    let check = agent::Binary {
-                        bytes: b.bytes.clone(),
-                        encoded: b.encoded.clone(),
-                    };
+                    let check = b.clone();
                     Ok((Some(b), Some((path, std::thread::spawn(move || check.encodes())))))
                 }
                 Err(bytes) => Ok((Some(agent::Binary::new(bytes)), None)),

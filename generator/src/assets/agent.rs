@@ -33,6 +33,7 @@ WantedBy=multi-user.target
 ";
 
 /// The agent binary, encoded once for every node.
+#[derive(Clone)]
 pub struct Binary {
     pub bytes: Arc<[u8]>,
     pub encoded: Arc<Contents>,
@@ -51,14 +52,12 @@ impl Binary {
     /// Embedded, with an encoding made before (a cache keyed by the binary's hash): used only if it
     /// decodes to exactly `bytes`, else `bytes` come back to be encoded anew.
     pub fn from_encoded(bytes: Vec<u8>, encoded: Contents) -> Result<Binary, Vec<u8>> {
-        let remote = encoded.source.as_deref().is_some_and(|s| !s.starts_with("data:"));
-        if remote || ignition::decode(&encoded).as_deref() != Some(&bytes[..]) {
-            return Err(bytes);
+        let b = Binary::cached(bytes, encoded)?;
+        if b.encodes() {
+            Ok(b)
+        } else {
+            Err(b.bytes.to_vec())
         }
-        Ok(Binary {
-            bytes: Arc::from(bytes),
-            encoded: Arc::new(encoded),
-        })
     }
 
     /// Embedded, with an encoding made before, not yet checked: `encodes` says whether it decodes
