@@ -288,27 +288,36 @@ fn inputs(a: &Args) -> Result<(hardshift_generator::cluster::Cluster, Extras, Pe
         key_algorithm: a.key_algorithm,
         release_image: a.input.release_image.clone(),
     };
-    let t = std::time::Instant::now();
-    let cluster = load_cluster(&a.input.dir, a.input.release_refs.as_deref(), &overrides)?;
-    tracing::debug!(ms = t.elapsed().as_millis(), nodes = cluster.nodes.len(), "read the cluster");
-    let (dir, domain) = (a.input.dir.clone(), cluster.domain());
-    let admin =
-        std::thread::spawn(move || kubeadmin_password(&dir).map(|(password, new)| (kubeadmin::Kubeadmin::new(password, &domain), new)));
-    let t = std::time::Instant::now();
-    let bases = mco_bases(a)?;
-    let mut extras = read_extras(&a.input.dir, &bases)?;
-    check_bases(a, &cluster, &extras)?;
-    tracing::debug!(
-        ms = t.elapsed().as_millis(),
-        crds = extras.crds.len(),
-        bases = extras.bases.len(),
-        "read the CRDs and MCO bases"
-    );
-    let t = std::time::Instant::now();
-    let (agent, check) = agent_binary(a)?;
-    extras.agent = agent;
-    tracing::debug!(ms = t.elapsed().as_millis(), "read the agent");
-    Ok((cluster, extras, Pending { agent_check: check, admin }))
+    // Reading and hashing the agent (and its cached encoding) needs nothing from the cluster:
+    // it runs beside the YAML.
+    std::thread::scope(|s| {
+        let agent = s.spawn(|| {
+            let t = std::time::Instant::now();
+            let r = agent_binary(a);
+            tracing::debug!(ms = t.elapsed().as_millis(), "read the agent");
+            r
+        });
+        let t = std::time::Instant::now();
+        let cluster = load_cluster(&a.input.dir, a.input.release_refs.as_deref(), &overrides);
+        tracing::debug!(ms = t.elapsed().as_millis(), "read the cluster");
+        let cluster = cluster?;
+        let (dir, domain) = (a.input.dir.clone(), cluster.domain());
+        let admin =
+            std::thread::spawn(move || kubeadmin_password(&dir).map(|(password, new)| (kubeadmin::Kubeadmin::new(password, &domain), new)));
+        let t = std::time::Instant::now();
+        let bases = mco_bases(a)?;
+        let mut extras = read_extras(&a.input.dir, &bases)?;
+        check_bases(a, &cluster, &extras)?;
+        tracing::debug!(
+            ms = t.elapsed().as_millis(),
+            crds = extras.crds.len(),
+            bases = extras.bases.len(),
+            "read the CRDs and MCO bases"
+        );
+        let (agent, check) = agent.join().map_err(|_| Failure::other("reading the agent binary panicked"))??;
+        extras.agent = agent;
+        Ok((cluster, extras, Pending { agent_check: check, admin }))
+    })
 }
 
 /// The bundle these inputs make, keeping the live bundle's keys, certificates and password.

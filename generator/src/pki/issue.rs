@@ -10,8 +10,8 @@ use super::plan::{CertSpec, Kind};
 use crate::cluster::KeyAlgorithm;
 use rayon::prelude::*;
 use rcgen::{
-    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyUsagePurpose, SanType,
-    SerialNumber,
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose,
+    SanType, SerialNumber,
 };
 use std::collections::BTreeMap;
 use time::{Duration, OffsetDateTime};
@@ -91,21 +91,35 @@ enum Plan {
 }
 
 pub fn issue(specs: &[CertSpec], existing: &Existing, now: OffsetDateTime, keys: &dyn KeySource, opts: Options) -> Result<Pki, PkiError> {
-    // 1. Decide, in order (issuers first), so a CA's fate is known before what it signs.
-    let mut decisions: Vec<Plan> = Vec::with_capacity(specs.len());
+    let none = Material::default();
+    let have = |spec: &CertSpec| existing.get(&spec.id()).unwrap_or(&none);
+
+    // 1. Decide. A CA's fate decides its children's, so the CAs go first, in plan order (issuers
+    // before what they sign); then every other entry, in parallel: at a thousand nodes each
+    // existing certificate is parsed and its signature and key checked.
+    let mut decisions: Vec<Option<Result<Plan, PkiError>>> = specs.iter().map(|_| None).collect();
     let mut reissued_ca: BTreeMap<String, bool> = BTreeMap::new();
-    for spec in specs {
-        let have = existing.get(&spec.id()).cloned().unwrap_or_default();
-        let parent_changed = spec
-            .issuer_id()
-            .map(|i| reissued_ca.get(&i).copied().unwrap_or(false))
-            .unwrap_or(false);
-        let d = decide(spec, &have, existing, now, opts, parent_changed)?;
-        if spec.is_ca() {
-            reissued_ca.insert(spec.id(), !matches!(d, Plan::Reuse));
-        }
-        decisions.push(d);
+    let parent_changed =
+        |spec: &CertSpec, reissued: &BTreeMap<String, bool>| spec.issuer_id().is_some_and(|i| reissued.get(&i).copied().unwrap_or(false));
+    for (i, spec) in specs.iter().enumerate().filter(|(_, s)| s.is_ca()) {
+        let d = decide(spec, have(spec), existing, now, opts, parent_changed(spec, &reissued_ca));
+        reissued_ca.insert(spec.id(), !matches!(d, Ok(Plan::Reuse)));
+        decisions[i] = Some(d);
     }
+    let others: Vec<(usize, Result<Plan, PkiError>)> = specs
+        .par_iter()
+        .enumerate()
+        .filter(|(_, s)| !s.is_ca())
+        .map(|(i, spec)| (i, decide(spec, have(spec), existing, now, opts, parent_changed(spec, &reissued_ca))))
+        .collect();
+    for (i, d) in others {
+        decisions[i] = Some(d);
+    }
+    // The first problem in plan order, whatever order the checks ran in.
+    let decisions: Vec<Plan> = decisions
+        .into_iter()
+        .map(|d| d.expect("every entry decided"))
+        .collect::<Result<_, _>>()?;
 
     // 2. Generate every new key at once: independent, and the slow part with RSA. One task per
     // key: an RSA key takes from 20 ms to 300 ms, so halves of the list would finish far apart.
@@ -119,44 +133,97 @@ pub fn issue(specs: &[CertSpec], existing: &Existing, now: OffsetDateTime, keys:
         })
         .collect::<Result<_, _>>()?;
 
-    // 3. Sign in order.
-    let mut done: BTreeMap<String, Issued> = BTreeMap::new();
-    let mut entries = Vec::with_capacity(specs.len());
-    for ((spec, d), new_key) in specs.iter().zip(decisions).zip(new_keys) {
-        let have = existing.get(&spec.id()).cloned().unwrap_or_default();
-        let issued = match d {
-            Plan::Reuse => {
-                let key_pem = have.key_pem.unwrap_or_default();
-                let cert_pem = match spec.kind {
-                    // A bare key's public half is derived, never stored as state.
-                    Kind::KeyOnly => keys::public_pem(&key_pem).map_err(|e| PkiError::Key(e, spec.id()))?,
-                    _ => have.cert_pem.unwrap_or_default(),
-                };
-                Issued {
-                    spec: spec.clone(),
-                    key_pem,
-                    cert_pem,
-                    outcome: Outcome::Reused,
-                }
-            }
-            Plan::Issue { outcome, .. } => {
-                let key_pem = new_key.or(have.key_pem).unwrap_or_default();
-                let cert_pem = match spec.kind {
-                    Kind::KeyOnly => keys::public_pem(&key_pem).map_err(|e| PkiError::Key(e, spec.id()))?,
-                    _ => sign(spec, &key_pem, spec.issuer_id().and_then(|i| done.get(&i)), now, keys)?,
-                };
-                Issued {
-                    spec: spec.clone(),
-                    key_pem,
-                    cert_pem,
-                    outcome,
-                }
-            }
+    // 3. Sign: the CAs in plan order (a CA may sign a CA), then every other entry in parallel,
+    // each issuing CA loaded once.
+    let mut slots: Vec<Option<Issued>> = specs.iter().map(|_| None).collect();
+    let mut cas: BTreeMap<String, usize> = BTreeMap::new();
+    for (i, spec) in specs.iter().enumerate().filter(|(_, s)| s.is_ca()) {
+        let issuer = match spec.issuer_id() {
+            None => None,
+            Some(id) => Some(load_issuer(cas.get(&id).and_then(|&j| slots[j].as_ref()), &id)?),
         };
-        done.insert(spec.id(), issued.clone());
-        entries.push(issued);
+        slots[i] = Some(settle(
+            spec,
+            &decisions[i],
+            new_keys[i].as_deref(),
+            have(spec),
+            issuer.as_ref(),
+            now,
+            keys,
+        )?);
+        cas.insert(spec.id(), i);
     }
-    Ok(Pki { entries })
+    // Only the CAs that sign something this run are loaded.
+    let wanted: std::collections::BTreeSet<String> = specs
+        .iter()
+        .zip(&decisions)
+        .filter(|(s, d)| !s.is_ca() && matches!(d, Plan::Issue { .. }) && s.kind != Kind::KeyOnly)
+        .filter_map(|(s, _)| s.issuer_id())
+        .collect();
+    let issuers: BTreeMap<String, Issuer<'static, KeyPair>> = wanted
+        .into_iter()
+        .map(|id| {
+            let ca = cas.get(&id).and_then(|&j| slots[j].as_ref());
+            load_issuer(ca, &id).map(|iss| (id, iss))
+        })
+        .collect::<Result<_, _>>()?;
+    let others: Vec<(usize, Result<Issued, PkiError>)> = specs
+        .par_iter()
+        .enumerate()
+        .filter(|(_, s)| !s.is_ca())
+        .map(|(i, spec)| {
+            let issuer = spec.issuer_id().and_then(|id| issuers.get(&id));
+            (
+                i,
+                settle(spec, &decisions[i], new_keys[i].as_deref(), have(spec), issuer, now, keys),
+            )
+        })
+        .collect();
+    for (i, r) in others {
+        slots[i] = Some(r?);
+    }
+    Ok(Pki {
+        entries: slots.into_iter().map(|s| s.expect("every entry settled")).collect(),
+    })
+}
+
+/// A CA, loaded to sign: its key and the subject of its certificate.
+fn load_issuer(ca: Option<&Issued>, id: &str) -> Result<Issuer<'static, KeyPair>, PkiError> {
+    let ca = ca.unwrap_or_else(|| panic!("{id} is planned before what it signs"));
+    let key = keys::load(&ca.key_pem).map_err(|e| PkiError::Key(e, ca.spec.id()))?;
+    let der = inspect::der_of(&ca.cert_pem).map_err(|e| PkiError::Build(ca.spec.id(), e))?;
+    Issuer::from_ca_cert_der(&der.into(), key).map_err(|e| PkiError::Build(ca.spec.id(), e.to_string()))
+}
+
+/// One entry as the run leaves it: reused, or issued with its new or kept key.
+fn settle(
+    spec: &CertSpec,
+    plan: &Plan,
+    new_key: Option<&str>,
+    have: &Material,
+    issuer: Option<&Issuer<'_, KeyPair>>,
+    now: OffsetDateTime,
+    keys: &dyn KeySource,
+) -> Result<Issued, PkiError> {
+    let (key_pem, outcome) = match plan {
+        Plan::Reuse => (have.key_pem.clone().unwrap_or_default(), Outcome::Reused),
+        Plan::Issue { outcome, .. } => (
+            new_key.map(String::from).or_else(|| have.key_pem.clone()).unwrap_or_default(),
+            outcome.clone(),
+        ),
+    };
+    let cert_pem = match (spec.kind, plan) {
+        // A bare key's public half is derived, never stored as state.
+        (Kind::KeyOnly, _) => keys::public_pem(&key_pem).map_err(|e| PkiError::Key(e, spec.id()))?,
+        (_, Plan::Reuse) => have.cert_pem.clone().unwrap_or_default(),
+        (_, Plan::Issue { .. }) => sign(spec, &key_pem, issuer, now, keys)?,
+    };
+    Ok(Issued {
+        spec: spec.clone(),
+        key_pem,
+        cert_pem,
+        outcome,
+    })
 }
 
 fn refuse(spec: &CertSpec, reason: impl Into<String>) -> PkiError {
@@ -284,7 +351,13 @@ fn leaf_problem(
     }
 }
 
-fn sign(spec: &CertSpec, key_pem: &str, issuer: Option<&Issued>, now: OffsetDateTime, keys: &dyn KeySource) -> Result<String, PkiError> {
+fn sign(
+    spec: &CertSpec,
+    key_pem: &str,
+    issuer: Option<&Issuer<'_, KeyPair>>,
+    now: OffsetDateTime,
+    keys: &dyn KeySource,
+) -> Result<String, PkiError> {
     let err = |e: rcgen::Error| PkiError::Build(spec.id(), e.to_string());
     let key = keys::load(key_pem).map_err(|e| PkiError::Key(e, spec.id()))?;
     let mut p = CertificateParams::default();
@@ -331,12 +404,7 @@ fn sign(spec: &CertSpec, key_pem: &str, issuer: Option<&Issued>, now: OffsetDate
     }
     let cert = match issuer {
         None => p.self_signed(&key).map_err(err)?,
-        Some(ca) => {
-            let ca_key = keys::load(&ca.key_pem).map_err(|e| PkiError::Key(e, ca.spec.id()))?;
-            let der = inspect::der_of(&ca.cert_pem).map_err(|e| PkiError::Build(ca.spec.id(), e))?;
-            let issuer = Issuer::from_ca_cert_der(&der.into(), ca_key).map_err(err)?;
-            p.signed_by(&key, &issuer).map_err(err)?
-        }
+        Some(issuer) => p.signed_by(&key, issuer).map_err(err)?,
     };
     Ok(cert.pem())
 }
