@@ -795,3 +795,74 @@ fn with_agent_url_the_agent_is_fetched_and_pinned_by_its_hash() {
         );
     }
 }
+
+/// A fresh bundle's masters and workers are built from the first stage of the PKI alone, while
+/// the bootstrap's keys are still being made: their configs must be exactly what the whole PKI
+/// makes, and the first stage must hold far less than the whole.
+#[test]
+fn staged_pki_builds_masters_and_workers_exactly_as_the_whole_does() {
+    let d = example_copy();
+    let sources = config::read_sources(d.path(), None).unwrap();
+    let overrides = config::Overrides {
+        key_algorithm: Some(hardshift_generator::cluster::KeyAlgorithm::EcdsaP256),
+        ..Default::default()
+    };
+    let cluster = config::build(&sources, &overrides).unwrap();
+    let specs = pki::plan(&cluster);
+    let extras = Extras {
+        agent: Some(assets::agent::Binary::remote(
+            b"\x7fELF agent".to_vec(),
+            "http://192.168.126.1:8080/hardshift-agent",
+        )),
+        ..Default::default()
+    };
+    let first = node::pki_for_nodes(&cluster);
+    let (whole, (ids, early)) = pki::issue_staged(
+        &specs,
+        &Default::default(),
+        time::OffsetDateTime::now_utc(),
+        &pki::keys::SystemKeys,
+        Default::default(),
+        &first,
+        |partial| {
+            let ids: std::collections::BTreeSet<String> = partial.entries.iter().map(|e| e.spec.id()).collect();
+            (
+                ids,
+                assets::ignitions_of(&cluster, partial, &extras, &|n| n.role != Role::Bootstrap),
+            )
+        },
+    )
+    .unwrap();
+    for id in [
+        "pki/root-ca",
+        "pki/kubernetes-ca",
+        "pki/kubelet-bootstrap",
+        "agent-pki/agent-ca",
+        "agent-pki/agent-worker-0",
+    ] {
+        assert!(ids.contains(id), "{id} not in the first stage: {ids:?}");
+    }
+    for id in [
+        "pki/etcd-ca",
+        "pki/etcd-server",
+        "pki/service-account",
+        "pki/admin",
+        "pki/kube-apiserver",
+    ] {
+        assert!(!ids.contains(id), "{id} is only the bootstrap's, yet in the first stage");
+    }
+    let rsa_first = specs.iter().filter(|s| s.dir == "pki" && ids.contains(&s.id())).count();
+    let rsa_all = specs.iter().filter(|s| s.dir == "pki").count();
+    assert!(
+        rsa_first * 3 < rsa_all,
+        "{rsa_first} of {rsa_all} OpenShift entries in the first stage"
+    );
+    assert_eq!(whole.entries.len(), specs.len());
+    let all = assets::ignitions(&cluster, &whole, &extras);
+    assert_eq!(early.len(), all.len() - 1);
+    for n in &early {
+        let w = all.iter().find(|w| w.hostname == n.hostname).unwrap();
+        assert!(n.body == w.body, "{}: the staged config differs from the whole PKI's", n.hostname);
+        assert_eq!(n.sha256, w.sha256);
+    }
+}

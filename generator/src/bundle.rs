@@ -49,7 +49,7 @@ impl Bundle {
 pub fn assemble(
     c: &Cluster,
     pki: &Pki,
-    ignitions: &mut [crate::assets::NodeIgnition],
+    ignitions: &[crate::assets::NodeIgnition],
     served: &[(&str, &[u8])],
     kubeadmin: Option<&str>,
 ) -> Bundle {
@@ -60,27 +60,17 @@ pub fn assemble(
     for (path, bytes) in served {
         b.add(*path, 0o755, bytes.to_vec());
     }
-    // Each config is hashed once: its SHA-256 pins it in the install commands and in SHA256SUMS.
-    let hashes = crate::lab::ignition_hashes(ignitions.iter().map(|n| (n.hostname.as_str(), &n.body)));
+    // Each config was hashed once, when built: its SHA-256 pins it in the install commands and
+    // in SHA256SUMS.
+    let hashes: BTreeMap<String, String> = ignitions.iter().map(|n| (n.hostname.clone(), n.sha256.clone())).collect();
     add_lab(&mut b, c, &hashes);
     let mut known = BTreeMap::new();
     for n in ignitions {
-        let path = format!("ignition/{}.ign", n.hostname);
-        if let Some(h) = hashes.get(&n.hostname) {
-            known.insert(path.clone(), h.clone());
-        }
-        // Holds secrets (the pull secret, kubeconfigs; the bootstrap's every key).
-        b.add(path, SECRET, std::mem::take(&mut n.body));
+        let (path, file) = ignition_file(n);
+        known.insert(path.clone(), n.sha256.clone());
+        b.files.insert(path, file);
     }
-    for e in &pki.entries {
-        let stem = e.spec.id();
-        b.add(format!("{stem}.key"), SECRET, e.key_pem.as_bytes());
-        let (ext, text) = match e.spec.kind {
-            Kind::KeyOnly => ("pub", &e.cert_pem),
-            _ => ("crt", &e.cert_pem),
-        };
-        b.add(format!("{stem}.{ext}"), PUBLIC, text.as_bytes());
-    }
+    b.files.extend(pki_files(pki));
     for k in kubeconfig::plan(c) {
         let text = kubeconfig::render(&k, pki);
         b.add(k.path, SECRET, text);
@@ -88,6 +78,38 @@ pub fn assemble(
     let sums = sums_with(&b, &known);
     b.add(SUMS, PUBLIC, sums);
     b
+}
+
+/// Each entry's key (`.key`) and certificate (`.crt`, or `.pub` for a bare key).
+pub fn pki_files(pki: &Pki) -> Vec<(String, File)> {
+    let file = |mode, text: &str| File {
+        mode,
+        contents: text.as_bytes().into(),
+    };
+    let mut out = Vec::with_capacity(pki.entries.len() * 2);
+    for e in &pki.entries {
+        let stem = e.spec.id();
+        out.push((format!("{stem}.key"), file(SECRET, &e.key_pem)));
+        let ext = match e.spec.kind {
+            Kind::KeyOnly => "pub",
+            _ => "crt",
+        };
+        out.push((format!("{stem}.{ext}"), file(PUBLIC, &e.cert_pem)));
+    }
+    out
+}
+
+/// A node's config as a bundle file (its pieces shared, not copied). It holds secrets: the pull
+/// secret, kubeconfigs, and on the bootstrap every key.
+pub fn ignition_file(n: &crate::assets::NodeIgnition) -> (String, File) {
+    let path = format!("ignition/{}.ign", n.hostname);
+    (
+        path,
+        File {
+            mode: SECRET,
+            contents: n.body.clone(),
+        },
+    )
 }
 
 pub fn sha256_hex(data: &[u8]) -> String {

@@ -138,6 +138,75 @@ pub fn damage(live: &Path, b: &Bundle) -> Vec<String> {
 
 /// Write `b` as the new live bundle of `dir`, atomically.
 pub fn write(dir: &Path, b: &Bundle) -> Result<Written, WriteError> {
+    write_staged(dir, b, None)
+}
+
+/// Files of a fresh bundle written before the rest of it is made (the masters' and workers'
+/// configs, while the keys only the bootstrap needs are still being generated), into the
+/// directory that `write_staged` completes and renames into place. Dropped unused, it is removed.
+pub struct Staged {
+    tmp: Option<PathBuf>,
+    files: std::collections::BTreeMap<String, bundle::File>,
+    /// Their syncfs, started at once: the disk works while the keys are made.
+    syncs: Vec<std::thread::JoinHandle<io::Result<()>>>,
+}
+
+impl Staged {
+    /// Only for a directory without a live bundle: a re-run links what did not change from the
+    /// live generation instead of writing it.
+    pub fn begin(dir: &Path) -> Result<Option<Staged>, WriteError> {
+        if current(dir).is_some() {
+            return Ok(None);
+        }
+        let state = dir.join(STATE_DIR);
+        fs::create_dir_all(&state).map_err(io_err(&state))?;
+        fs::set_permissions(&state, fs::Permissions::from_mode(0o700)).map_err(io_err(&state))?;
+        let tmp = state.join(format!("tmp-{}-{}", std::process::id(), nanos()));
+        fs::create_dir(&tmp).map_err(io_err(&tmp))?;
+        fs::set_permissions(&tmp, fs::Permissions::from_mode(0o700)).map_err(io_err(&tmp))?;
+        Ok(Some(Staged {
+            tmp: Some(tmp),
+            files: Default::default(),
+            syncs: Vec::new(),
+        }))
+    }
+
+    /// Write `files` (paths inside the bundle) now, and start flushing them.
+    pub fn put(&mut self, files: Vec<(String, bundle::File)>) -> Result<(), WriteError> {
+        let Some(tmp) = self.tmp.clone() else { return Ok(()) };
+        let part = Bundle {
+            files: files.into_iter().collect(),
+        };
+        write_files(&tmp, &part, None, &Default::default())?;
+        let d = fs::File::open(&tmp).map_err(io_err(&tmp))?;
+        self.syncs
+            .push(std::thread::spawn(move || nix::unistd::syncfs(&d).map_err(io::Error::from)));
+        self.files.extend(part.files);
+        Ok(())
+    }
+
+    /// The directory and what it holds, once every flush started has ended.
+    fn finish(mut self) -> Result<(PathBuf, std::collections::BTreeMap<String, bundle::File>), WriteError> {
+        let tmp = self.tmp.take().expect("a staged directory");
+        for s in std::mem::take(&mut self.syncs) {
+            s.join()
+                .unwrap_or_else(|_| Err(io::Error::other("syncfs thread panicked")))
+                .map_err(io_err(&tmp))?;
+        }
+        Ok((tmp, std::mem::take(&mut self.files)))
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if let Some(tmp) = self.tmp.take() {
+            let _ = fs::remove_dir_all(tmp);
+        }
+    }
+}
+
+/// `write`, completing what `staged` holds (if the bundle is written anew: else it is removed).
+pub fn write_staged(dir: &Path, b: &Bundle, staged: Option<Staged>) -> Result<Written, WriteError> {
     let state = dir.join(STATE_DIR);
     let sums = b
         .files
@@ -182,8 +251,11 @@ pub fn write(dir: &Path, b: &Bundle) -> Result<Written, WriteError> {
             fs::remove_dir_all(&gen).map_err(io_err(&gen))?;
         }
         if !gen.exists() {
-            let tmp = state.join(format!("tmp-{}-{}", std::process::id(), nanos()));
-            write_tree(&tmp, b, current(dir).as_deref())?;
+            let (tmp, written) = match staged {
+                Some(st) => st.finish()?,
+                None => (state.join(format!("tmp-{}-{}", std::process::id(), nanos())), Default::default()),
+            };
+            write_tree(&tmp, b, current(dir).as_deref(), &written)?;
             fs::rename(&tmp, &gen).map_err(io_err(&gen))?;
         }
         if let Ok(old) = fs::read_link(state.join(CURRENT)) {
@@ -212,7 +284,7 @@ fn repair(dir: &Path, state: &Path, b: &Bundle, gen_name: &str, live: &Path, dam
     let gen = state.join(&name);
     let tmp = state.join(format!("tmp-{}-{stamp}", std::process::id()));
     // Nothing is linked from the damaged generation: every file is written anew.
-    write_tree(&tmp, b, None)?;
+    write_tree(&tmp, b, None, &Default::default())?;
     fs::rename(&tmp, &gen).map_err(io_err(&gen))?;
     swap_link(state, CURRENT, Path::new(&name))?;
     sync_dir(state)?;
@@ -254,7 +326,29 @@ fn live_sums(live: &Path) -> std::collections::HashMap<String, String> {
         .collect()
 }
 
-fn write_tree(root: &Path, b: &Bundle, live: Option<&Path>) -> Result<(), WriteError> {
+/// Write `b` into `root` and flush it. `written`: files `root` already holds (`Staged`).
+fn write_tree(
+    root: &Path,
+    b: &Bundle,
+    live: Option<&Path>,
+    written: &std::collections::BTreeMap<String, bundle::File>,
+) -> Result<(), WriteError> {
+    write_files(root, b, live, written)?;
+    // One syncfs instead of an fsync per file: everything is on disk before the rename that
+    // makes it live, at a fraction of the cost for thousands of files.
+    let d = fs::File::open(root).map_err(io_err(root))?;
+    nix::unistd::syncfs(&d).map_err(|e| WriteError::Io {
+        path: root.to_path_buf(),
+        source: e.into(),
+    })
+}
+
+fn write_files(
+    root: &Path,
+    b: &Bundle,
+    live: Option<&Path>,
+    written: &std::collections::BTreeMap<String, bundle::File>,
+) -> Result<(), WriteError> {
     use rayon::prelude::*;
     fs::create_dir_all(root).map_err(io_err(root))?;
     fs::set_permissions(root, fs::Permissions::from_mode(0o700)).map_err(io_err(root))?;
@@ -283,6 +377,11 @@ fn write_tree(root: &Path, b: &Bundle, live: Option<&Path>) -> Result<(), WriteE
     let files: Vec<(&String, &bundle::File)> = b.files.iter().collect();
     files.par_iter().try_for_each(|(rel, f)| {
         let path = root.join(rel);
+        match written.get(rel.as_str()) {
+            Some(w) if w == *f => return Ok(()),
+            Some(_) => fs::remove_file(&path).map_err(io_err(&path))?,
+            None => {}
+        }
         // A file the live generation already holds, byte for byte and with the same mode, is
         // linked rather than written again: a re-run that changes one leaf rewrites one file.
         if let (Some(live), Some(h)) = (live, old.get(rel.as_str())) {
@@ -306,13 +405,6 @@ fn write_tree(root: &Path, b: &Bundle, live: Option<&Path>) -> Result<(), WriteE
             .map_err(io_err(&path))?;
         f.contents.write_to(&mut file).map_err(io_err(&path))?;
         file.set_permissions(fs::Permissions::from_mode(f.mode)).map_err(io_err(&path))
-    })?;
-    // One syncfs instead of an fsync per file: everything is on disk before the rename that
-    // makes it live, at a fraction of the cost for thousands of files.
-    let d = fs::File::open(root).map_err(io_err(root))?;
-    nix::unistd::syncfs(&d).map_err(|e| WriteError::Io {
-        path: root.to_path_buf(),
-        source: e.into(),
     })
 }
 
@@ -495,5 +587,63 @@ mod tests {
         assert_eq!(mode, 0o600);
         let state = fs::metadata(t.path().join(STATE_DIR)).unwrap().permissions().mode() & 0o777;
         assert_eq!(state, 0o700);
+    }
+
+    fn tmp_dirs(dir: &Path) -> Vec<String> {
+        fs::read_dir(dir.join(STATE_DIR))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+            .filter(|n| n.starts_with("tmp-"))
+            .collect()
+    }
+
+    #[test]
+    fn staged_files_are_completed_and_a_stale_one_rewritten() {
+        let t = tempfile::tempdir().unwrap();
+        let b = bundle(&[("ignition/w.ign", "worker"), ("ignition/m.ign", "master"), ("pki/a.key", "key")]);
+        let mut st = Staged::begin(t.path()).unwrap().expect("no live bundle: staged");
+        let file = |c: &str| bundle::File {
+            mode: bundle::SECRET,
+            contents: c.as_bytes().into(),
+        };
+        // One file as the bundle has it, one that the bundle no longer matches.
+        st.put(vec![
+            ("ignition/w.ign".into(), file("worker")),
+            ("ignition/m.ign".into(), file("stale")),
+        ])
+        .unwrap();
+        assert_eq!(tmp_dirs(t.path()).len(), 1);
+        assert!(matches!(write_staged(t.path(), &b, Some(st)).unwrap(), Written::New(_)));
+        assert_eq!(fs::read_to_string(t.path().join("ignition/w.ign")).unwrap(), "worker");
+        assert_eq!(fs::read_to_string(t.path().join("ignition/m.ign")).unwrap(), "master");
+        assert_eq!(fs::read_to_string(t.path().join("pki/a.key")).unwrap(), "key");
+        assert!(tmp_dirs(t.path()).is_empty());
+        // A live bundle: nothing is staged (a re-run links what it keeps instead).
+        assert!(Staged::begin(t.path()).unwrap().is_none());
+    }
+
+    #[test]
+    fn staged_files_of_a_run_that_fails_are_removed() {
+        let t = tempfile::tempdir().unwrap();
+        let mut st = Staged::begin(t.path()).unwrap().unwrap();
+        st.put(vec![(
+            "ignition/w.ign".into(),
+            bundle::File {
+                mode: bundle::SECRET,
+                contents: "w".into(),
+            },
+        )])
+        .unwrap();
+        drop(st);
+        assert!(tmp_dirs(t.path()).is_empty());
+        assert!(current(t.path()).is_none());
+        // A bundle whose top-level name is taken is refused, and what was staged goes.
+        fs::write(t.path().join("pki"), "the user's").unwrap();
+        let st = Staged::begin(t.path()).unwrap().unwrap();
+        assert!(matches!(
+            write_staged(t.path(), &bundle(&[("pki/a.key", "k")]), Some(st)),
+            Err(WriteError::Occupied(_))
+        ));
+        assert!(tmp_dirs(t.path()).is_empty());
     }
 }

@@ -280,6 +280,8 @@ pub struct Built {
     pub nodes: Vec<assets::NodeIgnition>,
     pub bundle: bundle::Bundle,
     pub new_password: bool,
+    /// The configs already written (a fresh bundle's masters and workers), for `fsio::write_staged`.
+    pub staged: Option<fsio::Staged>,
 }
 
 /// The inputs, read and checked: the cluster and what goes into every node besides.
@@ -327,6 +329,7 @@ fn generate(
     mut extras: Extras,
     pending: Pending,
     now: time::OffsetDateTime,
+    stage: bool,
 ) -> Result<Built, Failure> {
     let t = std::time::Instant::now();
     let specs = pki::plan(&cluster);
@@ -334,10 +337,46 @@ fn generate(
     refuse_rekey(a, &specs, &existing)?;
     tracing::debug!(ms = t.elapsed().as_millis(), entries = specs.len(), "read the existing PKI");
     let t = std::time::Instant::now();
-    let pki = pki::issue(&specs, &existing, now, &SystemKeys, pki::Options { rotate_ca: a.rotate_ca }).map_err(|e| match e {
+    // A fresh bundle's masters and workers are built and written while the keys only the
+    // bootstrap needs are still being generated (`pki::issue_staged`).
+    let staged = match stage {
+        true => fsio::Staged::begin(&a.input.dir).map_err(Failure::other)?,
+        false => None,
+    };
+    let for_nodes = assets::node::pki_for_nodes(&cluster);
+    let first: &(dyn Fn(&pki::CertSpec) -> bool + Sync) = if staged.is_some() { &for_nodes } else { &|_| false };
+    let (agent_check, extras_early, c) = (pending.agent_check, &mut extras, &cluster);
+    let (pki, early) = pki::issue_staged(
+        &specs,
+        &existing,
+        now,
+        &SystemKeys,
+        pki::Options { rotate_ca: a.rotate_ca },
+        first,
+        |partial| {
+            // Beside the key generation either way: the cached agent encoding's check.
+            check_agent(extras_early, agent_check);
+            let Some(mut st) = staged else { return Ok(None) };
+            let nodes = assets::ignitions_of(c, partial, extras_early, &|n| n.role != Role::Bootstrap);
+            let mut files: Vec<_> = nodes.iter().map(bundle::ignition_file).collect();
+            files.extend(bundle::pki_files(partial));
+            st.put(files).map_err(Failure::other)?;
+            tracing::debug!(
+                ms = t.elapsed().as_millis(),
+                nodes = nodes.len(),
+                "built and wrote the masters' and workers' configs"
+            );
+            Ok::<_, Failure>(Some((nodes, st)))
+        },
+    )
+    .map_err(|e| match e {
         PkiError::Refused { .. } => Failure::input(e),
         other => Failure::other(other),
     })?;
+    let (mut nodes, staged) = match early? {
+        Some((nodes, st)) => (nodes, Some(st)),
+        None => (Vec::new(), None),
+    };
     tracing::debug!(ms = t.elapsed().as_millis(), "issued the PKI");
     let (mut admin, mut new_password) = pending
         .admin
@@ -352,17 +391,10 @@ fn generate(
     }
     extras.kubeadmin = Some(admin);
     let t = std::time::Instant::now();
-    let mut nodes = assets::ignitions(&cluster, &pki, &extras);
-    if let Some((path, check)) = pending.agent_check {
-        if !check.join().unwrap_or(false) {
-            tracing::warn!(cache = %path.display(), "the cached agent encoding is not this agent's: encoding it anew");
-            let _ = std::fs::remove_file(&path);
-            if let Some(b) = extras.agent.take() {
-                extras.agent = Some(agent::Binary::new(b.bytes.to_vec()));
-            }
-            nodes = assets::ignitions(&cluster, &pki, &extras);
-        }
-    }
+    let built: std::collections::BTreeSet<String> = nodes.iter().map(|n| n.hostname.clone()).collect();
+    nodes.extend(assets::ignitions_of(&cluster, &pki, &extras, &|n| !built.contains(&n.hostname)));
+    let order: std::collections::HashMap<&str, usize> = cluster.nodes.iter().enumerate().map(|(i, n)| (n.hostname.as_str(), i)).collect();
+    nodes.sort_by_key(|n| order.get(n.hostname.as_str()).copied());
     tracing::debug!(ms = t.elapsed().as_millis(), nodes = nodes.len(), "built the Ignition configs");
     let t = std::time::Instant::now();
     let served: Vec<(&str, &[u8])> = extras
@@ -372,7 +404,7 @@ fn generate(
         .map(|b| (agent::SERVED, &b.bytes[..]))
         .collect();
     let password = extras.kubeadmin.as_ref().map(|k| k.password.as_str());
-    let bundle = bundle::assemble(&cluster, &pki, &mut nodes, &served, password);
+    let bundle = bundle::assemble(&cluster, &pki, &nodes, &served, password);
     tracing::debug!(ms = t.elapsed().as_millis(), files = bundle.files.len(), "assembled the bundle");
     Ok(Built {
         cluster,
@@ -382,7 +414,21 @@ fn generate(
         nodes,
         bundle,
         new_password,
+        staged,
     })
+}
+
+/// Join the check of a cached agent encoding; if it is not this agent's, drop the entry and
+/// encode the agent anew (before any config carries it).
+fn check_agent(extras: &mut Extras, check: CacheCheck) {
+    let Some((path, check)) = check else { return };
+    if !check.join().unwrap_or(false) {
+        tracing::warn!(cache = %path.display(), "the cached agent encoding is not this agent's: encoding it anew");
+        let _ = std::fs::remove_file(&path);
+        if let Some(b) = extras.agent.take() {
+            extras.agent = Some(agent::Binary::new(b.bytes.to_vec()));
+        }
+    }
 }
 
 /// What `verify` needs to rebuild the live bundle: the same inputs and the choices `create`
@@ -420,7 +466,10 @@ pub fn rebuild(dir: &Path, release_image: Option<String>, release_refs: Option<P
         }
     }
     let (cluster, extras, pending) = inputs(&args)?;
-    Ok((generate(&args, cluster, extras, pending, time::OffsetDateTime::now_utc())?, notes))
+    Ok((
+        generate(&args, cluster, extras, pending, time::OffsetDateTime::now_utc(), false)?,
+        notes,
+    ))
 }
 
 /// The overrides `create` recorded for DIR's bundle (none if it recorded nothing).
@@ -551,9 +600,10 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         nodes,
         bundle: b,
         new_password,
-    } = generate(&a, cluster, extras, pending, now)?;
+        staged,
+    } = generate(&a, cluster, extras, pending, now, true)?;
     let t = std::time::Instant::now();
-    let written = fsio::write(&a.input.dir, &b).map_err(Failure::other)?;
+    let written = fsio::write_staged(&a.input.dir, &b, staged).map_err(Failure::other)?;
     record(&a, extras.agent.as_ref())?;
     tracing::debug!(ms = t.elapsed().as_millis(), "wrote the bundle");
 

@@ -44,6 +44,8 @@ pub struct NodeIgnition {
     pub body: crate::body::Body,
     /// Size of the config (kept when the body moves into the bundle).
     pub size: usize,
+    /// SHA-256 of the config, hex: it pins the config in the install commands and SHA256SUMS.
+    pub sha256: String,
     pub files: usize,
     pub units: usize,
     /// Some when merged into an MCO base.
@@ -53,6 +55,12 @@ pub struct NodeIgnition {
 /// One complete Ignition config per node, built in parallel. Files that many nodes share (the
 /// kubelet kubeconfig, the CA, the pull secret...) are compressed and encoded once.
 pub fn ignitions(c: &Cluster, pki: &Pki, extras: &Extras) -> Vec<NodeIgnition> {
+    ignitions_of(c, pki, extras, &|_| true)
+}
+
+/// The configs of the nodes `which` selects; `pki` need hold only what those nodes read (see
+/// `node::pki_for_nodes` for the masters and workers).
+pub fn ignitions_of(c: &Cluster, pki: &Pki, extras: &Extras, which: &(dyn Fn(&crate::cluster::Node) -> bool + Sync)) -> Vec<NodeIgnition> {
     let shared = node::Shared::new(c, pki, extras);
     let cache: Mutex<HashMap<[u8; 32], ignition::Contents>> = Mutex::new(HashMap::new());
     let pieces = ignition::Pieces::default();
@@ -77,6 +85,7 @@ pub fn ignitions(c: &Cluster, pki: &Pki, extras: &Extras) -> Vec<NodeIgnition> {
     };
     c.nodes
         .par_iter()
+        .filter(|n| which(n))
         .map(|n| {
             let add = node::node_config(c, n, &shared, bases.contains_key(&n.role));
             let base = bases.get(&n.role);
@@ -88,6 +97,7 @@ pub fn ignitions(c: &Cluster, pki: &Pki, extras: &Extras) -> Vec<NodeIgnition> {
                 files: cfg.storage.files.len(),
                 units: cfg.systemd.units.len(),
                 size: body.len(),
+                sha256: body.sha256_hex(),
                 body,
                 merge: base.map(|_| report),
             }

@@ -24,6 +24,28 @@ pub struct Shared<'a> {
     pub registries: Option<String>,
 }
 
+/// The PKI entries the masters' and workers' configs read: the kubelet's bootstrap kubeconfig
+/// (its client certificate and the API's CA bundle), the kubelet client CA, and the agents'.
+/// `pki::issue_staged` makes these first, so those configs are built while the keys only the
+/// bootstrap needs are still being generated.
+pub fn pki_for_nodes(c: &Cluster) -> impl Fn(&crate::pki::CertSpec) -> bool + Sync {
+    let mut ids: std::collections::BTreeSet<String> = crate::pki::trust::API_SERVER_CA
+        .iter()
+        .chain(crate::pki::trust::KUBELET_CLIENT_CA)
+        .map(|s| s.to_string())
+        .collect();
+    ids.extend(
+        kubeconfig::plan(c)
+            .into_iter()
+            .filter(|k| k.path == KUBELET_KUBECONFIG)
+            .map(|k| k.cert),
+    );
+    move |s| s.dir == crate::pki::AGENT_DIR || ids.contains(&s.id())
+}
+
+/// The bundle's kubeconfig every master and worker bootstraps its kubelet with.
+const KUBELET_KUBECONFIG: &str = "kubeconfigs/kubelet-bootstrap.kubeconfig";
+
 impl<'a> Shared<'a> {
     pub fn bootstrap_files(&self) -> &[NodeFile] {
         self.bootstrap.get_or_init(|| bootstrap_files(self.cluster, self.pki, self.extras))
@@ -38,7 +60,7 @@ impl<'a> Shared<'a> {
             cluster: c,
             extras,
             bootstrap: std::sync::OnceLock::new(),
-            kubelet_kubeconfig: kubeconfig::render(find("kubeconfigs/kubelet-bootstrap.kubeconfig"), pki),
+            kubelet_kubeconfig: kubeconfig::render(find(KUBELET_KUBECONFIG), pki),
             node_ca: crate::pki::trust::kubelet_client_ca(pki),
             kube_proxy: static_pods::to_yaml(&static_pods::kube_proxy(c)),
             registries: registries_conf(c),

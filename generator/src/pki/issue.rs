@@ -91,12 +91,61 @@ enum Plan {
 }
 
 pub fn issue(specs: &[CertSpec], existing: &Existing, now: OffsetDateTime, keys: &dyn KeySource, opts: Options) -> Result<Pki, PkiError> {
+    issue_staged(specs, existing, now, keys, opts, &|_| false, |_| ()).map(|(pki, ())| pki)
+}
+
+/// `issue` in two stages. The entries `first` selects, and every CA above them, are made first
+/// and handed to `early` as a `Pki` of those entries alone; `early` runs beside the making of the
+/// rest. A fresh bundle's worker and master configs need 7 of its 27 RSA keys: they are built and
+/// written while the keys only the bootstrap uses are still being generated.
+pub fn issue_staged<R: Send>(
+    specs: &[CertSpec],
+    existing: &Existing,
+    now: OffsetDateTime,
+    keys: &dyn KeySource,
+    opts: Options,
+    first: &(dyn Fn(&CertSpec) -> bool + Sync),
+    early: impl FnOnce(&Pki) -> R + Send,
+) -> Result<(Pki, R), PkiError> {
+    let decisions = decide_all(specs, existing, now, opts)?;
+    let index: BTreeMap<String, usize> = specs.iter().enumerate().map(|(i, s)| (s.id(), i)).collect();
+    let mut in_first = vec![false; specs.len()];
+    for i in (0..specs.len()).filter(|&i| first(&specs[i])) {
+        let mut at = Some(i);
+        while let Some(k) = at.filter(|&k| !in_first[k]) {
+            in_first[k] = true;
+            at = specs[k].issuer_id().and_then(|id| index.get(&id).copied());
+        }
+    }
+    let (one, two): (Vec<usize>, Vec<usize>) = (0..specs.len()).partition(|&i| in_first[i]);
+    let run = Run {
+        specs,
+        existing,
+        decisions: &decisions,
+        index: &index,
+        now,
+        keys,
+    };
+    let mut slots: Vec<Option<Issued>> = vec![None; specs.len()];
+    run.make(&one, &mut slots)?;
+    let partial = Pki {
+        entries: one.iter().filter_map(|&i| slots[i].clone()).collect(),
+    };
+    let (r, rest) = rayon::join(|| early(&partial), || run.make(&two, &mut slots));
+    rest?;
+    let pki = Pki {
+        entries: slots.into_iter().map(|s| s.expect("every entry made")).collect(),
+    };
+    Ok((pki, r))
+}
+
+/// What to do with each entry. A CA's fate decides its children's, so the CAs go first, in plan
+/// order (issuers before what they sign); then every other entry, in parallel: at a thousand
+/// nodes each existing certificate is parsed and its signature and key checked. The first
+/// problem in plan order is reported, whatever order the checks ran in.
+fn decide_all(specs: &[CertSpec], existing: &Existing, now: OffsetDateTime, opts: Options) -> Result<Vec<Plan>, PkiError> {
     let none = Material::default();
     let have = |spec: &CertSpec| existing.get(&spec.id()).unwrap_or(&none);
-
-    // 1. Decide. A CA's fate decides its children's, so the CAs go first, in plan order (issuers
-    // before what they sign); then every other entry, in parallel: at a thousand nodes each
-    // existing certificate is parsed and its signature and key checked.
     let mut decisions: Vec<Option<Result<Plan, PkiError>>> = specs.iter().map(|_| None).collect();
     let mut reissued_ca: BTreeMap<String, bool> = BTreeMap::new();
     let parent_changed =
@@ -115,76 +164,89 @@ pub fn issue(specs: &[CertSpec], existing: &Existing, now: OffsetDateTime, keys:
     for (i, d) in others {
         decisions[i] = Some(d);
     }
-    // The first problem in plan order, whatever order the checks ran in.
-    let decisions: Vec<Plan> = decisions
-        .into_iter()
-        .map(|d| d.expect("every entry decided"))
-        .collect::<Result<_, _>>()?;
+    decisions.into_iter().map(|d| d.expect("every entry decided")).collect()
+}
 
-    // 2. Generate every new key at once: independent, and the slow part with RSA. One task per
-    // key: an RSA key takes from 20 ms to 300 ms, so halves of the list would finish far apart.
-    let new_keys: Vec<Option<String>> = specs
-        .par_iter()
-        .zip(decisions.par_iter())
-        .with_max_len(1)
-        .map(|(spec, d)| match d {
-            Plan::Issue { new_key: true, .. } => keys.generate(spec.key).map(Some).map_err(|e| PkiError::Key(e, spec.id())),
-            _ => Ok(None),
-        })
-        .collect::<Result<_, _>>()?;
+/// One issuing run's inputs, shared by its stages.
+struct Run<'a> {
+    specs: &'a [CertSpec],
+    existing: &'a Existing,
+    decisions: &'a [Plan],
+    index: &'a BTreeMap<String, usize>,
+    now: OffsetDateTime,
+    keys: &'a dyn KeySource,
+}
 
-    // 3. Sign: the CAs in plan order (a CA may sign a CA), then every other entry in parallel,
-    // each issuing CA loaded once.
-    let mut slots: Vec<Option<Issued>> = specs.iter().map(|_| None).collect();
-    let mut cas: BTreeMap<String, usize> = BTreeMap::new();
-    for (i, spec) in specs.iter().enumerate().filter(|(_, s)| s.is_ca()) {
-        let issuer = match spec.issuer_id() {
-            None => None,
-            Some(id) => Some(load_issuer(cas.get(&id).and_then(|&j| slots[j].as_ref()), &id)?),
-        };
-        slots[i] = Some(settle(
-            spec,
-            &decisions[i],
-            new_keys[i].as_deref(),
-            have(spec),
-            issuer.as_ref(),
-            now,
-            keys,
-        )?);
-        cas.insert(spec.id(), i);
+impl Run<'_> {
+    /// Make the entries `idx` (plan order; their issuers made before) into `slots`.
+    fn make(&self, idx: &[usize], slots: &mut [Option<Issued>]) -> Result<(), PkiError> {
+        let none = Material::default();
+        let have = |i: usize| self.existing.get(&self.specs[i].id()).unwrap_or(&none);
+        // Every new key at once: independent, and the slow part with RSA. One task per key: an
+        // RSA key takes from 20 ms to 300 ms, so halves of the list would finish far apart.
+        let need: Vec<usize> = idx
+            .iter()
+            .copied()
+            .filter(|&i| matches!(self.decisions[i], Plan::Issue { new_key: true, .. }))
+            .collect();
+        let new_keys: BTreeMap<usize, String> = need
+            .par_iter()
+            .with_max_len(1)
+            .map(|&i| {
+                let spec = &self.specs[i];
+                self.keys
+                    .generate(spec.key)
+                    .map(|k| (i, k))
+                    .map_err(|e| PkiError::Key(e, spec.id()))
+            })
+            .collect::<Result<_, _>>()?;
+        let key = |i: usize| new_keys.get(&i).map(String::as_str);
+        // The CAs in plan order (a CA may sign a CA), then every other entry in parallel, each
+        // issuing CA loaded once.
+        for &i in idx.iter().filter(|&&i| self.specs[i].is_ca()) {
+            let spec = &self.specs[i];
+            let issuer = match spec.issuer_id() {
+                None => None,
+                Some(id) => Some(load_issuer(self.made(&id, slots), &id)?),
+            };
+            slots[i] = Some(settle(
+                spec,
+                &self.decisions[i],
+                key(i),
+                have(i),
+                issuer.as_ref(),
+                self.now,
+                self.keys,
+            )?);
+        }
+        let leaves: Vec<usize> = idx.iter().copied().filter(|&i| !self.specs[i].is_ca()).collect();
+        // Only the CAs that sign something this run are loaded.
+        let wanted: std::collections::BTreeSet<String> = leaves
+            .iter()
+            .filter(|&&i| matches!(self.decisions[i], Plan::Issue { .. }) && self.specs[i].kind != Kind::KeyOnly)
+            .filter_map(|&i| self.specs[i].issuer_id())
+            .collect();
+        let issuers: BTreeMap<String, Issuer<'static, KeyPair>> = wanted
+            .into_iter()
+            .map(|id| load_issuer(self.made(&id, slots), &id).map(|iss| (id, iss)))
+            .collect::<Result<_, _>>()?;
+        let made: Vec<Result<Issued, PkiError>> = leaves
+            .par_iter()
+            .map(|&i| {
+                let spec = &self.specs[i];
+                let issuer = spec.issuer_id().and_then(|id| issuers.get(&id));
+                settle(spec, &self.decisions[i], key(i), have(i), issuer, self.now, self.keys)
+            })
+            .collect();
+        for (i, r) in leaves.into_iter().zip(made) {
+            slots[i] = Some(r?);
+        }
+        Ok(())
     }
-    // Only the CAs that sign something this run are loaded.
-    let wanted: std::collections::BTreeSet<String> = specs
-        .iter()
-        .zip(&decisions)
-        .filter(|(s, d)| !s.is_ca() && matches!(d, Plan::Issue { .. }) && s.kind != Kind::KeyOnly)
-        .filter_map(|(s, _)| s.issuer_id())
-        .collect();
-    let issuers: BTreeMap<String, Issuer<'static, KeyPair>> = wanted
-        .into_iter()
-        .map(|id| {
-            let ca = cas.get(&id).and_then(|&j| slots[j].as_ref());
-            load_issuer(ca, &id).map(|iss| (id, iss))
-        })
-        .collect::<Result<_, _>>()?;
-    let others: Vec<(usize, Result<Issued, PkiError>)> = specs
-        .par_iter()
-        .enumerate()
-        .filter(|(_, s)| !s.is_ca())
-        .map(|(i, spec)| {
-            let issuer = spec.issuer_id().and_then(|id| issuers.get(&id));
-            (
-                i,
-                settle(spec, &decisions[i], new_keys[i].as_deref(), have(spec), issuer, now, keys),
-            )
-        })
-        .collect();
-    for (i, r) in others {
-        slots[i] = Some(r?);
+
+    fn made<'s>(&self, id: &str, slots: &'s [Option<Issued>]) -> Option<&'s Issued> {
+        self.index.get(id).and_then(|&j| slots[j].as_ref())
     }
-    Ok(Pki {
-        entries: slots.into_iter().map(|s| s.expect("every entry settled")).collect(),
-    })
 }
 
 /// A CA, loaded to sign: its key and the subject of its certificate.

@@ -11,23 +11,24 @@ fn concat(pki: &Pki, ids: &[&str]) -> String {
 /// (kubernetes-ca → root-ca) and whatever kube-apiserver-operator issues from the localhost,
 /// service-network and load-balancer serving signers. Every kubeconfig carries it.
 pub fn api_server_ca(pki: &Pki) -> String {
-    concat(
-        pki,
-        &[
-            "pki/kubernetes-ca",
-            "pki/root-ca",
-            "pki/kube-apiserver-localhost-signer",
-            "pki/kube-apiserver-service-network-signer",
-            "pki/kube-apiserver-lb-signer",
-        ],
-    )
+    concat(pki, API_SERVER_CA)
 }
+
+pub const API_SERVER_CA: &[&str] = &[
+    "pki/kubernetes-ca",
+    "pki/root-ca",
+    "pki/kube-apiserver-localhost-signer",
+    "pki/kube-apiserver-service-network-signer",
+    "pki/kube-apiserver-lb-signer",
+];
 
 /// Whom a kubelet accepts client certificates from: the bootstrap API server's kubelet client
 /// (kubernetes-ca) and, after the pivot, the operator's (kube-apiserver-to-kubelet-signer).
 pub fn kubelet_client_ca(pki: &Pki) -> String {
-    concat(pki, &["pki/kubernetes-ca", "pki/root-ca", "pki/kube-apiserver-to-kubelet-signer"])
+    concat(pki, KUBELET_CLIENT_CA)
 }
+
+pub const KUBELET_CLIENT_CA: &[&str] = &["pki/kubernetes-ca", "pki/root-ca", "pki/kube-apiserver-to-kubelet-signer"];
 
 /// What verifies kubelet certificates: signed by kube-controller-manager with kubernetes-ca on
 /// the bootstrap, by the csr-signer (under kubelet-signer) after the pivot.
