@@ -631,3 +631,41 @@ fn an_alias_bomb_and_an_oversized_file_are_refused_cheaply() {
         &err[..err.len().min(2000)]
     );
 }
+
+/// A bad `--agent-binary` or `--agent-url` is an input error found before anything is made: the
+/// agent is read beside the key generation, but checked first.
+#[test]
+fn a_bad_agent_binary_or_url_is_an_input_error_and_nothing_is_written() {
+    let d = example_copy();
+    let dir = d.path().to_str().unwrap();
+    let not_elf = d.path().join("not-an-agent");
+    std::fs::write(&not_elf, "#!/bin/sh\necho hi\n").unwrap();
+    let missing = d.path().join("no-such-agent");
+    let agent = agent_bin();
+    for (args, needle) in [
+        (vec!["--agent-binary", not_elf.to_str().unwrap()], "not an ELF executable"),
+        (vec!["--agent-binary", missing.to_str().unwrap()], "no-such-agent: No such file"),
+        (
+            vec![
+                "--agent-binary",
+                agent.to_str().unwrap(),
+                "--agent-url",
+                "ftp://192.168.126.1/agent",
+            ],
+            "expected an http:// or https:// URL",
+        ),
+    ] {
+        let mut all = vec!["create", "--dir", dir, "--key-algorithm", "ecdsa-p256", "--self-contained-nodes"];
+        all.extend(&args);
+        let out = hardshift(&all);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        let state = d.path().join(".hardshift");
+        let made: Vec<String> = std::fs::read_dir(&state)
+            .map(|rd| rd.flatten().map(|e| e.file_name().to_string_lossy().to_string()).collect())
+            .unwrap_or_default();
+        assert!(made.iter().all(|n| n == "lock"), "{args:?}: {made:?}");
+        assert!(!d.path().join("pki").exists());
+    }
+}

@@ -104,15 +104,17 @@ type CacheCheck = Option<(PathBuf, std::thread::JoinHandle<bool>)>;
 
 /// Work started while the inputs are read, joined when its result is needed.
 struct Pending {
-    agent_check: CacheCheck,
+    /// The agent, read, hashed and its cached encoding looked up beside the PKI's first keys.
+    agent: Option<std::thread::JoinHandle<Result<(agent::Binary, CacheCheck), Failure>>>,
     /// The kubeadmin login (and whether it is new): its bcrypt needs only the cluster's domain.
     admin: std::thread::JoinHandle<Result<(kubeadmin::Kubeadmin, bool), Failure>>,
 }
 
-/// The agent binary: as given, else the sibling of this executable; None (with a warning) if absent.
-fn agent_binary(a: &Args) -> Result<(Option<agent::Binary>, CacheCheck), Failure> {
+/// The agent binary to embed: as given, else the sibling of this executable; None (with a
+/// warning) if absent. Checked here, before anything is made; read by `load_agent`.
+fn agent_path(a: &Args) -> Result<Option<PathBuf>, Failure> {
     if a.no_agent {
-        return Ok((None, None));
+        return Ok(None);
     }
     let path = match &a.agent_binary {
         Some(p) => p.clone(),
@@ -124,35 +126,50 @@ fn agent_binary(a: &Args) -> Result<(Option<agent::Binary>, CacheCheck), Failure
             Some(p) => p,
             None => {
                 eprintln!("warning: no hardshift-agent next to this executable: the nodes get no agent (build it with `cargo build --release --workspace`, or pass --agent-binary PATH or --no-agent)");
-                return Ok((None, None));
+                return Ok(None);
             }
         },
     };
-    let bytes = std::fs::read(&path).map_err(|e| Failure::input(format!("--agent-binary {}: {e}", path.display())))?;
-    if !bytes.starts_with(b"\x7fELF") {
+    let mut magic = [0u8; 4];
+    std::fs::File::open(&path)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
+        .map_err(|e| Failure::input(format!("--agent-binary {}: {e}", path.display())))?;
+    if &magic != b"\x7fELF" {
         return Err(Failure::input(format!("--agent-binary {}: not an ELF executable", path.display())));
     }
     match &a.agent_url {
-        Some(url) if url.starts_with("http://") || url.starts_with("https://") => Ok((Some(agent::Binary::remote(bytes, url)), None)),
-        Some(url) => Err(Failure::input(format!("--agent-url {url:?}: expected an http:// or https:// URL"))),
-        None => {
-            // Compressing 7 MB costs most of a run; it changes only when the agent does.
-            let path = encoding_cache(&bundle::sha256_hex(&bytes));
-            let hit = path
-                .as_ref()
-                .and_then(|p| std::fs::read(p).ok())
-                .and_then(|j| serde_json::from_slice::<ignition::Contents>(&j).ok());
-            let Some((path, c)) = path.zip(hit) else {
-                return Ok((Some(agent::Binary::new(bytes)), None));
-            };
-            match agent::Binary::cached(bytes, c) {
-                Ok(b) => {
-                    let check = b.clone();
-                    Ok((Some(b), Some((path, std::thread::spawn(move || check.encodes())))))
-                }
-                Err(bytes) => Ok((Some(agent::Binary::new(bytes)), None)),
-            }
+        Some(url) if !(url.starts_with("http://") || url.starts_with("https://")) => {
+            Err(Failure::input(format!("--agent-url {url:?}: expected an http:// or https:// URL")))
         }
+        _ => Ok(Some(path)),
+    }
+}
+
+/// Read the agent at `path` (checked by `agent_path`): fetched from `url`, or embedded with its
+/// encoding from the cache when there is one (checked beside other work, see `CacheCheck`).
+fn load_agent(path: &Path, url: Option<&str>) -> Result<(agent::Binary, CacheCheck), Failure> {
+    let bytes = std::fs::read(path).map_err(|e| Failure::input(format!("--agent-binary {}: {e}", path.display())))?;
+    if !bytes.starts_with(b"\x7fELF") {
+        return Err(Failure::input(format!("--agent-binary {}: not an ELF executable", path.display())));
+    }
+    if let Some(url) = url {
+        return Ok((agent::Binary::remote(bytes, url), None));
+    }
+    // Compressing 7 MB costs most of a run; it changes only when the agent does.
+    let cache = encoding_cache(&bundle::sha256_hex(&bytes));
+    let hit = cache
+        .as_ref()
+        .and_then(|p| std::fs::read(p).ok())
+        .and_then(|j| serde_json::from_slice::<ignition::Contents>(&j).ok());
+    let Some((cache, c)) = cache.zip(hit) else {
+        return Ok((agent::Binary::new(bytes), None));
+    };
+    match agent::Binary::cached(bytes, c) {
+        Ok(b) => {
+            let check = b.clone();
+            Ok((b, Some((cache, std::thread::spawn(move || check.encodes())))))
+        }
+        Err(bytes) => Ok((agent::Binary::new(bytes), None)),
     }
 }
 
@@ -290,36 +307,34 @@ fn inputs(a: &Args) -> Result<(hardshift_generator::cluster::Cluster, Extras, Pe
         key_algorithm: a.key_algorithm,
         release_image: a.input.release_image.clone(),
     };
-    // Reading and hashing the agent (and its cached encoding) needs nothing from the cluster:
-    // it runs beside the YAML.
-    std::thread::scope(|s| {
-        let agent = s.spawn(|| {
+    let t = std::time::Instant::now();
+    let cluster = load_cluster(&a.input.dir, a.input.release_refs.as_deref(), &overrides)?;
+    tracing::debug!(ms = t.elapsed().as_millis(), nodes = cluster.nodes.len(), "read the cluster");
+    let (dir, domain) = (a.input.dir.clone(), cluster.domain());
+    let admin =
+        std::thread::spawn(move || kubeadmin_password(&dir).map(|(password, new)| (kubeadmin::Kubeadmin::new(password, &domain), new)));
+    let t = std::time::Instant::now();
+    let bases = mco_bases(a)?;
+    let extras = read_extras(&a.input.dir, &bases)?;
+    check_bases(a, &cluster, &extras)?;
+    tracing::debug!(
+        ms = t.elapsed().as_millis(),
+        crds = extras.crds.len(),
+        bases = extras.bases.len(),
+        "read the CRDs and MCO bases"
+    );
+    // Reading and hashing the agent (and its cached encoding) runs beside the first keys: only
+    // the configs need it.
+    let agent = agent_path(a)?.map(|path| {
+        let url = a.agent_url.clone();
+        std::thread::spawn(move || {
             let t = std::time::Instant::now();
-            let r = agent_binary(a);
+            let r = load_agent(&path, url.as_deref());
             tracing::debug!(ms = t.elapsed().as_millis(), "read the agent");
             r
-        });
-        let t = std::time::Instant::now();
-        let cluster = load_cluster(&a.input.dir, a.input.release_refs.as_deref(), &overrides);
-        tracing::debug!(ms = t.elapsed().as_millis(), "read the cluster");
-        let cluster = cluster?;
-        let (dir, domain) = (a.input.dir.clone(), cluster.domain());
-        let admin =
-            std::thread::spawn(move || kubeadmin_password(&dir).map(|(password, new)| (kubeadmin::Kubeadmin::new(password, &domain), new)));
-        let t = std::time::Instant::now();
-        let bases = mco_bases(a)?;
-        let mut extras = read_extras(&a.input.dir, &bases)?;
-        check_bases(a, &cluster, &extras)?;
-        tracing::debug!(
-            ms = t.elapsed().as_millis(),
-            crds = extras.crds.len(),
-            bases = extras.bases.len(),
-            "read the CRDs and MCO bases"
-        );
-        let (agent, check) = agent.join().map_err(|_| Failure::other("reading the agent binary panicked"))??;
-        extras.agent = agent;
-        Ok((cluster, extras, Pending { agent_check: check, admin }))
-    })
+        })
+    });
+    Ok((cluster, extras, Pending { agent, admin }))
 }
 
 /// The bundle these inputs make, keeping the live bundle's keys, certificates and password.
@@ -345,7 +360,7 @@ fn generate(
     };
     let for_nodes = assets::node::pki_for_nodes(&cluster);
     let first: &(dyn Fn(&pki::CertSpec) -> bool + Sync) = if staged.is_some() { &for_nodes } else { &|_| false };
-    let (agent_check, extras_early, c) = (pending.agent_check, &mut extras, &cluster);
+    let (agent, extras_early, c) = (pending.agent, &mut extras, &cluster);
     let (pki, early) = pki::issue_staged(
         &specs,
         &existing,
@@ -354,8 +369,12 @@ fn generate(
         pki::Options { rotate_ca: a.rotate_ca },
         first,
         |partial| {
-            // Beside the key generation either way: the cached agent encoding's check.
-            check_agent(extras_early, agent_check);
+            // Beside the key generation either way: the agent, and its cached encoding's check.
+            if let Some(agent) = agent {
+                let (bin, check) = agent.join().map_err(|_| Failure::other("reading the agent binary panicked"))??;
+                extras_early.agent = Some(bin);
+                check_agent(extras_early, check);
+            }
             let Some(mut st) = staged else { return Ok(None) };
             let nodes = assets::ignitions_of(c, partial, extras_early, &|n| n.role != Role::Bootstrap);
             let mut files: Vec<_> = nodes.iter().map(bundle::ignition_file).collect();
