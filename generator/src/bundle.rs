@@ -57,9 +57,7 @@ pub fn assemble(
     if let Some(p) = kubeadmin {
         b.add(crate::kubeadmin::PASSWORD_FILE, SECRET, format!("{p}\n"));
     }
-    for (path, bytes) in served {
-        b.add(*path, 0o755, bytes.to_vec());
-    }
+    b.files.extend(served.iter().map(|(path, bytes)| served_file(path, bytes)));
     // Each config was hashed once, when built: its SHA-256 pins it in the install commands and
     // in SHA256SUMS.
     let hashes: BTreeMap<String, String> = ignitions.iter().map(|n| (n.hostname.clone(), n.sha256.clone())).collect();
@@ -78,6 +76,17 @@ pub fn assemble(
     let sums = sums_with(&b, &known);
     b.add(SUMS, PUBLIC, sums);
     b
+}
+
+/// A file the helper serves (the agent binary, fetched by `--agent-url`).
+pub fn served_file(path: &str, bytes: &[u8]) -> (String, File) {
+    (
+        path.to_string(),
+        File {
+            mode: 0o755,
+            contents: bytes.into(),
+        },
+    )
 }
 
 /// Each entry's key (`.key`) and certificate (`.crt`, or `.pub` for a bare key).

@@ -145,10 +145,14 @@ pub fn write(dir: &Path, b: &Bundle) -> Result<Written, WriteError> {
 /// configs, while the keys only the bootstrap needs are still being generated), into the
 /// directory that `write_staged` completes and renames into place. Dropped unused, it is removed.
 pub struct Staged {
+    state: PathBuf,
     tmp: Option<PathBuf>,
     files: std::collections::BTreeMap<String, bundle::File>,
     /// Their syncfs, started at once: the disk works while the keys are made.
     syncs: Vec<std::thread::JoinHandle<io::Result<()>>>,
+    /// Files kept beside the generations (the agent binary `verify` needs), each written under a
+    /// temp name now and renamed into place once the bundle is.
+    kept: Vec<(PathBuf, PathBuf)>,
 }
 
 impl Staged {
@@ -165,9 +169,11 @@ impl Staged {
         fs::create_dir(&tmp).map_err(io_err(&tmp))?;
         fs::set_permissions(&tmp, fs::Permissions::from_mode(0o700)).map_err(io_err(&tmp))?;
         Ok(Some(Staged {
+            state,
             tmp: Some(tmp),
             files: Default::default(),
             syncs: Vec::new(),
+            kept: Vec::new(),
         }))
     }
 
@@ -177,7 +183,7 @@ impl Staged {
         let part = Bundle {
             files: files.into_iter().collect(),
         };
-        write_files(&tmp, &part, None, &Default::default())?;
+        write_files(&tmp, &part, None, &Default::default(), Spread::OneThread)?;
         let d = fs::File::open(&tmp).map_err(io_err(&tmp))?;
         self.syncs
             .push(std::thread::spawn(move || nix::unistd::syncfs(&d).map_err(io::Error::from)));
@@ -185,8 +191,25 @@ impl Staged {
         Ok(())
     }
 
+    /// Keep `bytes` at `dest` (a path under `DIR/.hardshift`, outside the generations) if the
+    /// bundle gets written; nothing if `dest` is already there.
+    pub fn keep(&mut self, dest: PathBuf, bytes: &[u8], mode: u32) -> Result<(), WriteError> {
+        if dest.exists() {
+            return Ok(());
+        }
+        let tmp = self.state.join(format!("tmp-{}-{}-kept", std::process::id(), nanos()));
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&tmp)
+            .map_err(io_err(&tmp))?;
+        self.kept.push((tmp.clone(), dest));
+        f.write_all(bytes).and_then(|_| f.sync_all()).map_err(io_err(&tmp))
+    }
+
     /// The directory and what it holds, once every flush started has ended.
-    fn finish(mut self) -> Result<(PathBuf, std::collections::BTreeMap<String, bundle::File>), WriteError> {
+    fn finish(&mut self) -> Result<(PathBuf, std::collections::BTreeMap<String, bundle::File>), WriteError> {
         let tmp = self.tmp.take().expect("a staged directory");
         for s in std::mem::take(&mut self.syncs) {
             s.join()
@@ -195,6 +218,17 @@ impl Staged {
         }
         Ok((tmp, std::mem::take(&mut self.files)))
     }
+
+    /// The bundle is written: put the kept files in place.
+    fn settle(&mut self) -> Result<(), WriteError> {
+        for (tmp, dest) in std::mem::take(&mut self.kept) {
+            if let Some(parent) = dest.parent() {
+                fs::create_dir_all(parent).map_err(io_err(parent))?;
+            }
+            fs::rename(&tmp, &dest).map_err(io_err(&dest))?;
+        }
+        Ok(())
+    }
 }
 
 impl Drop for Staged {
@@ -202,11 +236,14 @@ impl Drop for Staged {
         if let Some(tmp) = self.tmp.take() {
             let _ = fs::remove_dir_all(tmp);
         }
+        for (tmp, _) in &self.kept {
+            let _ = fs::remove_file(tmp);
+        }
     }
 }
 
 /// `write`, completing what `staged` holds (if the bundle is written anew: else it is removed).
-pub fn write_staged(dir: &Path, b: &Bundle, staged: Option<Staged>) -> Result<Written, WriteError> {
+pub fn write_staged(dir: &Path, b: &Bundle, mut staged: Option<Staged>) -> Result<Written, WriteError> {
     let state = dir.join(STATE_DIR);
     let sums = b
         .files
@@ -240,7 +277,9 @@ pub fn write_staged(dir: &Path, b: &Bundle, staged: Option<Staged>) -> Result<Wr
         let live = live.clone().unwrap_or_default();
         let damage = damage(&live, b);
         if !damage.is_empty() {
-            return repair(dir, &state, b, &gen_name, &live, damage);
+            let w = repair(dir, &state, b, &gen_name, &live, damage)?;
+            staged.as_mut().map_or(Ok(()), Staged::settle)?;
+            return Ok(w);
         }
     }
     let unchanged = same_name;
@@ -251,7 +290,7 @@ pub fn write_staged(dir: &Path, b: &Bundle, staged: Option<Staged>) -> Result<Wr
             fs::remove_dir_all(&gen).map_err(io_err(&gen))?;
         }
         if !gen.exists() {
-            let (tmp, written) = match staged {
+            let (tmp, written) = match staged.as_mut() {
                 Some(st) => st.finish()?,
                 None => (state.join(format!("tmp-{}-{}", std::process::id(), nanos())), Default::default()),
             };
@@ -272,6 +311,7 @@ pub fn write_staged(dir: &Path, b: &Bundle, staged: Option<Staged>) -> Result<Wr
     }
     let previous = fs::read_link(state.join(PREVIOUS)).ok().map(|p| p.to_string_lossy().to_string());
     let live_name = gen.file_name().map(|n| n.to_string_lossy().to_string());
+    staged.as_mut().map_or(Ok(()), Staged::settle)?;
     clean_old(&state, &[live_name.as_deref(), previous.as_deref()]);
     Ok(if unchanged { Written::Unchanged(gen) } else { Written::New(gen) })
 }
@@ -333,7 +373,7 @@ fn write_tree(
     live: Option<&Path>,
     written: &std::collections::BTreeMap<String, bundle::File>,
 ) -> Result<(), WriteError> {
-    write_files(root, b, live, written)?;
+    write_files(root, b, live, written, Spread::AllCores)?;
     // One syncfs instead of an fsync per file: everything is on disk before the rename that
     // makes it live, at a fraction of the cost for thousands of files.
     let d = fs::File::open(root).map_err(io_err(root))?;
@@ -348,6 +388,7 @@ fn write_files(
     b: &Bundle,
     live: Option<&Path>,
     written: &std::collections::BTreeMap<String, bundle::File>,
+    spread: Spread,
 ) -> Result<(), WriteError> {
     use rayon::prelude::*;
     fs::create_dir_all(root).map_err(io_err(root))?;
@@ -375,7 +416,7 @@ fn write_files(
         fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).map_err(io_err(&p))?;
     }
     let files: Vec<(&String, &bundle::File)> = b.files.iter().collect();
-    files.par_iter().try_for_each(|(rel, f)| {
+    let one = |(rel, f): &(&String, &bundle::File)| -> Result<(), WriteError> {
         let path = root.join(rel);
         match written.get(rel.as_str()) {
             Some(w) if w == *f => return Ok(()),
@@ -405,7 +446,20 @@ fn write_files(
             .map_err(io_err(&path))?;
         f.contents.write_to(&mut file).map_err(io_err(&path))?;
         file.set_permissions(fs::Permissions::from_mode(f.mode)).map_err(io_err(&path))
-    })
+    };
+    match spread {
+        Spread::AllCores => files.par_iter().try_for_each(one),
+        // Beside the key generation: a second writer would only contend for the directory's
+        // lock (and spin on it), taking CPU from the keys.
+        Spread::OneThread => files.iter().try_for_each(one),
+    }
+}
+
+/// How many threads write a tree's files.
+#[derive(Clone, Copy)]
+enum Spread {
+    AllCores,
+    OneThread,
 }
 
 fn sync_dir(p: &Path) -> Result<(), WriteError> {
@@ -612,12 +666,18 @@ mod tests {
             ("ignition/m.ign".into(), file("stale")),
         ])
         .unwrap();
-        assert_eq!(tmp_dirs(t.path()).len(), 1);
+        st.keep(t.path().join(STATE_DIR).join("agents/abc"), b"agent", 0o755).unwrap();
+        assert!(
+            !t.path().join(STATE_DIR).join("agents").exists(),
+            "kept only once the bundle is written"
+        );
+        assert_eq!(tmp_dirs(t.path()).len(), 2);
         assert!(matches!(write_staged(t.path(), &b, Some(st)).unwrap(), Written::New(_)));
         assert_eq!(fs::read_to_string(t.path().join("ignition/w.ign")).unwrap(), "worker");
         assert_eq!(fs::read_to_string(t.path().join("ignition/m.ign")).unwrap(), "master");
         assert_eq!(fs::read_to_string(t.path().join("pki/a.key")).unwrap(), "key");
         assert!(tmp_dirs(t.path()).is_empty());
+        assert_eq!(fs::read(t.path().join(STATE_DIR).join("agents/abc")).unwrap(), b"agent");
         // A live bundle: nothing is staged (a re-run links what it keeps instead).
         assert!(Staged::begin(t.path()).unwrap().is_none());
     }
@@ -634,8 +694,10 @@ mod tests {
             },
         )])
         .unwrap();
+        st.keep(t.path().join(STATE_DIR).join("agents/abc"), b"agent", 0o755).unwrap();
         drop(st);
         assert!(tmp_dirs(t.path()).is_empty());
+        assert!(!t.path().join(STATE_DIR).join("agents").exists());
         assert!(current(t.path()).is_none());
         // A bundle whose top-level name is taken is refused, and what was staged goes.
         fs::write(t.path().join("pki"), "the user's").unwrap();

@@ -376,9 +376,24 @@ fn generate(
                 check_agent(extras_early, check);
             }
             let Some(mut st) = staged else { return Ok(None) };
+            // The agent kept for `verify`, and its encoding cached, beside the keys too.
+            if let Some(b) = &extras_early.agent {
+                let sha = bundle::sha256_hex(&b.bytes);
+                st.keep(kept_agent(&a.input.dir, &sha), &b.bytes, 0o755).map_err(Failure::other)?;
+                cache_encoding(b, &sha);
+            }
             let nodes = assets::ignitions_of(c, partial, extras_early, &|n| n.role != Role::Bootstrap);
             let mut files: Vec<_> = nodes.iter().map(bundle::ignition_file).collect();
             files.extend(bundle::pki_files(partial));
+            // The lab's files too, from the hashes known so far: the few that name the
+            // bootstrap's config differ from the final ones, and are written again.
+            let mut lab = bundle::Bundle::default();
+            let hashes = nodes.iter().map(|n| (n.hostname.clone(), n.sha256.clone())).collect();
+            bundle::add_lab(&mut lab, c, &hashes);
+            files.extend(lab.files);
+            if let Some(b) = extras_early.agent.as_ref().filter(|b| b.is_remote()) {
+                files.push(bundle::served_file(agent::SERVED, &b.bytes));
+            }
             st.put(files).map_err(Failure::other)?;
             tracing::debug!(
                 ms = t.elapsed().as_millis(),
@@ -474,7 +489,7 @@ pub fn rebuild(dir: &Path, release_image: Option<String>, release_refs: Option<P
         args.input.release_refs = release_refs;
     }
     if let Some(sha) = &rec.agent_sha256 {
-        let kept = dir.join(fsio::STATE_DIR).join(AGENTS).join(sha);
+        let kept = kept_agent(dir, sha);
         if kept.is_file() {
             args.agent_binary = Some(kept);
         } else {
@@ -565,29 +580,38 @@ impl Record {
     }
 }
 
+/// Where the agent binary a bundle embeds is kept for `verify`: DIR/.hardshift/agents/<sha256>.
+fn kept_agent(dir: &Path, sha: &str) -> PathBuf {
+    dir.join(fsio::STATE_DIR).join(AGENTS).join(sha)
+}
+
+/// Keep an embedded agent's encoding in the user's cache, unless it is there. A convenience: a
+/// read-only or absent home only makes the next run slower.
+fn cache_encoding(b: &agent::Binary, sha: &str) {
+    if let Some(enc) = encoding_cache(sha).filter(|p| !b.is_remote() && !p.is_file()) {
+        if let Ok(json) = serde_json::to_vec(&*b.encoded) {
+            let _ = enc
+                .parent()
+                .map(std::fs::create_dir_all)
+                .map(|_| fsio::write_file_atomic(&enc, &json, 0o644));
+        }
+    }
+}
+
 /// Record the options and keep the agent binary (one: the one in use), atomically.
 fn record(a: &Args, agent: Option<&agent::Binary>) -> Result<(), Failure> {
     let state = a.input.dir.join(fsio::STATE_DIR);
-    let fail = |p: &Path, e: std::io::Error| Failure::other(format!("{}: {e}", p.display()));
     let rec = Record::of(a, agent);
     if let (Some(b), Some(sha)) = (agent, &rec.agent_sha256) {
-        let dir = state.join(AGENTS);
-        std::fs::create_dir_all(&dir).map_err(|e| fail(&dir, e))?;
-        let kept = dir.join(sha);
+        let kept = kept_agent(&a.input.dir, sha);
         if !kept.is_file() {
-            fsio::write_file_atomic(&kept, &b.bytes, 0o755).map_err(|e| fail(&kept, e))?;
+            let fail = |e: std::io::Error| Failure::other(format!("{}: {e}", kept.display()));
+            std::fs::create_dir_all(state.join(AGENTS)).map_err(fail)?;
+            fsio::write_file_atomic(&kept, &b.bytes, 0o755).map_err(fail)?;
         }
-        // The cache is a convenience: a read-only or absent home only makes the next run slower.
-        if let Some(enc) = encoding_cache(sha).filter(|p| !b.is_remote() && !p.is_file()) {
-            if let Ok(json) = serde_json::to_vec(&*b.encoded) {
-                let _ = enc
-                    .parent()
-                    .map(std::fs::create_dir_all)
-                    .map(|_| fsio::write_file_atomic(&enc, &json, 0o644));
-            }
-        }
+        cache_encoding(b, sha);
         // Keep only the agent in use.
-        for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+        for e in std::fs::read_dir(state.join(AGENTS)).into_iter().flatten().flatten() {
             if e.file_name().to_string_lossy() != *sha {
                 let _ = std::fs::remove_file(e.path());
             }
@@ -595,7 +619,7 @@ fn record(a: &Args, agent: Option<&agent::Binary>) -> Result<(), Failure> {
     }
     let path = state.join(RECORD);
     let json = serde_json::to_vec_pretty(&rec).map_err(Failure::other)?;
-    fsio::write_file_atomic(&path, &json, 0o600).map_err(|e| fail(&path, e))
+    fsio::write_file_atomic(&path, &json, 0o600).map_err(|e| Failure::other(format!("{}: {e}", path.display())))
 }
 
 pub fn run(a: Args) -> Result<u8, Failure> {
