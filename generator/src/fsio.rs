@@ -205,7 +205,9 @@ impl Staged {
             .open(&tmp)
             .map_err(io_err(&tmp))?;
         self.kept.push((tmp.clone(), dest));
-        f.write_all(bytes).and_then(|_| f.sync_all()).map_err(io_err(&tmp))
+        // No fsync here, on a thread the keys need: the bundle's syncfs flushes it too (same
+        // filesystem), and `settle` makes sure of it before the rename.
+        f.write_all(bytes).map_err(io_err(&tmp))
     }
 
     /// The directory and what it holds, once every flush started has ended.
@@ -225,6 +227,9 @@ impl Staged {
             if let Some(parent) = dest.parent() {
                 fs::create_dir_all(parent).map_err(io_err(parent))?;
             }
+            // Already on disk when the bundle's syncfs ran (then this costs nothing); not when
+            // an intact generation was reused as is.
+            fs::File::open(&tmp).and_then(|f| f.sync_all()).map_err(io_err(&tmp))?;
             fs::rename(&tmp, &dest).map_err(io_err(&dest))?;
         }
         Ok(())
