@@ -60,7 +60,7 @@ pub fn assemble(
     b.files.extend(served.iter().map(|(path, bytes)| served_file(path, bytes)));
     // Each config was hashed once, when built: its SHA-256 pins it in the install commands and
     // in SHA256SUMS.
-    let hashes: BTreeMap<String, String> = ignitions.iter().map(|n| (n.hostname.clone(), n.sha256.clone())).collect();
+    let hashes = config_hashes(ignitions);
     add_lab(&mut b, c, &hashes);
     let mut known = BTreeMap::new();
     for n in ignitions {
@@ -76,6 +76,11 @@ pub fn assemble(
     let sums = sums_with(&b, &known);
     b.add(SUMS, PUBLIC, sums);
     b
+}
+
+/// Hostname → SHA-256 of its config, as `lab::render` takes them.
+pub fn config_hashes(nodes: &[crate::assets::NodeIgnition]) -> BTreeMap<String, String> {
+    nodes.iter().map(|n| (n.hostname.clone(), n.sha256.clone())).collect()
 }
 
 /// A file the helper serves (the agent binary, fetched by `--agent-url`).

@@ -375,32 +375,14 @@ fn generate(
                 extras_early.agent = Some(bin);
                 check_agent(extras_early, check);
             }
-            let Some(mut st) = staged else { return Ok(None) };
-            // The agent kept for `verify`, and its encoding cached, beside the keys too.
-            if let Some(b) = &extras_early.agent {
-                let sha = bundle::sha256_hex(&b.bytes);
-                st.keep(kept_agent(&a.input.dir, &sha), &b.bytes, 0o755).map_err(Failure::other)?;
-                cache_encoding(b, &sha);
-            }
-            let nodes = assets::ignitions_of(c, partial, extras_early, &|n| n.role != Role::Bootstrap);
-            let mut files: Vec<_> = nodes.iter().map(bundle::ignition_file).collect();
-            files.extend(bundle::pki_files(partial));
-            // The lab's files too, from the hashes known so far: the few that name the
-            // bootstrap's config differ from the final ones, and are written again.
-            let mut lab = bundle::Bundle::default();
-            let hashes = nodes.iter().map(|n| (n.hostname.clone(), n.sha256.clone())).collect();
-            bundle::add_lab(&mut lab, c, &hashes);
-            files.extend(lab.files);
-            if let Some(b) = extras_early.agent.as_ref().filter(|b| b.is_remote()) {
-                files.push(bundle::served_file(agent::SERVED, &b.bytes));
-            }
-            st.put(files).map_err(Failure::other)?;
+            let Some(st) = staged else { return Ok(None) };
+            let staged = stage_first(&a.input.dir, c, partial, extras_early, st)?;
             tracing::debug!(
                 ms = t.elapsed().as_millis(),
-                nodes = nodes.len(),
+                nodes = staged.0.len(),
                 "built and wrote the masters' and workers' configs"
             );
-            Ok::<_, Failure>(Some((nodes, st)))
+            Ok::<_, Failure>(Some(staged))
         },
     )
     .map_err(|e| match e {
@@ -450,6 +432,35 @@ fn generate(
         new_password,
         staged,
     })
+}
+
+/// The first stage of a fresh bundle, beside the bootstrap's keys: the masters' and workers'
+/// configs from the `partial` PKI, written with that PKI, the lab (from the hashes known so far:
+/// the few files that name the bootstrap's config are written again at the end), a served agent,
+/// and the agent kept for `verify`.
+fn stage_first(
+    dir: &Path,
+    c: &hardshift_generator::cluster::Cluster,
+    partial: &pki::Pki,
+    extras: &Extras,
+    mut st: fsio::Staged,
+) -> Result<(Vec<assets::NodeIgnition>, fsio::Staged), Failure> {
+    if let Some(b) = &extras.agent {
+        let sha = bundle::sha256_hex(&b.bytes);
+        st.keep(kept_agent(dir, &sha), &b.bytes, 0o755).map_err(Failure::other)?;
+        cache_encoding(b, &sha);
+    }
+    let nodes = assets::ignitions_of(c, partial, extras, &|n| n.role != Role::Bootstrap);
+    let mut files: Vec<_> = nodes.iter().map(bundle::ignition_file).collect();
+    files.extend(bundle::pki_files(partial));
+    let mut lab = bundle::Bundle::default();
+    bundle::add_lab(&mut lab, c, &bundle::config_hashes(&nodes));
+    files.extend(lab.files);
+    if let Some(b) = extras.agent.as_ref().filter(|b| b.is_remote()) {
+        files.push(bundle::served_file(agent::SERVED, &b.bytes));
+    }
+    st.put(files).map_err(Failure::other)?;
+    Ok((nodes, st))
 }
 
 /// Join the check of a cached agent encoding; if it is not this agent's, drop the entry and
