@@ -1,6 +1,7 @@
 //! Key material: the one injected source of randomness in generation.
 //!
-//! ring signs but cannot generate RSA keys, so RSA keys come from the `rsa` crate and are handed
+//! ring signs but cannot generate RSA keys, so RSA keys come from `hardshift-rsakey` (the `rsa`
+//! crate's key, from primes found faster) and are handed
 //! to rcgen/ring as PKCS#8; ECDSA keys come from ring directly. One crypto provider (ring) signs.
 
 use crate::cluster::KeyAlgorithm;
@@ -36,7 +37,7 @@ impl KeySource for SystemKeys {
             KeyAlgorithm::Rsa2048 => 2048,
             KeyAlgorithm::Rsa4096 => 4096,
         };
-        let key = rsa::PrivateKey::new(&mut getrandom::SysRng, bits).map_err(|e| KeyError::Generate(alg.as_str(), e.to_string()))?;
+        let key = hardshift_rsakey::generate(bits).map_err(|e| KeyError::Generate(alg.as_str(), e))?;
         let pem = key
             .to_pkcs8_pem(rsa::pkcs8::LineEnding::LF)
             .map_err(|e| KeyError::Generate(alg.as_str(), e.to_string()))?;
