@@ -10,7 +10,8 @@
 #                agent fetched by URL (--agent-url); peak RSS too
 #   1004 dense   the same with the fixture's padding made random: nothing in the base compresses,
 #                so every config carries the base's ~350 KB (held once in memory, written per node)
-# then the ratios the goals are stated in.
+# then the ratios the goals are stated in, and the RSA key generation itself (hardshift-rsakey
+# against rsa::PrivateKey::new, KEYS keys each, 60 by default).
 #   hack/bench-create.sh            (RUNS=5 by default)
 #   MATRIX=1 hack/bench-create.sh   also the matrix: 6, 104 and 1004 nodes x each key algorithm,
 #                                   fresh and re-run (MCO=1, AGENT_URL=1, ALGS, WORKERS as before)
@@ -18,6 +19,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-5}
 cargo build --release --quiet --workspace
+cargo build --release --quiet -p hardshift-rsakey --example rsa-keygen
 bin=$PWD/target/release/hardshift
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -76,6 +78,7 @@ echo "openssl / default:       $(ratio "${R[openssl]}" "${R[default]}")x   (goal
 echo "default / no-agent:      $(ratio "${R[default]}" "${R[no-agent]}")x   (goal: at most 1.3x)"
 echo "default-cold / no-agent: $(ratio "${R[default-cold]}" "${R[no-agent]}")x"
 echo "1004 nodes:              ${R[1004-nodes]} s   (goal: under 2 s, peak RSS under 250 MB); rerun ${R[1004-rerun]} s; dense ${R[1004-dense]} s"
+target/release/examples/rsa-keygen "${KEYS:-60}" 2048
 [ "${MATRIX:-0}" = 1 ] || exit 0
 
 extra=(--self-contained-nodes)
