@@ -22,8 +22,9 @@ use std::sync::OnceLock;
 /// Odd candidates examined per random start. A 1,024-bit prime is found within 2,048 odd numbers
 /// of a random start with probability 1 − e^(−2048/355) ≈ 99.7%; otherwise a new start is drawn.
 const WINDOW: usize = 2048;
-/// Sieve primes below this bound: ~10% of odd candidates survive, each costing one exponentiation.
-const SIEVE_BOUND: u32 = 1 << 15;
+/// Sieve primes below this bound (so that two multiply to under 2^32): ~10% of odd candidates
+/// survive, each costing one exponentiation.
+const SIEVE_BOUND: u32 = 1 << 16;
 /// The public exponent: a prime p with p ≡ 1 (mod e) gives no private exponent, so it is sieved out.
 pub const E: u32 = 65_537;
 
@@ -215,16 +216,25 @@ pub fn random_prime<const N: usize>(fill: &mut dyn FnMut(&mut [u8])) -> BoxedUin
         // Candidate k is start + 2k. Mark every k where a small prime divides it, or where it is
         // 1 mod e. For an odd prime q, start + 2k ≡ 0 (mod q) ⇔ k ≡ −r·2⁻¹ (mod q).
         composite.fill(false);
-        for &q in primes.iter().chain(std::iter::once(&E)) {
-            let r = rem_small(&start, q);
-            let target = if q == E { (q + 1 - r) % q } else { (q - r) % q };
-            let half = q.div_ceil(2); // 2⁻¹ mod q
-            let mut k = (u64::from(target) * u64::from(half) % u64::from(q)) as usize;
+        let mut mark = |q: u32, r: u32, bad: u32| {
+            // start + 2k ≡ bad (mod q) ⇔ k ≡ (bad − r)·2⁻¹, and 2⁻¹ mod q is (q + 1) / 2.
+            let target = (q + bad - r) % q;
+            let mut k = (u64::from(target) * u64::from(q.div_ceil(2)) % u64::from(q)) as usize;
             while k < WINDOW {
                 composite[k] = true;
                 k += q as usize;
             }
+        };
+        // Two sieve primes at a time: their product is below 2^32, so one pass over the limbs
+        // gives both remainders.
+        for pair in primes.chunks(2) {
+            let m = pair.iter().product::<u32>();
+            let r = rem_small(&start, m);
+            for &q in pair {
+                mark(q, r % q, 0);
+            }
         }
+        mark(E, rem_small(&start, E), 1);
         for (k, _) in composite.iter().enumerate().filter(|(_, c)| !**c) {
             let mut cand = start;
             let (low, carry) = cand[0].overflowing_add(2 * k as u64);
@@ -420,11 +430,11 @@ mod tests {
     fn small_primes_and_remainders_are_right() {
         let p = small_primes();
         assert_eq!(&p[..6], &[3, 5, 7, 11, 13, 17]);
-        assert_eq!(*p.last().unwrap(), 32_749);
-        assert_eq!(p.len(), 3511);
+        assert_eq!(*p.last().unwrap(), 65_521);
+        assert_eq!(p.len(), 6541);
         for _ in 0..100 {
             let x = random::<16>();
-            for q in [3u32, 65_537, 32_749] {
+            for q in [3u32, 65_537, 65_521, 65_519 * 65_521, u32::MAX] {
                 let want = boxed(&x).rem_vartime(&crypto_bigint::NonZero::new(BoxedUint::from(u64::from(q))).unwrap());
                 assert_eq!(BoxedUint::from(u64::from(rem_small(&x, q))), want);
             }
