@@ -307,6 +307,17 @@ fn inputs(a: &Args) -> Result<(hardshift_generator::cluster::Cluster, Extras, Pe
         key_algorithm: a.key_algorithm,
         release_image: a.input.release_image.clone(),
     };
+    // Reading and hashing the agent (and its cached encoding) runs beside the YAML and the first
+    // keys: only the configs need it. Its path, magic and URL are checked here, with the inputs.
+    let agent = agent_path(a)?.map(|path| {
+        let url = a.agent_url.clone();
+        std::thread::spawn(move || {
+            let t = std::time::Instant::now();
+            let r = load_agent(&path, url.as_deref());
+            tracing::debug!(ms = t.elapsed().as_millis(), "read the agent");
+            r
+        })
+    });
     let t = std::time::Instant::now();
     let cluster = load_cluster(&a.input.dir, a.input.release_refs.as_deref(), &overrides)?;
     tracing::debug!(ms = t.elapsed().as_millis(), nodes = cluster.nodes.len(), "read the cluster");
@@ -323,17 +334,6 @@ fn inputs(a: &Args) -> Result<(hardshift_generator::cluster::Cluster, Extras, Pe
         bases = extras.bases.len(),
         "read the CRDs and MCO bases"
     );
-    // Reading and hashing the agent (and its cached encoding) runs beside the first keys: only
-    // the configs need it.
-    let agent = agent_path(a)?.map(|path| {
-        let url = a.agent_url.clone();
-        std::thread::spawn(move || {
-            let t = std::time::Instant::now();
-            let r = load_agent(&path, url.as_deref());
-            tracing::debug!(ms = t.elapsed().as_millis(), "read the agent");
-            r
-        })
-    });
     Ok((cluster, extras, Pending { agent, admin }))
 }
 
