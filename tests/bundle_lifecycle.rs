@@ -500,6 +500,49 @@ fn a_create_killed_at_any_moment_leaves_a_complete_bundle_and_its_leftovers_are_
 }
 
 #[test]
+fn the_agent_encoding_cache_keeps_only_the_recent_entries() {
+    let cache = tempfile::tempdir().unwrap();
+    let dir = cache.path().join("hardshift");
+    std::fs::create_dir_all(&dir).unwrap();
+    // Four encodings of older agents, an hour apart, and a file that is not ours.
+    let now = std::time::SystemTime::now();
+    for age in 1..=4u64 {
+        let p = dir.join(format!("agent-{:064x}.contents.json", age));
+        std::fs::write(&p, b"{}").unwrap();
+        let f = std::fs::File::options().write(true).open(&p).unwrap();
+        f.set_modified(now - std::time::Duration::from_secs(3600 * age)).unwrap();
+    }
+    std::fs::write(dir.join("notes.txt"), b"mine").unwrap();
+    agent_bin();
+    let a = example_copy();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hardshift"))
+        .args([
+            "create",
+            "--dir",
+            a.path().to_str().unwrap(),
+            "--key-algorithm",
+            "ecdsa-p256",
+            "--self-contained-nodes",
+        ])
+        .env("XDG_CACHE_HOME", cache.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    // This agent's entry and the two most recent others; the user's file untouched.
+    assert_eq!(names.len(), 4, "{names:?}");
+    assert!(names.contains(&"notes.txt".to_string()), "{names:?}");
+    assert!(names.contains(&format!("agent-{:064x}.contents.json", 1)), "{names:?}");
+    assert!(names.contains(&format!("agent-{:064x}.contents.json", 2)), "{names:?}");
+    assert!(!names.contains(&format!("agent-{:064x}.contents.json", 3)), "{names:?}");
+    assert!(!names.contains(&format!("agent-{:064x}.contents.json", 4)), "{names:?}");
+}
+
+#[test]
 fn the_agent_encoding_is_cached_by_hash_and_a_bad_entry_is_never_trusted() {
     let cache = tempfile::tempdir().unwrap();
     let run = |d: &Path| {

@@ -164,6 +164,11 @@ fn load_agent(path: &Path, url: Option<&str>) -> Result<(agent::Binary, CacheChe
     let Some((cache, c)) = cache.zip(hit) else {
         return Ok((agent::Binary::new(bytes), None));
     };
+    // Mark the entry used, for `prune_cache`.
+    let _ = std::fs::File::options()
+        .write(true)
+        .open(&cache)
+        .and_then(|f| f.set_modified(std::time::SystemTime::now()));
     match agent::Binary::cached(bytes, c) {
         Ok(b) => {
             let check = b.clone();
@@ -601,11 +606,38 @@ fn kept_agent(dir: &Path, sha: &str) -> PathBuf {
 fn cache_encoding(b: &agent::Binary, sha: &str) {
     if let Some(enc) = encoding_cache(sha).filter(|p| !b.is_remote() && !p.is_file()) {
         if let Ok(json) = serde_json::to_vec(&*b.encoded) {
-            let _ = enc
+            let written = enc
                 .parent()
-                .map(std::fs::create_dir_all)
-                .map(|_| fsio::write_file_atomic(&enc, &json, 0o644));
+                .map(|d| std::fs::create_dir_all(d).and_then(|_| fsio::write_file_atomic(&enc, &json, 0o644)));
+            if let (Some(Ok(())), Some(dir)) = (written, enc.parent()) {
+                prune_cache(dir, &enc);
+            }
         }
+    }
+}
+
+/// Encodings kept in the cache: each is ~1.5 times the agent's size, and a developer who rebuilds
+/// the agent would otherwise collect one per build.
+const CACHE_KEEP: usize = 3;
+
+/// Remove all but the `CACHE_KEEP` most recently used agent encodings (a hit refreshes an entry's
+/// time), never `keep`, and nothing but `agent-*.contents.json`.
+fn prune_cache(dir: &Path, keep: &Path) {
+    let mut entries: Vec<(std::time::SystemTime, PathBuf)> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            name.starts_with("agent-") && name.ends_with(".contents.json")
+        })
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .filter(|(_, p)| p != keep)
+        .collect();
+    entries.sort_by(|a, b| b.0.cmp(&a.0));
+    for (_, p) in entries.into_iter().skip(CACHE_KEEP - 1) {
+        let _ = std::fs::remove_file(p);
     }
 }
 
