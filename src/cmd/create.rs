@@ -635,7 +635,7 @@ fn prune_cache(dir: &Path, keep: &Path) {
         .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
         .filter(|(_, p)| p != keep)
         .collect();
-    entries.sort_by(|a, b| b.0.cmp(&a.0));
+    entries.sort_by_key(|e| std::cmp::Reverse(e.0));
     for (_, p) in entries.into_iter().skip(CACHE_KEEP - 1) {
         let _ = std::fs::remove_file(p);
     }
