@@ -1,10 +1,11 @@
-//! RSA keys from primes found fast: a sieve and a base-2 Miller–Rabin test on fixed-size limbs reject the
-//! composites, and `crypto-primes`' full BPSW test confirms the one candidate left.
+//! RSA keys from primes found fast: a sieve and a base-2 Miller–Rabin test on fixed-size limbs
+//! reject the composites, and `crypto-primes`' full BPSW test confirms the one candidate left.
 //!
 //! Why not `rsa::PrivateKey::new` alone: it runs its base-2 test on every candidate the sieve keeps
 //! (about 35 per 1,024-bit prime) with constant-time, heap-sized arithmetic and a general
 //! exponentiation, ~75 ms a key here, and RSA keys are most of `create`'s time. Here the same
-//! test uses only Montgomery squarings and doublings on `[u64; N]`, which the compiler unrolls.
+//! test uses only Montgomery squarings and doublings on `[u64; N]`, which the compiler unrolls:
+//! 1.7–1.9× faster a key (`examples/rsa-keygen.rs`).
 //!
 //! Safety of the shortcut: this code only ever *rejects* candidates early. A prime it wrongly
 //! rejected would merely be skipped; a composite it wrongly passes is still refused by
@@ -20,7 +21,8 @@ use rsa::BoxedUint;
 use std::sync::OnceLock;
 
 /// Odd candidates examined per random start. A 1,024-bit prime is found within 2,048 odd numbers
-/// of a random start with probability 1 − e^(−2048/355) ≈ 99.7%; otherwise a new start is drawn.
+/// of a random start with probability 1 − e^(−2048/355) ≈ 99.7% (a 2,048-bit one, 94%);
+/// otherwise a new start is drawn.
 const WINDOW: usize = 2048;
 /// Sieve primes below this bound (so that two multiply to under 2^32): ~10% of odd candidates
 /// survive, each costing one exponentiation.
