@@ -24,8 +24,11 @@ pub struct Pos {
 #[derive(Debug, Default)]
 pub struct Doc {
     pub value: Value,
-    positions: HashMap<String, Pos>,
+    positions: Positions,
 }
+
+/// Path → position. Paths are the user's own keys, so a fast hash is enough (no untrusted peer).
+type Positions = HashMap<String, Pos, foldhash::fast::RandomState>;
 
 impl Doc {
     /// Position of the node at `path`, or of its nearest ancestor that exists.
@@ -53,8 +56,6 @@ enum Frame {
         map: Map<String, Value>,
         path: String,
         key: Option<String>,
-        /// Where each key was first seen, to name both lines of a duplicate.
-        seen: HashMap<String, Pos>,
     },
     Seq {
         items: Vec<Value>,
@@ -75,7 +76,8 @@ pub fn parse(src: &str) -> Result<Doc, SyntaxError> {
     let mut anchors: HashMap<usize, (Value, usize)> = HashMap::new();
     // Per open collection: its anchor and the node count when it opened.
     let mut anchor_of: Vec<(usize, usize)> = Vec::new();
-    let mut positions = HashMap::new();
+    // About one node per 16 bytes of YAML: sized once, not rehashed as it grows.
+    let mut positions = Positions::with_capacity_and_hasher(src.len() / 16, Default::default());
     let mut root: Option<Value> = None;
     let mut nodes = 0usize;
     let mut alias_nodes = 0usize;
@@ -116,14 +118,15 @@ pub fn parse(src: &str) -> Result<Doc, SyntaxError> {
             Event::DocumentStart(_) => documents += 1,
             Event::Scalar(text, style, anchor, tag) => {
                 // A scalar in key position names the next value; it is not a value itself.
-                if let Some(Frame::Map { key, path, seen, .. }) = stack.last_mut() {
+                if let Some(Frame::Map { map, key, path }) = stack.last_mut() {
                     if key.is_none() {
                         let k = text.to_string();
-                        if let Some(first) = seen.get(&k) {
-                            return Err(duplicate(&k, *first, pos));
-                        }
-                        seen.insert(k.clone(), pos);
                         let child = join(path, &k);
+                        // A key's value is in the map by the time the next key comes, and its
+                        // position in `positions`: both lines of a duplicate are known.
+                        if map.contains_key(&k) {
+                            return Err(duplicate(&k, positions.get(&child).copied().unwrap_or(pos), pos));
+                        }
                         positions.insert(child, pos);
                         *key = Some(k);
                         continue;
@@ -156,13 +159,14 @@ pub fn parse(src: &str) -> Result<Doc, SyntaxError> {
                     });
                 }
                 let value = anchors.get(&id).map(|(v, _)| v.clone()).unwrap_or(Value::Null);
-                if let Some(Frame::Map { key, seen, .. }) = stack.last_mut() {
+                if let Some(Frame::Map { map, key, path }) = stack.last_mut() {
                     if key.is_none() {
                         let k = scalar_key(&value);
-                        if let Some(first) = seen.get(&k) {
-                            return Err(duplicate(&k, *first, pos));
+                        let child = join(path, &k);
+                        if map.contains_key(&k) {
+                            return Err(duplicate(&k, positions.get(&child).copied().unwrap_or(pos), pos));
                         }
-                        seen.insert(k.clone(), pos);
+                        positions.insert(child, pos);
                         *key = Some(k);
                         continue;
                     }
@@ -178,7 +182,6 @@ pub fn parse(src: &str) -> Result<Doc, SyntaxError> {
                         map: Map::new(),
                         path,
                         key: None,
-                        seen: HashMap::new(),
                     }
                 } else {
                     Frame::Seq { items: Vec::new(), path }
@@ -335,6 +338,19 @@ mod tests {
         assert!(err.message.contains("duplicate key `c`: first at line 3"), "{err:?}");
         // The same key in different mappings is fine.
         parse("a: {c: 1}\nb: {c: 2}\n").unwrap();
+        // A first value that is itself a mapping or a list.
+        let err = parse("x: 0\na:\n  b: 1\nl: [1]\na: 2\n").unwrap_err();
+        assert_eq!(err.pos, Pos { line: 5, col: 1 });
+        assert!(err.message.contains("duplicate key `a`: first at line 2, column 1"), "{err:?}");
+        let err = parse("l:\n  - 1\nl: 2\n").unwrap_err();
+        assert!(
+            err.message
+                .contains("duplicate key `l`: first at line 1, column 1, again at line 3"),
+            "{err:?}"
+        );
+        // A key given by an alias is a key like any other.
+        let err = parse("k: &n name\nm:\n  name: 1\n  *n : 2\n").unwrap_err();
+        assert!(err.message.contains("duplicate key `name`: first at line 3, column 3"), "{err:?}");
     }
 
     #[test]
