@@ -499,6 +499,23 @@ fn a_create_killed_at_any_moment_leaves_a_complete_bundle_and_its_leftovers_are_
     assert!(!stale.exists(), "a stale temp generation must be cleaned");
 }
 
+/// `create` on `dir` with `cache` as the user's cache directory; it must succeed.
+fn create_with_cache(dir: &Path, cache: &Path) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hardshift"))
+        .args([
+            "create",
+            "--dir",
+            dir.to_str().unwrap(),
+            "--key-algorithm",
+            "ecdsa-p256",
+            "--self-contained-nodes",
+        ])
+        .env("XDG_CACHE_HOME", cache)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
 #[test]
 fn the_agent_encoding_cache_keeps_only_the_recent_entries() {
     let cache = tempfile::tempdir().unwrap();
@@ -515,19 +532,7 @@ fn the_agent_encoding_cache_keeps_only_the_recent_entries() {
     std::fs::write(dir.join("notes.txt"), b"mine").unwrap();
     agent_bin();
     let a = example_copy();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hardshift"))
-        .args([
-            "create",
-            "--dir",
-            a.path().to_str().unwrap(),
-            "--key-algorithm",
-            "ecdsa-p256",
-            "--self-contained-nodes",
-        ])
-        .env("XDG_CACHE_HOME", cache.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    create_with_cache(a.path(), cache.path());
     let mut names: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -545,21 +550,7 @@ fn the_agent_encoding_cache_keeps_only_the_recent_entries() {
 #[test]
 fn the_agent_encoding_is_cached_by_hash_and_a_bad_entry_is_never_trusted() {
     let cache = tempfile::tempdir().unwrap();
-    let run = |d: &Path| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_hardshift"))
-            .args([
-                "create",
-                "--dir",
-                d.to_str().unwrap(),
-                "--key-algorithm",
-                "ecdsa-p256",
-                "--self-contained-nodes",
-            ])
-            .env("XDG_CACHE_HOME", cache.path())
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", text(&out.stderr));
-    };
+    let run = |d: &Path| create_with_cache(d, cache.path());
     agent_bin();
     let a = example_copy();
     run(a.path());
