@@ -2,11 +2,12 @@
 # The real control plane on the example bundle (tests/control_plane.rs): etcd → API ready,
 # bootkube.sh's duration, kubelet start → Node Ready (through both CSRs and a CNI config), and
 # each test's wall time. RUNS runs of each test, one at a time; prints min / median / max.
-# Needs what hack/setup.sh installs (it builds target/kube once).
+# Needs the test set-up and HARDSHIFT_KUBE_BIN (the tier of hack/tiers).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-3}
-hack/setup.sh >/dev/null
+hack/setup.sh --tests >/dev/null
+: "${HARDSHIFT_KUBE_BIN:?set HARDSHIFT_KUBE_BIN to a directory with the release's kube-apiserver, kube-controller-manager, kube-scheduler and kubelet (see hack/tiers)}"
 cargo test --quiet --no-run --test control_plane 2>/dev/null
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

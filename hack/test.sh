@@ -1,18 +1,55 @@
 #!/usr/bin/env bash
 # Set up a fresh machine and run every test (what CI runs): format and lint first, then the
-# tests, fuzz targets included (HARDSHIFT_FUZZ_SECS each, default 10; the corpus is fuzz/corpus/).
-set -euo pipefail
+# tests, fuzz targets included (HARDSHIFT_FUZZ_SECS each, default 20; the corpus is fuzz/corpus/),
+# then each tier of hack/tiers whose directory is given (e.g. HARDSHIFT_KUBE_BIN=/path/to/bin).
+# The last lines name every tier and whether it ran: a tier that did not run is never a pass.
+set -uo pipefail
 cd "$(dirname "$0")/.."
-hack/setup.sh
+hack/setup.sh --tests || exit 1
 # rustfmt and clippy come with the machine's rustup toolchain; say so loudly if one is missing.
 for c in fmt clippy; do
   cargo "$c" --version >/dev/null 2>&1 || rustup component add "${c/fmt/rustfmt}" >/dev/null 2>&1 || true
 done
-if cargo fmt --version >/dev/null 2>&1; then cargo fmt --all --check; else echo "test.sh: LINT NOT RUN: no rustfmt" >&2; fi
+if cargo fmt --version >/dev/null 2>&1; then cargo fmt --all --check || exit 1; else echo "test.sh: LINT NOT RUN: no rustfmt" >&2; fi
 if cargo clippy --version >/dev/null 2>&1; then
-  cargo clippy --workspace --all-targets --locked -- -D warnings
+  cargo clippy --workspace --all-targets --locked -- -D warnings || exit 1
 else
   echo "test.sh: LINT NOT RUN: no clippy" >&2
 fi
 export HARDSHIFT_FUZZ_SECS=${HARDSHIFT_FUZZ_SECS:-20}
-cargo test --workspace --locked --no-fail-fast
+failed=0
+main=passed
+cargo test --workspace --locked --no-fail-fast || { failed=1; main=FAILED; }
+
+summary=()
+while IFS='|' read -r var programs targets; do
+  var=$(echo "$var" | xargs); programs=$(echo "$programs" | xargs); targets=$(echo "$targets" | xargs)
+  [ -z "$var" ] || [[ "$var" == \#* ]] && continue
+  args=(); for t in $targets; do args+=(--test "$t"); done
+  names=$(cargo test --quiet --locked "${args[@]}" -- --list --ignored 2>/dev/null | sed -n 's/: test$//p' | paste -sd, -)
+  count=$(echo "$names" | tr ',' '\n' | grep -c . || true)
+  dir=${!var:-}
+  if [ -z "$dir" ]; then
+    summary+=("tier $var: NOT RUN ($var is unset): $count tests skipped: $names")
+    continue
+  fi
+  missing=()
+  for p in $programs; do [ -x "$dir/$p" ] || missing+=("$p"); done
+  if [ ${#missing[@]} -gt 0 ]; then
+    summary+=("tier $var: FAILED: $dir lacks ${missing[*]}: $count tests not run: $names")
+    failed=1
+    continue
+  fi
+  echo "test.sh: tier $var=$dir: $count tests ($targets)"
+  if cargo test --locked --no-fail-fast "${args[@]}" -- --ignored; then
+    summary+=("tier $var: RAN, passed: $count tests ($dir)")
+  else
+    summary+=("tier $var: RAN, FAILED ($dir)")
+    failed=1
+  fi
+done < hack/tiers
+
+echo
+echo "test.sh: every test outside the tiers: $main"
+for line in "${summary[@]}"; do echo "test.sh: $line"; done
+exit $failed

@@ -469,7 +469,7 @@ fn field_notes_lessons() {
     assert_eq!(status["status"]["controlPlaneTopology"], "HighlyAvailable");
     assert_eq!(status["status"]["infrastructureTopology"], "HighlyAvailable");
     assert_eq!(status["status"]["apiServerURL"], "https://api.ocp4.example.com:6443");
-    assert_eq!(status["status"]["apiServerInternalURL"], "https://api-int.ocp4.example.com:6443");
+    assert_eq!(status["status"]["apiServerInternalURI"], "https://api-int.ocp4.example.com:6443");
     assert_eq!(status["status"]["platformStatus"]["type"], "None");
     assert!(status["status"]["infrastructureName"].as_str().unwrap().starts_with("ocp4-"));
     let m = |f: &str| docs(&file_text(&boot, &format!("/opt/openshift/manifests/{f}")));

@@ -96,7 +96,7 @@ fn mco_inputs_carry_the_cluster_and_create_merges_into_the_rendered_configs() {
         "ocp4.example.com"
     );
     let infra = yaml(&m.join("manifests/cluster-infrastructure-02-config.yml"));
-    assert_eq!(infra["status"]["apiServerInternalURL"], "https://api-int.ocp4.example.com:6443");
+    assert_eq!(infra["status"]["apiServerInternalURI"], "https://api-int.ocp4.example.com:6443");
     assert_eq!(infra["status"]["platformStatus"]["type"], "None");
     let proxy = yaml(&m.join("manifests/cluster-proxy-01-config.yaml"));
     assert_eq!(proxy["spec"]["httpsProxy"], "http://proxy.example.com:3128");

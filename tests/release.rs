@@ -365,7 +365,7 @@ fn a_layer_whose_bytes_do_not_match_its_digest_is_refused() {
 /// For hack/bench-release.sh: the registry (left running, its pid in KEEP/../pid), 200 distinct
 /// component images, the release, and the example lab pointed at them, in $HARDSHIFT_BENCH_KEEP.
 #[test]
-#[ignore]
+#[ignore = "fixture for hack/bench-release.sh (HARDSHIFT_BENCH_KEEP), not a test"]
 fn bench_fixture() {
     let Some(keep) = std::env::var_os("HARDSHIFT_BENCH_KEEP") else {
         return;

@@ -8,6 +8,7 @@ pub mod body;
 pub mod bundle;
 pub mod cluster;
 pub mod config;
+pub mod crd;
 pub mod fsio;
 pub mod ignition;
 pub mod kubeadmin;

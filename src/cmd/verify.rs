@@ -2,6 +2,7 @@
 //! from the inputs to compare every file.
 
 use crate::Failure;
+use hardshift_generator::crd::{self, CrdSet};
 use hardshift_generator::fsio;
 use hardshift_generator::pki::Outcome;
 use hardshift_generator::verify::{self, Status};
@@ -13,6 +14,10 @@ pub struct Args {
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = super::Output::Table)]
     output: super::Output,
+    /// Judge the bundle's custom resources by these CRDs (a directory of YAML, e.g. the release's
+    /// own, extracted from its cluster-config-api image) instead of the ones the bundle applies.
+    #[arg(long, value_name = "DIR")]
+    crds: Option<std::path::PathBuf>,
 }
 
 pub fn run(a: Args) -> Result<u8, Failure> {
@@ -47,6 +52,17 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         });
     }
     checks.extend(verify::regeneration(&built.bundle, &b));
+    // What a real API server would prune or refuse, judged by the CRDs as it would.
+    let crds = match &a.crds {
+        Some(d) => Some(CrdSet::load_dir(d).map_err(Failure::input)?),
+        None => None,
+    };
+    let source = match &a.crds {
+        Some(d) => d.display().to_string(),
+        None => "the bundle's CRDs".into(),
+    };
+    let mco = mco_manifests(&a.input.dir).map_err(Failure::other)?;
+    checks.extend(crd::bundle::checks(&built.cluster, &b, &mco, crds.as_ref(), &source));
     if a.output == super::Output::Json {
         println!("{}", serde_json::to_string_pretty(&checks).map_err(Failure::other)?);
     } else {
@@ -72,4 +88,22 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     let warned = checks.iter().filter(|c| c.status == Status::Warn).count();
     eprintln!("{} checks: {} failed, {} warnings", checks.len(), failed, warned);
     Ok(if failed > 0 { 1 } else { 0 })
+}
+
+/// `DIR/mco/manifests/*.y*ml` (what `hardshift mco` gave the machine-config-operator), if any.
+fn mco_manifests(dir: &std::path::Path) -> std::io::Result<Vec<(String, Vec<u8>)>> {
+    let d = dir.join(hardshift_generator::mco::DIR).join("manifests");
+    if !d.is_dir() {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(&d)? {
+        let p = e?.path();
+        if p.extension().is_some_and(|x| x == "yaml" || x == "yml") {
+            let rel = p.strip_prefix(dir).unwrap_or(&p).display().to_string();
+            out.push((rel, std::fs::read(&p)?));
+        }
+    }
+    out.sort();
+    Ok(out)
 }

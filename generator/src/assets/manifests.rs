@@ -89,7 +89,7 @@ pub fn infrastructure_status(c: &Cluster, pki: &Pki) -> Value {
     let (control, infra) = topology(c);
     json!({"status": {
         "apiServerURL": c.api_url(),
-        "apiServerInternalURL": c.api_int_url(),
+        "apiServerInternalURI": c.api_int_url(),
         "controlPlaneTopology": control,
         "infrastructureTopology": infra,
         "cpuPartitioning": "None",
