@@ -35,6 +35,20 @@ pub fn kube_bin(name: &str) -> PathBuf {
     p
 }
 
+/// The release's own CRDs (the default feature set of ../shared/openshift-4.18/crds) in place of
+/// the example's stand-ins, as a user extracts them into DIR/crds: the real API server prunes by
+/// their schemas, so a field they do not declare fails the read-back comparison.
+pub fn release_crds_into(dir: &Path) {
+    let real = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/openshift-4.18/crds");
+    let set = hardshift_generator::crd::CrdSet::load_dir(&real).unwrap_or_else(|e| panic!("{}: {e}", real.display()));
+    let crds = dir.join("crds");
+    let _ = std::fs::remove_dir_all(&crds);
+    std::fs::create_dir_all(&crds).unwrap();
+    for c in &set.crds {
+        std::fs::copy(real.join(&c.file), crds.join(&c.file)).unwrap();
+    }
+}
+
 pub fn load_ign(bundle: &Path, node: &str) -> Config {
     let bytes = std::fs::read(bundle.join(format!("ignition/{node}.ign"))).unwrap();
     serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{node}.ign: {e}"))
@@ -197,6 +211,7 @@ impl ControlPlane {
         // The default create embeds the agent built beside hardshift, as on a real node.
         super::agent_bin();
         let bundle = example_copy();
+        release_crds_into(bundle.path());
         create(bundle.path(), extra);
         Self::start_from(bundle, |_| {})
     }
