@@ -33,7 +33,7 @@ fn rerun_with_the_same_inputs_is_byte_identical_and_writes_nothing() {
     let gens = generations(d.path());
     let out = create(d.path(), &[]);
     assert!(
-        text(&out.stdout).contains("0 created, 35 reused, 0 re-issued"),
+        text(&out.stdout).contains("0 created, 38 reused, 0 re-issued"),
         "{}",
         text(&out.stdout)
     );
@@ -66,7 +66,6 @@ fn changing_a_master_ip_reissues_only_the_leaves_that_name_it() {
         "agent-config.yaml",
         "pki/etcd-peer-master-1.crt",
         "pki/etcd-server.crt",
-        "pki/kube-apiserver.crt",
         "ignition/bootstrap.ign",
         "ignition/master-0.ign",
         "ignition/master-1.ign",
@@ -91,7 +90,7 @@ fn changing_a_master_ip_reissues_only_the_leaves_that_name_it() {
         stdout.contains("re-issued pki/etcd-peer-master-1: SANs changed (added: [192.168.126.104], removed: [192.168.126.102])"),
         "{stdout}"
     );
-    assert!(stdout.contains("0 created, 32 reused, 3 re-issued"), "{stdout}");
+    assert!(stdout.contains("0 created, 36 reused, 2 re-issued"), "{stdout}");
     // The new leaves still chain to the unchanged CAs.
     let (ok, out) = run(
         "openssl",
@@ -113,7 +112,7 @@ fn changing_a_master_ip_reissues_only_the_leaves_that_name_it() {
             "-ext",
             "subjectAltName",
             "-in",
-            pki(d.path(), "kube-apiserver.crt").to_str().unwrap(),
+            pki(d.path(), "etcd-server.crt").to_str().unwrap(),
         ],
     );
     assert!(
@@ -125,7 +124,7 @@ fn changing_a_master_ip_reissues_only_the_leaves_that_name_it() {
     assert!(d.path().join(".hardshift/previous").exists());
     use std::os::unix::fs::MetadataExt;
     assert_eq!(std::fs::metadata(pki(d.path(), "root-ca.key")).unwrap().nlink(), 2);
-    assert_eq!(std::fs::metadata(pki(d.path(), "kube-apiserver.crt")).unwrap().nlink(), 1);
+    assert_eq!(std::fs::metadata(pki(d.path(), "etcd-server.crt")).unwrap().nlink(), 1);
     assert_eq!(generations(d.path()).len(), 2);
 }
 
@@ -220,9 +219,11 @@ fn verify_passes_a_good_bundle_and_names_what_is_wrong_in_a_bad_one() {
     let out = hardshift(&["verify", "--dir", d.path().to_str().unwrap(), "-o", "json"]);
     assert!(out.status.success(), "{}", text(&out.stdout));
     let checks: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let crd = checks.as_array().unwrap().iter().filter(|c| c["name"] == "crd").count();
+    assert_eq!(crd, 9, "one check per custom resource bootkube applies");
     assert_eq!(
-        checks.as_array().unwrap().len(),
-        1 + 35 + 9 + 1,
+        checks.as_array().unwrap().len() - crd,
+        1 + 38 + 9 + 1,
         "sums + PKI entries + kubeconfigs + regeneration"
     );
     assert!(checks.as_array().unwrap().iter().all(|c| c["status"] == "ok"), "{checks}");

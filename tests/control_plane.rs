@@ -183,8 +183,9 @@ fn every_kubeconfig_authenticates_as_its_identity() {
     );
     assert_eq!(r["status"]["userInfo"]["username"], "system:admin", "{r}");
 
-    // The serving certificate carries its chain: OpenSSL (curl) verifies it against the root CA
-    // alone. Front-proxy headers are believed only from the front-proxy client certificate.
+    // One serving trust: OpenSSL (curl) verifies the API server, by the name it dials, against
+    // the bundle of the serving signers (what kubeconfigs and pods trust). Front-proxy headers
+    // are believed only from the front-proxy client certificate.
     let s = |f: &str| cp.boot.map(&format!("/etc/kubernetes/bootstrap-secrets/{f}"));
     let review = |cert: &str, key: &str| {
         let (ok, out) = cp.exec(
@@ -193,7 +194,7 @@ fn every_kubeconfig_authenticates_as_its_identity() {
             &[
                 "-sS",
                 "--cacert",
-                &s("root-ca.crt"),
+                &s("serving-ca-bundle.crt"),
                 "--cert",
                 &s(cert),
                 "--key",
@@ -241,8 +242,81 @@ fn every_kubeconfig_authenticates_as_its_identity() {
             Err(out)
         }
     });
-    let (ok, out) = whoami_with(&cp, &s("root-ca.crt"), &["--token", &token]);
+    let (ok, out) = whoami_with(&cp, &s("serving-ca-bundle.crt"), &["--token", &token]);
     assert!(ok && out.trim() == "system:serviceaccount:default:hardshift-test", "{out}");
+
+    // Pods trust what the controller-manager publishes (kube-root-ca.crt): it verifies the API
+    // server by the service's name, and the cluster root alone no longer does (the serving
+    // certificates come from the serving signers, as the operator's will).
+    let root_ca = cp.wait("kube-root-ca.crt", Duration::from_secs(30), "kube-controller-manager", |cp| {
+        let (ok, out) = cp.kubectl(&[
+            "-n",
+            "default",
+            "get",
+            "configmap",
+            "kube-root-ca.crt",
+            "-o",
+            "jsonpath={.data.ca\\.crt}",
+        ]);
+        if ok && out.contains("BEGIN CERTIFICATE") {
+            Ok(out)
+        } else {
+            Err(out)
+        }
+    });
+    assert_eq!(
+        root_ca.trim(),
+        cp.boot.text("/etc/kubernetes/bootstrap-secrets/serving-ca-bundle.crt").trim()
+    );
+    let pods_ca = cp.work.path().join("kube-root-ca.crt");
+    std::fs::write(&pods_ca, &root_ca).unwrap();
+    let by_service = |ca: &str| {
+        cp.exec(
+            "bootstrap",
+            "curl",
+            &[
+                "-sS",
+                "--cacert",
+                ca,
+                "--resolve",
+                &format!("kubernetes.default.svc:6443:{BOOTSTRAP_IP}"),
+                "https://kubernetes.default.svc:6443/readyz",
+            ],
+        )
+    };
+    let (ok, out) = by_service(pods_ca.to_str().unwrap());
+    assert!(ok && out.trim() == "ok", "{out}");
+    let (ok, out) = by_service(&s("root-ca.crt"));
+    assert!(!ok, "the root CA alone must not verify the serving certificates: {out}");
+
+    // Stored where every kube-apiserver the operator runs reads (`--etcd-prefix=kubernetes.io`).
+    let etcdctl = |prefix: &str| {
+        cp.exec(
+            "bootstrap",
+            "etcdctl",
+            &[
+                "--endpoints=https://127.0.0.1:2379",
+                "--cacert",
+                &s("etcd-ca.crt"),
+                "--cert",
+                &s("etcd-client.crt"),
+                "--key",
+                &s("etcd-client.key"),
+                "get",
+                "--prefix",
+                "--keys-only",
+                prefix,
+            ],
+        )
+    };
+    let (ok, out) = etcdctl("");
+    assert!(ok, "{out}");
+    let keys: Vec<&str> = out.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert!(keys.contains(&"/kubernetes.io/namespaces/default"), "{keys:?}");
+    assert!(
+        !keys.iter().any(|k| k.starts_with("/registry/")),
+        "nothing under the default prefix: {keys:?}"
+    );
 }
 
 /// The kubelet's KubeletConfiguration with the node's paths mapped under the scratch root, on
@@ -961,8 +1035,9 @@ fn the_operator_seeds_chain_etcd_scales_out_with_a_member_issued_from_the_seeded
 
     // Every seed is in the API with its keys (the values: `every manifest reads back as placed`).
     for (ns, name) in [
-        ("openshift-config", "etcd-signer"),
-        ("openshift-config", "etcd-metric-signer"),
+        ("openshift-etcd", "etcd-signer"),
+        ("openshift-etcd", "etcd-metric-signer"),
+        ("openshift-etcd", "etcd-client"),
         ("openshift-config", "etcd-client"),
         ("openshift-config", "etcd-metric-client"),
         ("openshift-kube-apiserver-operator", "localhost-serving-signer"),
@@ -986,12 +1061,40 @@ fn the_operator_seeds_chain_etcd_scales_out_with_a_member_issued_from_the_seeded
         "etcd-metric-serving-ca",
         "admin-kubeconfig-client-ca",
         "initial-kube-apiserver-server-ca",
-        "initial-csr-signer-ca",
     ] {
         assert!(
             api_data(&cp, "configmap", "openshift-config", name, "ca-bundle.crt").contains("BEGIN CERTIFICATE"),
             "{name}"
         );
+    }
+    for name in ["etcd-ca-bundle", "etcd-metrics-ca-bundle"] {
+        assert!(
+            api_data(&cp, "configmap", "openshift-etcd", name, "ca-bundle.crt").contains("BEGIN CERTIFICATE"),
+            "{name}"
+        );
+    }
+    let sa_pub = api_data(
+        &cp,
+        "configmap",
+        "openshift-config-managed",
+        "sa-token-signing-certs",
+        "service-account-001.pub",
+    );
+    assert_eq!(sa_pub, cp.boot.text("/etc/kubernetes/bootstrap-secrets/service-account.pub"));
+    // The signers keep the annotations cert rotation needs to keep them (read back as placed).
+    let signer = cp.kubectl_json(&[
+        "-n",
+        "openshift-kube-apiserver-operator",
+        "get",
+        "secret",
+        "kube-control-plane-signer",
+    ]);
+    for k in [
+        "auth.openshift.io/certificate-not-before",
+        "auth.openshift.io/certificate-not-after",
+        "auth.openshift.io/certificate-issuer",
+    ] {
+        assert!(signer["metadata"]["annotations"][k].is_string(), "{k}: {}", signer["metadata"]);
     }
     let ingress = cp.kubectl_json(&["get", "ingresses.config.openshift.io", "cluster"]);
     assert_eq!(ingress["spec"]["domain"], format!("apps.{DOMAIN}"));
@@ -1000,8 +1103,8 @@ fn the_operator_seeds_chain_etcd_scales_out_with_a_member_issued_from_the_seeded
 
     // etcd scale-out, the tutorial's stage 12: a member whose peer and serving certificates come
     // from the seeded etcd-signer joins the bootstrap etcd, which trusts only the bundle's CA.
-    let signer_crt = api_data(&cp, "secret", "openshift-config", "etcd-signer", "tls.crt");
-    let signer_key = api_data(&cp, "secret", "openshift-config", "etcd-signer", "tls.key");
+    let signer_crt = api_data(&cp, "secret", "openshift-etcd", "etcd-signer", "tls.crt");
+    let signer_key = api_data(&cp, "secret", "openshift-etcd", "etcd-signer", "tls.key");
     let ext = format!(
         "subjectAltName=IP:{MASTER0_IP},IP:127.0.0.1,DNS:localhost,DNS:master-0.{DOMAIN}\nextendedKeyUsage=serverAuth,clientAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
     );

@@ -381,10 +381,13 @@ fn field_notes_lessons() {
     }
 
     // Serving certificates carry their chain (leaf, then the intermediate that signed it).
-    let api = String::from_utf8(bf["/etc/kubernetes/bootstrap-secrets/kube-apiserver.crt"].1.clone()).unwrap();
-    assert_eq!(api.matches("BEGIN CERTIFICATE").count(), 2, "{api}");
-    let ca = String::from_utf8(bf["/etc/kubernetes/bootstrap-secrets/kubernetes-ca.crt"].1.clone()).unwrap();
-    assert!(api.ends_with(&ca), "the intermediate follows the leaf");
+    let etcd = String::from_utf8(bf["/etc/kubernetes/bootstrap-secrets/etcd-server.crt"].1.clone()).unwrap();
+    assert_eq!(etcd.matches("BEGIN CERTIFICATE").count(), 2, "{etcd}");
+    let ca = String::from_utf8(bf["/etc/kubernetes/bootstrap-secrets/etcd-ca.crt"].1.clone()).unwrap();
+    assert!(etcd.ends_with(&ca), "the intermediate follows the leaf");
+    // The API server's, from the self-signed serving signers, stand alone.
+    let api = String::from_utf8(bf["/etc/kubernetes/bootstrap-secrets/kube-apiserver-lb-server.crt"].1.clone()).unwrap();
+    assert_eq!(api.matches("BEGIN CERTIFICATE").count(), 1, "{api}");
     let client = String::from_utf8(bf["/etc/kubernetes/bootstrap-secrets/admin.crt"].1.clone()).unwrap();
     assert_eq!(client.matches("BEGIN CERTIFICATE").count(), 1, "client certificates stay alone");
 
@@ -422,7 +425,9 @@ fn field_notes_lessons() {
     // Every certificate a static pod names is on the node.
     for f in kas_cmd
         .iter()
-        .filter_map(|a| a.split_once("=/etc/kubernetes/secrets/").map(|x| x.1))
+        .filter_map(|a| a.split_once('=').map(|x| x.1))
+        .flat_map(|v| v.split(','))
+        .filter_map(|p| p.strip_prefix("/etc/kubernetes/secrets/"))
     {
         assert!(
             bf.contains_key(&format!("/etc/kubernetes/bootstrap-secrets/{f}")),
@@ -847,7 +852,7 @@ fn staged_pki_builds_masters_and_workers_exactly_as_the_whole_does() {
         "pki/etcd-server",
         "pki/service-account",
         "pki/admin",
-        "pki/kube-apiserver",
+        "pki/kube-apiserver-service-network-server",
     ] {
         assert!(!ids.contains(id), "{id} is only the bootstrap's, yet in the first stage");
     }

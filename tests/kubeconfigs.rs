@@ -99,16 +99,24 @@ fn kubectl_reads_every_kubeconfig_and_its_client_cert_verifies() {
         let (_, from_key) = run("openssl", &["pkey", "-pubout", "-in", key.to_str().unwrap()]);
         let (_, from_crt) = run("openssl", &["x509", "-pubkey", "-noout", "-in", crt.to_str().unwrap()]);
         assert_eq!(from_key, from_crt, "{file}: client key and certificate differ");
-        // The API server's certificate verifies against the same CA data: clients will trust it.
+        // The certificate the API server presents for this server name (by SNI) verifies against
+        // the same CA data, host name included: clients will trust it.
+        let (served, host) = match server {
+            LOCAL => ("kube-apiserver-localhost-server", "localhost"),
+            API_INT => ("kube-apiserver-internal-lb-server", "api-int.ocp4.example.com"),
+            _ => ("kube-apiserver-lb-server", "api.ocp4.example.com"),
+        };
         let (ok, out) = run(
             "openssl",
             &[
                 "verify",
                 "-purpose",
                 "sslserver",
+                "-verify_hostname",
+                host,
                 "-CAfile",
                 ca.to_str().unwrap(),
-                d.path().join("pki/kube-apiserver.crt").to_str().unwrap(),
+                d.path().join(format!("pki/{served}.crt")).to_str().unwrap(),
             ],
         );
         assert!(ok, "{file}: the CA data must verify the API server: {out}");

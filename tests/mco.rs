@@ -141,7 +141,7 @@ fn mco_inputs_carry_the_cluster_and_create_merges_into_the_rendered_configs() {
     let (ok, out) = run("bash", &["-n", script.to_str().unwrap()]);
     assert!(ok, "{out}");
     let text_sh = std::fs::read_to_string(&script).unwrap();
-    assert!(text_sh.contains(&format!("MCO_IMAGE=${{MCO_IMAGE:-{mco_image}}}")), "{text_sh}");
+    assert!(text_sh.contains(&format!("MCO_IMAGE=${{MCO_IMAGE:-'{mco_image}'}}")), "{text_sh}");
     for flag in [
         "--config-file=/assets/manifests/cluster-config.yaml",
         "--network-config-file=/assets/manifests/cluster-network-02-config.yml",
@@ -149,6 +149,7 @@ fn mco_inputs_carry_the_cluster_and_create_merges_into_the_rendered_configs() {
         "--dns-config-file=/assets/manifests/cluster-dns-02-config.yml",
         "--infra-config-file=/assets/manifests/cluster-infrastructure-02-config.yml",
         "--image-references=/assets/image-references",
+        "--kube-ca=/assets/tls/kube-apiserver-complete-client-ca-bundle.crt",
         "--manifest-dir=/assets/mcc-input",
     ] {
         assert!(text_sh.contains(flag), "render.sh lacks {flag}");
@@ -232,7 +233,7 @@ fn render_sh_runs_both_renders_with_real_podman_and_create_merges_the_result() {
         std::os::unix::fs::symlink("busybox", root.join("bin").join(applet)).unwrap();
     }
     let standin = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mco-standin");
-    for b in ["machine-config-operator", "machine-config-controller"] {
+    for b in ["machine-config-operator", "machine-config-controller", "render"] {
         std::fs::copy(standin.join(b), root.join("usr/bin").join(b)).unwrap();
     }
     std::fs::copy(format!("{MCO_FIXTURES}/worker-machineconfig.json"), root.join("fixture.json")).unwrap();
@@ -264,12 +265,14 @@ fn render_sh_runs_both_renders_with_real_podman_and_create_merges_the_result() {
     let out = std::process::Command::new("bash")
         .arg(&script)
         .env("MCO_IMAGE", image)
+        .env("CONFIG_API_IMAGE", image)
         .envs(env.iter().map(|(k, v)| (k, v)))
         .output()
         .unwrap();
     let log = format!("{}{}", text(&out.stdout), text(&out.stderr));
     let _ = podman(&["rmi", "-f", image]);
     assert!(out.status.success(), "render.sh failed:\n{log}");
+    assert!(log.contains("stand-in cluster-config-api render: version 4.18.0"), "{log}");
     assert!(
         log.contains("stand-in machine-config-operator: rendered bootstrap manifests"),
         "{log}"
@@ -297,4 +300,31 @@ fn render_sh_runs_both_renders_with_real_podman_and_create_merges_the_result() {
         stdout.contains("merged into the MCO master base") && stdout.contains("merged into the MCO worker base"),
         "{stdout}"
     );
+}
+
+/// The MCO's bootstrap stops at the first image tag it lacks (`findImageOrDie`): `hardshift mco`
+/// names every missing one and what needs it, before anything is written; `create` warns.
+#[test]
+fn a_release_without_the_mcos_images_is_named_before_the_render() {
+    let d = example_copy();
+    let dir = d.path().to_str().unwrap();
+    for tag in ["oauth-proxy", "rhel-coreos"] {
+        edit(
+            d.path(),
+            "release/image-references",
+            &format!("\"name\": \"{tag}\""),
+            &format!("\"name\": \"{tag}-gone\""),
+        );
+    }
+    let out = create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    let err = text(&out.stderr);
+    assert!(err.contains("warning: the release has no \"oauth-proxy\" image"), "{err}");
+    let out = hardshift(&["mco", "--dir", dir]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("2 problems") && err.contains("\"oauth-proxy\"") && err.contains("osImageURL"),
+        "{err}"
+    );
+    assert!(!d.path().join("mco").exists(), "nothing written");
 }

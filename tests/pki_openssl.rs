@@ -27,21 +27,36 @@ struct Want {
     sans: &'static [&'static str],
 }
 
-const API_SANS: &[&str] = &[
-    "DNS:kubernetes",
-    "DNS:kubernetes.default",
-    "DNS:kubernetes.default.svc",
-    "DNS:kubernetes.default.svc.cluster.local",
-    "DNS:api.ocp4.example.com",
-    "DNS:api-int.ocp4.example.com",
-    "DNS:localhost",
-    "IP Address:192.168.126.10",
-    "IP Address:192.168.126.100",
-    "IP Address:192.168.126.101",
-    "IP Address:192.168.126.102",
-    "IP Address:192.168.126.103",
-    "IP Address:127.0.0.1",
-    "IP Address:172.30.0.1",
+/// The API server's serving certificates, each from its serving signer (served by SNI):
+/// (name, issuer, SANs).
+const SERVING: &[(&str, &str, &[&str])] = &[
+    (
+        "kube-apiserver-service-network-server",
+        "kube-apiserver-service-network-signer",
+        &[
+            "DNS:kubernetes",
+            "DNS:kubernetes.default",
+            "DNS:kubernetes.default.svc",
+            "DNS:kubernetes.default.svc.cluster.local",
+            "DNS:openshift.default.svc",
+            "IP Address:172.30.0.1",
+        ],
+    ),
+    (
+        "kube-apiserver-localhost-server",
+        "kube-apiserver-localhost-signer",
+        &["DNS:localhost", "IP Address:127.0.0.1", "IP Address:0:0:0:0:0:0:0:1"],
+    ),
+    (
+        "kube-apiserver-lb-server",
+        "kube-apiserver-lb-signer",
+        &["DNS:api.ocp4.example.com"],
+    ),
+    (
+        "kube-apiserver-internal-lb-server",
+        "kube-apiserver-lb-signer",
+        &["DNS:api-int.ocp4.example.com"],
+    ),
 ];
 
 fn wants() -> Vec<Want> {
@@ -105,7 +120,6 @@ fn wants() -> Vec<Want> {
             ],
         ),
         w("etcd-client", "CN=system:etcd-client", false, true, &[]),
-        w("kube-apiserver", "CN=kube-apiserver", true, true, API_SANS),
         w("kube-apiserver-kubelet-client", "CN=system:kube-apiserver", false, true, &[]),
         w("kube-controller-manager", "CN=system:kube-controller-manager", false, true, &[]),
         w("kube-scheduler", "CN=system:kube-scheduler", false, true, &[]),
@@ -206,6 +220,29 @@ fn check_bundle(dir: &Path, key_word: &str) {
         assert_eq!(mode, 0o600, "{}: key mode", w.name);
     }
 
+    // The API server's serving certificates: server only, their SANs, each verified by its own
+    // signer and by no other.
+    for (name, issuer, sans) in SERVING {
+        let crt = pki(dir, &format!("{name}.crt"));
+        let t = x509_text(&crt);
+        assert!(t.contains(key_word) && t.contains("CA:FALSE"), "{name}\n{t}");
+        assert!(
+            t.contains("TLS Web Server Authentication") && !t.contains("TLS Web Client Authentication"),
+            "{name}\n{t}"
+        );
+        for san in *sans {
+            let listed = t.lines().any(|l| l.split(", ").any(|part| part.trim() == *san));
+            assert!(listed, "{name}: SAN {san} missing\n{t}");
+        }
+        let (ok, out) = verify_with(&pki(dir, &format!("{issuer}.crt")), None, "sslserver", &crt);
+        assert!(ok && out.contains(": OK"), "{name}: {out}");
+        let (ok, _) = verify_with(&root, Some(&inter), "sslserver", &crt);
+        assert!(!ok, "{name} must not chain to the cluster root");
+        let from_key = public_key_of(&["pkey", "-pubout", "-in", pki(dir, &format!("{name}.key")).to_str().unwrap()]);
+        let from_crt = public_key_of(&["x509", "-pubkey", "-noout", "-in", crt.to_str().unwrap()]);
+        assert_eq!(from_key, from_crt, "{name}: key pair mismatch");
+    }
+
     // Every certificate in the bundle, not only those listed above, verifies against its chain.
     for sub in ["pki", "agent-pki"] {
         let (ca, untrusted) = if sub == "pki" {
@@ -220,6 +257,10 @@ fn check_bundle(dir: &Path, key_word: &str) {
                 let stem = p.file_stem().unwrap().to_string_lossy().to_string();
                 let (ok, out) = match stem.as_str() {
                     s if SIGNERS.contains(&s) => verify_with(&p, None, "any", &p),
+                    s if SERVING.iter().any(|(n, _, _)| *n == s) => {
+                        let issuer = SERVING.iter().find(|(n, _, _)| *n == s).unwrap().1;
+                        verify_with(&pki(dir, &format!("{issuer}.crt")), None, "sslserver", &p)
+                    }
                     "etcd-metric-client" => verify_with(&pki(dir, "etcd-metric-ca.crt"), None, "sslclient", &p),
                     _ => verify_with(&ca, untrusted, "any", &p),
                 };
@@ -227,7 +268,7 @@ fn check_bundle(dir: &Path, key_word: &str) {
                 n += 1;
             }
         }
-        assert_eq!(n, if sub == "pki" { 26 } else { 8 }, "{sub}: certificate count");
+        assert_eq!(n, if sub == "pki" { 29 } else { 8 }, "{sub}: certificate count");
     }
 
     // The operators' signers: CAs of their own, which the cluster's root does not vouch for;

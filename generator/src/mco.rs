@@ -91,6 +91,14 @@ pub fn inputs(c: &Cluster, pki: &Pki) -> Vec<McoFile> {
         0o644,
         trust::api_server_ca(pki).into_bytes(),
     );
+    // `--kube-ca`: the installer's kube-apiserver-complete-client-ca-bundle. The MCO serves it to
+    // every node as /etc/kubernetes/kubelet-ca.crt, the kubelet's clientCAFile: it must hold the
+    // signers of the API servers' kubelet client certificates, now and after the pivot.
+    add(
+        "tls/kube-apiserver-complete-client-ca-bundle.crt",
+        0o644,
+        trust::client_ca(pki).into_bytes(),
+    );
     let mut refs = serde_json::to_string_pretty(&image_references(c)).expect("json");
     refs.push('\n');
     add("image-references", 0o644, refs.into_bytes());
@@ -102,7 +110,14 @@ pub fn inputs(c: &Cluster, pki: &Pki) -> Vec<McoFile> {
     out
 }
 
-/// The two podman runs, then the rendered MachineConfigs moved to `rendered/`.
+/// A word for bash, whatever it holds: the inputs name these strings, not us.
+fn sh_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// The three podman runs (the cluster-config-api render fills the FeatureGate's status, as
+/// bootkube.sh runs it first; then the MCO's and the controller's bootstraps, each told the
+/// release's version), then the rendered MachineConfigs moved to `rendered/`.
 pub fn render_script(c: &Cluster) -> String {
     let tag = |t: &str| c.release.tags.get(t).cloned().unwrap_or_default();
     let version = c.release.version.clone().unwrap_or_default();
@@ -112,12 +127,16 @@ pub fn render_script(c: &Cluster) -> String {
 # release's machine-config-operator, as the installer's bootstrap does. Needs podman and the
 # release's images (through the mirrors in registries.conf when the cluster has any).
 #   mco/render.sh            then: hardshift create --dir <this bundle>  (merges nodes into rendered/)
-# PODMAN=... to use another podman (or a wrapper); MCO_IMAGE=... to override the image.
+# PODMAN=... to use another podman (or a wrapper); MCO_IMAGE=... and CONFIG_API_IMAGE=... to
+# override the images.
 set -euo pipefail
 here=$(cd "$(dirname "${{BASH_SOURCE[0]}}")" && pwd)
 PODMAN=${{PODMAN:-podman}}
 MCO_IMAGE=${{MCO_IMAGE:-{mco}}}
+CONFIG_API_IMAGE=${{CONFIG_API_IMAGE:-{config_api}}}
 RELEASE_IMAGE={release}
+VERSION={version}
+[ -n "$CONFIG_API_IMAGE" ] || {{ echo "render.sh: the release has no cluster-config-api image (set CONFIG_API_IMAGE)" >&2; exit 1; }}
 [ -f "$here/registries.conf" ] && export CONTAINERS_REGISTRIES_CONF="$here/registries.conf"
 command -v "$PODMAN" >/dev/null || {{ echo "render.sh: $PODMAN not found (install podman, or set PODMAN)" >&2; exit 1; }}
 work=$(mktemp -d "$here/.render.XXXXXX")
@@ -126,11 +145,23 @@ cp -r "$here/manifests" "$here/tls" "$here/image-references" "$work/"
 extra=()
 [ -f "$here/manifests/user-ca-bundle-config.yaml" ] && extra+=(--additional-trust-bundle-config-file=/assets/manifests/user-ca-bundle-config.yaml)
 
+[ -n "$VERSION" ] || {{ echo "render.sh: the release's version is unknown (image-references names none)" >&2; exit 1; }}
+
+# As bootkube.sh: the FeatureGate's status (the release's gates for its version) first.
+echo "render.sh: cluster-config-api render ($CONFIG_API_IMAGE)"
+"$PODMAN" run --rm --net=none --user 0 --authfile "$here/pull-secret.json" \
+  --volume "$work:/assets:z" --entrypoint /usr/bin/render "$CONFIG_API_IMAGE" \
+  --cluster-profile=self-managed-high-availability \
+  --payload-version="$VERSION" \
+  --rendered-manifest-dir=/assets/manifests \
+  --asset-output-dir=/assets/config-bootstrap
+
 echo "render.sh: machine-config-operator bootstrap ($MCO_IMAGE)"
 "$PODMAN" run --rm --net=none --user 0 --authfile "$here/pull-secret.json" \
   --volume "$work:/assets:z" "$MCO_IMAGE" bootstrap \
+  --payload-version="$VERSION" \
   --root-ca=/assets/tls/root-ca.crt \
-  --kube-ca=/assets/tls/kube-apiserver-serving-ca-bundle.crt \
+  --kube-ca=/assets/tls/kube-apiserver-complete-client-ca-bundle.crt \
   --config-file=/assets/manifests/cluster-config.yaml \
   --infra-config-file=/assets/manifests/cluster-infrastructure-02-config.yml \
   --network-config-file=/assets/manifests/cluster-network-02-config.yml \
@@ -153,6 +184,7 @@ cp "$work/manifests/featuregate.yaml" "$work/image-references" "$work/mcc-input/
 echo "render.sh: machine-config-controller bootstrap"
 "$PODMAN" run --rm --net=none --user 0 --authfile "$here/pull-secret.json" \
   --volume "$work:/assets:z" --entrypoint /usr/bin/machine-config-controller "$MCO_IMAGE" bootstrap \
+  --payload-version="$VERSION" \
   --manifest-dir=/assets/mcc-input \
   --dest-dir=/assets/mcc-output \
   --pull-secret=/assets/mco-bootstrap/bootstrap/manifests/machineconfigcontroller-pull-secret
@@ -164,18 +196,21 @@ for pool in master worker; do
   cp "$f" "$here/rendered.new/$pool.yaml"
 done
 rm -rf "$here/rendered" && mv "$here/rendered.new" "$here/rendered"
-echo "render.sh: wrote $here/rendered/master.yaml and worker.yaml (release {version}); now run hardshift create again"
+echo "render.sh: wrote $here/rendered/master.yaml and worker.yaml (release $VERSION); now run hardshift create again"
 "#,
         domain = c.domain(),
-        mco = tag("machine-config-operator"),
-        oscontent = c
-            .release
-            .tags
-            .get("rhel-coreos")
-            .or_else(|| c.release.tags.get("machine-os-content"))
-            .cloned()
-            .unwrap_or_default(),
-        infra = tag("pod"),
-        release = c.release.image,
+        mco = sh_quote(&tag("machine-config-operator")),
+        oscontent = sh_quote(
+            &c.release
+                .tags
+                .get("rhel-coreos")
+                .or_else(|| c.release.tags.get("machine-os-content"))
+                .cloned()
+                .unwrap_or_default()
+        ),
+        infra = sh_quote(&tag("pod")),
+        config_api = sh_quote(&tag("cluster-config-api")),
+        release = sh_quote(&c.release.image),
+        version = sh_quote(&version),
     )
 }

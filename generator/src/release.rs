@@ -16,6 +16,31 @@ pub const REQUIRED: &[(&str, &str)] = &[
     ("kube-proxy", "the masters' kube-proxy static pod"),
 ];
 
+/// Tags the machine-config-operator's bootstrap stops without (`findImageOrDie` in its
+/// `cmd/machine-config-operator/bootstrap.go`), and what each runs; then the two whose absence
+/// leaves the rendered configs without an OS image (`osImageURL` empty: no pivot).
+pub const MCO_REQUIRED: &[(&str, &str)] = &[
+    ("machine-config-operator", "the MCO itself"),
+    ("keepalived-ipfailover", "keepalived (the VIPs of on-premise platforms)"),
+    ("coredns", "the nodes' coredns static pods"),
+    ("baremetal-runtimecfg", "the on-premise runtime config"),
+    ("oauth-proxy", "the MCO's metrics proxy"),
+    ("kube-rbac-proxy", "the MCO's metrics proxy"),
+    ("pod", "the infra (pause) image"),
+    ("haproxy-router", "the on-premise API load balancer"),
+    ("rhel-coreos", "osImageURL: the OS the nodes pivot to"),
+    ("rhel-coreos-extensions", "the OS extensions image"),
+];
+
+/// One line per MCO-required tag the release lacks: which, and what needs it.
+pub fn missing_for_mco(r: &Release) -> Vec<String> {
+    MCO_REQUIRED
+        .iter()
+        .filter(|(t, _)| !r.tags.contains_key(*t))
+        .map(|(t, why)| format!("the release has no {t:?} image: the machine-config-operator's bootstrap needs it ({why})"))
+        .collect()
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Release {
     /// The release image pullspec: what the cluster-version-operator runs.

@@ -674,6 +674,11 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     let pulled = release_from_registry(&a, &rt)?;
     let t = std::time::Instant::now();
     let (cluster, extras, pending) = inputs(&a)?;
+    // Not an input error: hardshift's own bootstrap runs without the MCO's bootstrap; but the
+    // render (`hardshift mco`) and a real release need them.
+    for m in hardshift_generator::release::missing_for_mco(&cluster.release) {
+        eprintln!("warning: {m}");
+    }
     tracing::debug!(ms = t.elapsed().as_millis(), "read the inputs");
     // Inputs are read and checked; from here on the bundle is read and written: one run at a time.
     let _lock = fsio::lock(&a.input.dir, "create").map_err(Failure::other)?;

@@ -15,6 +15,16 @@ pub struct Args {
 pub fn run(a: Args) -> Result<u8, Failure> {
     let cluster = a.cluster.load()?;
     let dir = &a.cluster.dir;
+    // The MCO's bootstrap stops at the first tag it lacks: name them all before it runs.
+    let missing = hardshift_generator::release::missing_for_mco(&cluster.release);
+    if !missing.is_empty() {
+        return Err(Failure::input(format!(
+            "{} problem{} in the release's image references:\n  {}\n    hint: use the release's own image-references (`hardshift release pull`, or `oc adm release extract --file=image-references`)",
+            missing.len(),
+            if missing.len() == 1 { "" } else { "s" },
+            missing.join("\n  ")
+        )));
+    }
     let _lock = fsio::lock(dir, "mco").map_err(Failure::other)?;
     // The CAs the rendered nodes will trust must be the bundle's: use the live PKI, never new keys.
     let specs = pki::plan(&cluster);

@@ -152,7 +152,7 @@ fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
 type Images = Vec<(String, Reference)>;
 
 /// The release's version, and its images as the references file names them, with the release image itself.
-fn images(dir: &Path, acc: &Access) -> Result<(Option<String>, Images), Failure> {
+fn images(dir: &Path, acc: &Access) -> Result<(Option<String>, Images, hardshift_generator::release::Release), Failure> {
     let path = dir.join(config::RELEASE_REFS);
     let text = std::fs::read_to_string(&path)
         .map_err(|e| Failure::input(format!("{}: {e} (run `hardshift release pull` first)", path.display())))?;
@@ -171,7 +171,7 @@ fn images(dir: &Path, acc: &Access) -> Result<(Option<String>, Images), Failure>
         let r = Reference::parse(spec).map_err(|e| Failure::input(format!("{}: tag {tag}: {e}", path.display())))?;
         out.push((tag.clone(), r));
     }
-    Ok((rel.version, out))
+    Ok((rel.version.clone(), out, rel))
 }
 
 pub fn run(a: Args) -> Result<u8, Failure> {
@@ -184,7 +184,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         }
         What::Show(c) => {
             let acc = access(&c.dir, c.release_image.as_deref())?;
-            let (version, imgs) = images(&c.dir, &acc)?;
+            let (version, imgs, _) = images(&c.dir, &acc)?;
             println!("version: {}", version.as_deref().unwrap_or("(not named in image-references)"));
             for (tag, r) in imgs {
                 let via = hardshift_registry::mirror::candidates(&acc.sources, &r);
@@ -204,7 +204,10 @@ pub fn mirror_check(a: CheckArgs) -> Result<u8, Failure> {
 }
 
 pub fn check_and_report(dir: &Path, rt: &tokio::runtime::Runtime, acc: &Access, concurrency: usize) -> Result<u8, Failure> {
-    let (_, imgs) = images(dir, acc)?;
+    let (_, imgs, rel) = images(dir, acc)?;
+    for m in hardshift_generator::release::missing_for_mco(&rel) {
+        println!("MISSING {m}");
+    }
     let tags: std::collections::BTreeMap<String, String> = imgs.iter().map(|(t, r)| (r.to_string(), t.clone())).collect();
     let mut unique: Vec<Reference> = imgs.into_iter().map(|(_, r)| r).collect();
     unique.sort_by_key(|r| r.to_string());

@@ -140,8 +140,9 @@ pub struct Process {
     pub env: Vec<(String, String)>,
 }
 
-/// The container's command and args, exactly, with each mount path replaced by its volume's
-/// hostPath under `root` (longest mount path first), and `hyperkube NAME` by the built binary.
+/// The container's command and args, exactly, with each mount path (also in a comma-separated
+/// list) replaced by its volume's hostPath under `root` (longest mount path first), and
+/// `hyperkube NAME` by the release's binary.
 pub fn pod_process(pod: &Pod, root: &NodeRoot) -> Process {
     let spec = pod.spec.as_ref().expect("pod spec");
     let c = &spec.containers[0];
@@ -163,11 +164,18 @@ pub fn pod_process(pod: &Pod, root: &NodeRoot) -> Process {
             Some((f, v)) => (Some(f), v),
             None => (None, w),
         };
-        let mapped = mounts
-            .iter()
-            .find(|(m, _)| value == m || value.starts_with(&format!("{m}/")))
-            .map(|(m, h)| format!("{h}{}", &value[m.len()..]))
-            .unwrap_or_else(|| value.to_string());
+        // Each path of a list (`--tls-sni-cert-key=CRT,KEY`) too.
+        let mapped = value
+            .split(',')
+            .map(|v| {
+                mounts
+                    .iter()
+                    .find(|(m, _)| v == m || v.starts_with(&format!("{m}/")))
+                    .map(|(m, h)| format!("{h}{}", &v[m.len()..]))
+                    .unwrap_or_else(|| v.to_string())
+            })
+            .collect::<Vec<_>>()
+            .join(",");
         match flag {
             Some(f) => format!("{f}={mapped}"),
             None => mapped,

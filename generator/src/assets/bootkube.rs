@@ -1,5 +1,5 @@
 //! bootkube.sh and its unit: wait for etcd and the API, apply CRDs, then manifests, patch the
-//! Infrastructure status, then let the cluster-version-operator start. Every step is recorded in
+//! Infrastructure and FeatureGate status, then let the cluster-version-operator start. Every step is recorded in
 //! a JSON progress file other tools (the node agent, a person with ssh) can read.
 
 use super::paths::*;
@@ -70,15 +70,23 @@ apply_dir crds "$ASSETS/crds"
 wait_for crds-established 300 "$OC" wait --for condition=established --timeout=10s crd --all
 apply_dir manifests "$ASSETS/manifests"
 
-stage=infrastructure-status
-record running
-tries=0
-until out=$("$OC" patch infrastructure cluster --subresource=status --type=merge --patch-file "$ASSETS/infrastructure-status.json" 2>&1); do
-    tries=$((tries + 1))
-    if (( tries > 60 )); then record failed "$out"; exit 1; fi
-    sleep 5
-done
-record done
+# patch_status STAGE RESOURCE FILE: status is a subresource, which `apply` ignores.
+patch_status() {{
+    stage=$1; local resource=$2 file=$3 tries=0 out
+    record running
+    until out=$("$OC" patch "$resource" cluster --subresource=status --type=merge --patch-file "$file" 2>&1); do
+        tries=$((tries + 1))
+        if (( tries > 60 )); then record failed "$out"; exit 1; fi
+        sleep 5
+    done
+    record done
+}}
+patch_status infrastructure-status infrastructure "$ASSETS/infrastructure-status.json"
+# The release's gates, as its cluster-config-api render writes them: operators refuse a FeatureGate
+# without the entry for their version.
+if [ -e "$ASSETS/featuregate-status.json" ]; then
+    patch_status featuregate-status featuregate "$ASSETS/featuregate-status.json"
+fi
 
 # Only now may the cluster-version-operator start: it needs the CRDs, FeatureGate and ClusterVersion.
 stage=cluster-version-operator

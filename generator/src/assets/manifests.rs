@@ -100,6 +100,13 @@ pub fn infrastructure_status(c: &Cluster, pki: &Pki) -> Value {
     }})
 }
 
+/// The status bootkube patches onto `featuregate/cluster`, as the release's cluster-config-api
+/// render fills it; None when this build does not know the release's gates (or its version).
+pub fn featuregate_status(c: &Cluster) -> Option<Value> {
+    let version = c.release.version.as_deref()?;
+    Some(json!({"status": super::featuregates::status(version)?}))
+}
+
 /// (file name, objects) in apply order. `kubeadmin`: the console password, when there is one.
 pub fn manifests(c: &Cluster, pki: &Pki, kubeadmin: Option<&crate::kubeadmin::Kubeadmin>) -> Vec<(String, Vec<Value>)> {
     let mut out: Vec<(String, Vec<Value>)> = Vec::new();
@@ -218,12 +225,12 @@ pub fn manifests(c: &Cluster, pki: &Pki, kubeadmin: Option<&crate::kubeadmin::Ku
             json!({"apiVersion": "config.openshift.io/v1", "kind": "Ingress", "metadata": {"name": "cluster"}, "spec": {"domain": format!("apps.{}", c.domain())}}),
         ],
     );
-    add(
-        "04-featuregate.yaml",
-        vec![
-            json!({"apiVersion": "config.openshift.io/v1", "kind": "FeatureGate", "metadata": {"name": "cluster"}, "spec": {"featureSet": ""}}),
-        ],
-    );
+    let mut fg =
+        json!({"apiVersion": "config.openshift.io/v1", "kind": "FeatureGate", "metadata": {"name": "cluster"}, "spec": {"featureSet": ""}});
+    if let Some(st) = featuregate_status(c) {
+        fg["status"] = st["status"].clone();
+    }
+    add("04-featuregate.yaml", vec![fg]);
     let mut cv_spec = json!({"clusterID": cluster_id(pki)});
     if let Some(v) = &c.release.version {
         let minor: Vec<&str> = v.split('.').take(2).collect();

@@ -3,6 +3,7 @@
 
 pub mod agent;
 pub mod bootkube;
+pub mod featuregates;
 pub mod kubelet;
 pub mod manifests;
 pub mod node;

@@ -210,6 +210,13 @@ fn bootstrap_files(c: &Cluster, pki: &Pki, extras: &Extras) -> Vec<NodeFile> {
         }
         f.push(NodeFile::new(format!("{BOOTSTRAP_SECRETS}/{name}.key"), SECRET, e.key_pem.clone()));
     }
+    for (name, pem) in [
+        (CLIENT_CA_BUNDLE, crate::pki::trust::client_ca(pki)),
+        (KUBELET_SERVING_CA_BUNDLE, crate::pki::trust::csr_signer_ca(pki)),
+        (SERVING_CA_BUNDLE, crate::pki::trust::api_server_ca(pki)),
+    ] {
+        f.push(NodeFile::new(format!("{BOOTSTRAP_SECRETS}/{name}"), PUBLIC, pem));
+    }
     for k in kubeconfig::plan(c).iter().filter(|k| k.path.starts_with("kubeconfigs/")) {
         let file = k.path.trim_start_matches("kubeconfigs/");
         f.push(NodeFile::new(
@@ -244,6 +251,10 @@ fn bootstrap_files(c: &Cluster, pki: &Pki, extras: &Extras) -> Vec<NodeFile> {
         PUBLIC,
         status + "\n",
     ));
+    if let Some(fg) = manifests::featuregate_status(c) {
+        let status = serde_json::to_string_pretty(&fg).expect("json");
+        f.push(NodeFile::new(format!("{ASSET_DIR}/featuregate-status.json"), PUBLIC, status + "\n"));
+    }
     for crd in &extras.crds {
         f.push(NodeFile::new(
             format!("{ASSET_DIR}/crds/{}", crd.file),

@@ -23,3 +23,9 @@ pub const PROXY_ENV: &str = "/etc/hardshift/proxy.env";
 pub const KUBELET_CONFIG: &str = "/etc/kubernetes/kubelet.conf";
 /// The kubeconfig the kubelet writes once its client CSR is signed.
 pub const KUBELET_KUBECONFIG: &str = "/var/lib/kubelet/kubeconfig";
+/// CA bundles in the bootstrap's secrets (pki::trust): the API server's client CAs, what verifies
+/// kubelets' serving certificates, and what verifies the API server (the controller-manager's
+/// root CA for pods).
+pub const CLIENT_CA_BUNDLE: &str = "client-ca-bundle.crt";
+pub const KUBELET_SERVING_CA_BUNDLE: &str = "kubelet-serving-ca-bundle.crt";
+pub const SERVING_CA_BUNDLE: &str = "serving-ca-bundle.crt";

@@ -36,6 +36,42 @@ fn tls(name: &str, ns: &str, pki: &Pki, id: &str) -> Secret {
     }
 }
 
+const NOT_BEFORE: &str = "auth.openshift.io/certificate-not-before";
+const NOT_AFTER: &str = "auth.openshift.io/certificate-not-after";
+const ISSUER: &str = "auth.openshift.io/certificate-issuer";
+const OWNER: &str = "openshift.io/owning-component";
+
+fn rfc3339(unix: i64) -> String {
+    time::OffsetDateTime::from_unix_timestamp(unix)
+        .ok()
+        .and_then(|t| t.format(&time::format_description::well_known::Rfc3339).ok())
+        .unwrap_or_default()
+}
+
+/// A signer Secret as library-go's cert rotation keeps it: without its validity annotations
+/// (RFC 3339, from the certificate) it is "invalid" and replaced by a new random CA on the
+/// operator's first sync, and nothing in the bundle would trust what it then issues.
+fn signer(name: &str, ns: &str, pki: &Pki, id: &str, owner: &str) -> Secret {
+    let mut s = tls(name, ns, pki, id);
+    let e = pki.get(id);
+    let issuer_cn = match e.spec.issuer_id() {
+        Some(i) => pki.get(&i).spec.cn.clone(),
+        None => e.spec.cn.clone(),
+    };
+    // The PKI's own certificates always parse (verify checks them); an empty date would be
+    // refused by the operator, never trusted.
+    let (nb, na) = crate::pki::inspect::facts(&e.cert_pem)
+        .map(|f| (rfc3339(f.not_before), rfc3339(f.not_after)))
+        .unwrap_or_default();
+    s.metadata.annotations = Some(BTreeMap::from([
+        (NOT_BEFORE.to_string(), nb),
+        (NOT_AFTER.to_string(), na),
+        (ISSUER.to_string(), issuer_cn),
+        (OWNER.to_string(), owner.to_string()),
+    ]));
+    s
+}
+
 /// A ConfigMap with `ca-bundle.crt`.
 fn bundle(name: &str, ns: &str, pem: String) -> ConfigMap {
     ConfigMap {
@@ -43,6 +79,11 @@ fn bundle(name: &str, ns: &str, pem: String) -> ConfigMap {
         data: Some(BTreeMap::from([("ca-bundle.crt".to_string(), pem)])),
         ..Default::default()
     }
+}
+
+fn owned(mut cm: ConfigMap, owner: &str) -> ConfigMap {
+    cm.metadata.annotations = Some(BTreeMap::from([(OWNER.to_string(), owner.to_string())]));
+    cm
 }
 
 pub struct Seeds {
@@ -53,10 +94,17 @@ pub struct Seeds {
 pub fn seeds(pki: &Pki) -> Seeds {
     let cert = |id: &str| pki.get(id).cert_pem.clone();
     let oc = "openshift-config";
+    let etcd = "openshift-etcd";
     let sa = pki.get("pki/service-account");
+    let kas = "kube-apiserver";
     let secrets = vec![
-        tls("etcd-signer", oc, pki, "pki/etcd-ca"),
-        tls("etcd-metric-signer", oc, pki, "pki/etcd-metric-ca"),
+        // cluster-etcd-operator 4.18 reads its signers and bundles in openshift-etcd only; the
+        // openshift-config copies are its to write (the API server's operator reads etcd-client
+        // and etcd-serving-ca there, so those are seeded too).
+        signer("etcd-signer", etcd, pki, "pki/etcd-ca", "etcd"),
+        signer("etcd-metric-signer", etcd, pki, "pki/etcd-metric-ca", "etcd"),
+        tls("etcd-client", etcd, pki, "pki/etcd-client"),
+        tls("etcd-metric-client", etcd, pki, "pki/etcd-metric-client"),
         tls("etcd-client", oc, pki, "pki/etcd-client"),
         tls("etcd-metric-client", oc, pki, "pki/etcd-metric-client"),
         Secret {
@@ -67,39 +115,71 @@ pub fn seeds(pki: &Pki) -> Seeds {
             )])),
             ..Default::default()
         },
-        tls(
+        signer(
             "localhost-serving-signer",
             KAS_OPERATOR_NS,
             pki,
             "pki/kube-apiserver-localhost-signer",
+            kas,
         ),
-        tls(
+        signer(
             "service-network-serving-signer",
             KAS_OPERATOR_NS,
             pki,
             "pki/kube-apiserver-service-network-signer",
+            kas,
         ),
-        tls("loadbalancer-serving-signer", KAS_OPERATOR_NS, pki, "pki/kube-apiserver-lb-signer"),
-        tls(
+        signer(
+            "loadbalancer-serving-signer",
+            KAS_OPERATOR_NS,
+            pki,
+            "pki/kube-apiserver-lb-signer",
+            kas,
+        ),
+        signer(
             "kube-apiserver-to-kubelet-signer",
             KAS_OPERATOR_NS,
             pki,
             "pki/kube-apiserver-to-kubelet-signer",
+            kas,
         ),
-        tls("kube-control-plane-signer", KAS_OPERATOR_NS, pki, "pki/kube-control-plane-signer"),
-        tls("aggregator-client-signer", KAS_OPERATOR_NS, pki, "pki/front-proxy-ca"),
-        tls("csr-signer-signer", KCM_OPERATOR_NS, pki, "pki/kubelet-signer"),
+        signer(
+            "kube-control-plane-signer",
+            KAS_OPERATOR_NS,
+            pki,
+            "pki/kube-control-plane-signer",
+            kas,
+        ),
+        signer("aggregator-client-signer", KAS_OPERATOR_NS, pki, "pki/front-proxy-ca", kas),
+        signer(
+            "csr-signer-signer",
+            KCM_OPERATOR_NS,
+            pki,
+            "pki/kubelet-signer",
+            "kube-controller-manager",
+        ),
     ];
     let config_maps = vec![
+        owned(bundle("etcd-ca-bundle", etcd, cert("pki/etcd-ca")), "etcd"),
+        owned(bundle("etcd-metrics-ca-bundle", etcd, cert("pki/etcd-metric-ca")), "etcd"),
         bundle("etcd-ca-bundle", oc, cert("pki/etcd-ca")),
         bundle("etcd-serving-ca", oc, cert("pki/etcd-ca")),
         bundle("etcd-metric-serving-ca", oc, cert("pki/etcd-metric-ca")),
         // The admin kubeconfig's client certificate is kubernetes-ca's: the operator keeps
         // trusting this bundle, so the kubeconfig outlives the bootstrap.
-        bundle("admin-kubeconfig-client-ca", oc, cert("pki/kubernetes-ca")),
+        owned(bundle("admin-kubeconfig-client-ca", oc, cert("pki/kubernetes-ca")), kas),
         bundle("initial-kube-apiserver-server-ca", oc, trust::api_server_ca(pki)),
-        bundle("initial-csr-signer-ca", oc, trust::csr_signer_ca(pki)),
-        bundle("csr-controller-ca", "openshift-config-managed", trust::csr_signer_ca(pki)),
+        owned(
+            bundle("csr-controller-ca", "openshift-config-managed", trust::csr_signer_ca(pki)),
+            "kube-controller-manager",
+        ),
+        // A required revision input of the kube-apiserver operator, which the controller-manager
+        // operator only writes once the bootstrap is gone: without it, no master API server.
+        ConfigMap {
+            metadata: meta("sa-token-signing-certs", "openshift-config-managed"),
+            data: Some(BTreeMap::from([("service-account-001.pub".to_string(), sa.cert_pem.clone())])),
+            ..Default::default()
+        },
     ];
     Seeds { secrets, config_maps }
 }

@@ -137,15 +137,38 @@ pub fn kube_apiserver(c: &Cluster) -> Pod {
         "hyperkube".into(),
         "kube-apiserver".into(),
         "--etcd-servers=https://localhost:2379".into(),
+        // Every kube-apiserver the operator runs stores here (its defaultconfig.yaml): under the
+        // default `/registry` the masters' API servers would find an empty cluster.
+        "--etcd-prefix=kubernetes.io".into(),
         // The kubernetes service's endpoint: the node's lab address, not whatever interface holds
         // the default route (a bootstrap with two NICs, or none, would pick wrong or fail).
         format!("--advertise-address={}", c.bootstrap().ip),
         format!("--etcd-cafile={}", secret("etcd-ca.crt")),
         format!("--etcd-certfile={}", secret("etcd-client.crt")),
         format!("--etcd-keyfile={}", secret("etcd-client.key")),
-        format!("--tls-cert-file={}", secret("kube-apiserver.crt")),
-        format!("--tls-private-key-file={}", secret("kube-apiserver.key")),
-        format!("--client-ca-file={}", secret("kubernetes-ca.crt")),
+        // Served by SNI as the real bootstrap does: the service network's certificate by default
+        // (pods reach 172.30.0.1 without a name), localhost's, api's and api-int's by name; each
+        // from the serving signer the operator later issues from, so one trust covers both.
+        format!("--tls-cert-file={}", secret("kube-apiserver-service-network-server.crt")),
+        format!("--tls-private-key-file={}", secret("kube-apiserver-service-network-server.key")),
+        format!(
+            "--tls-sni-cert-key={},{}",
+            secret("kube-apiserver-localhost-server.crt"),
+            secret("kube-apiserver-localhost-server.key")
+        ),
+        format!(
+            "--tls-sni-cert-key={},{}",
+            secret("kube-apiserver-lb-server.crt"),
+            secret("kube-apiserver-lb-server.key")
+        ),
+        format!(
+            "--tls-sni-cert-key={},{}",
+            secret("kube-apiserver-internal-lb-server.crt"),
+            secret("kube-apiserver-internal-lb-server.key")
+        ),
+        // Every client signer: the bundle's own, kubelet-signer (node client certificates the
+        // controller-manager signs), and the operator's control-plane and kubelet-client signers.
+        format!("--client-ca-file={}", secret(CLIENT_CA_BUNDLE)),
         format!("--service-account-key-file={}", secret("service-account.pub")),
         format!("--service-account-signing-key-file={}", secret("service-account.key")),
         "--service-account-issuer=https://kubernetes.default.svc".into(),
@@ -162,7 +185,7 @@ pub fn kube_apiserver(c: &Cluster) -> Pod {
         format!("--proxy-client-key-file={}", secret("front-proxy-client.key")),
         format!("--kubelet-client-certificate={}", secret("kube-apiserver-kubelet-client.crt")),
         format!("--kubelet-client-key={}", secret("kube-apiserver-kubelet-client.key")),
-        format!("--kubelet-certificate-authority={}", secret("kubernetes-ca.crt")),
+        format!("--kubelet-certificate-authority={}", secret(KUBELET_SERVING_CA_BUNDLE)),
         // Reach kubelets at their node IP, as OpenShift's kube-apiserver does: a node's short
         // hostname need not resolve from the control plane.
         "--kubelet-preferred-address-types=InternalIP".into(),
@@ -201,10 +224,16 @@ pub fn kube_controller_manager(c: &Cluster) -> Pod {
         format!("--service-cluster-ip-range={service}"),
         "--allocate-node-cidrs=true".into(),
         format!("--service-account-private-key-file={}", secret("service-account.key")),
-        format!("--root-ca-file={}", secret("kubernetes-ca.crt")),
+        // What pods trust for the API (kube-root-ca.crt): the bootstrap's and, after the pivot,
+        // what the operator issues from the serving signers.
+        format!("--root-ca-file={}", secret(SERVING_CA_BUNDLE)),
         "--use-service-account-credentials=true".into(),
-        format!("--cluster-signing-cert-file={}", secret("kubernetes-ca.crt")),
-        format!("--cluster-signing-key-file={}", secret("kubernetes-ca.key")),
+        // As the installer's bootstrap overrides: kubelet certificates from kubelet-signer (the
+        // csr-signer-signer the operator keeps trusting), for 30 days; never from kubernetes-ca,
+        // which the operator's csr-controller-ca drops.
+        format!("--cluster-signing-cert-file={}", secret("kubelet-signer.crt")),
+        format!("--cluster-signing-key-file={}", secret("kubelet-signer.key")),
+        "--cluster-signing-duration=720h".into(),
         "--leader-elect=true".into(),
         "--leader-elect-retry-period=3s".into(),
         "--leader-elect-resource-lock=leases".into(),

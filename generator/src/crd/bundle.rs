@@ -1,5 +1,5 @@
 //! What of a bundle the CRDs judge: every object bootkube applies from the bootstrap's
-//! `/opt/openshift/manifests/` (the Infrastructure with the status bootkube patches onto it), the
+//! `/opt/openshift/manifests/` (the Infrastructure and FeatureGate with the status bootkube patches onto them), the
 //! CRDs it applies first (`/opt/openshift/crds/`), and the config CRs `hardshift mco` gives the
 //! machine-config-operator (`mco/manifests/`, read by the caller: they sit beside the bundle).
 
@@ -43,7 +43,7 @@ pub fn applied_crds(bootstrap: &Config) -> Result<Objects, String> {
 }
 
 /// Every custom-resource candidate the bundle writes (built-in kinds included: the check skips
-/// them), the Infrastructure status patch merged into its object.
+/// them), the Infrastructure and FeatureGate status patches merged into their objects.
 pub fn objects(bootstrap: &Config, mco_manifests: &[(String, Vec<u8>)]) -> Result<Objects, String> {
     let mut out = Vec::new();
     for (p, bytes) in files_under(bootstrap, &format!("{ASSET_DIR}/manifests/")) {
@@ -51,21 +51,25 @@ pub fn objects(bootstrap: &Config, mco_manifests: &[(String, Vec<u8>)]) -> Resul
             yaml_objects(&p, &bytes, &mut out)?;
         }
     }
-    let status_path = format!("{ASSET_DIR}/infrastructure-status.json");
-    if let Some((_, bytes)) = files_under(bootstrap, &format!("{ASSET_DIR}/"))
-        .into_iter()
-        .find(|(p, _)| *p == status_path)
-    {
-        let patch: Value = serde_json::from_slice(&bytes).map_err(|e| format!("{status_path}: {e}"))?;
+    let top = files_under(bootstrap, &format!("{ASSET_DIR}/"));
+    for (file, kind) in [
+        ("infrastructure-status.json", "Infrastructure"),
+        ("featuregate-status.json", "FeatureGate"),
+    ] {
+        let status_path = format!("{ASSET_DIR}/{file}");
+        let Some((_, bytes)) = top.iter().find(|(p, _)| *p == status_path) else {
+            continue;
+        };
+        let patch: Value = serde_json::from_slice(bytes).map_err(|e| format!("{status_path}: {e}"))?;
         match out
             .iter_mut()
-            .find(|(_, o)| o["kind"] == "Infrastructure" && o["metadata"]["name"] == "cluster")
+            .find(|(_, o)| o["kind"] == kind && o["metadata"]["name"] == "cluster")
         {
-            Some((place, infra)) => {
-                infra["status"] = patch["status"].clone();
+            Some((place, obj)) => {
+                obj["status"] = patch["status"].clone();
                 *place = format!("{place} + {status_path}");
             }
-            None => return Err(format!("{status_path} patches an Infrastructure no manifest creates")),
+            None => return Err(format!("{status_path} patches a {kind} no manifest creates")),
         }
     }
     for (path, bytes) in mco_manifests {

@@ -134,7 +134,7 @@ pub fn plan(c: &Cluster) -> Vec<CertSpec> {
         true,
         true,
         vec!["localhost".into(), format!("etcd.{domain}")],
-        with_localhost(cp_ips.clone()),
+        with_localhost(cp_ips),
     ));
     out.push(leaf("etcd-client", "system:etcd-client", "etcd-ca", false, true, vec![], vec![]));
     // What Prometheus presents to etcd's metrics listener (openshift-config/etcd-metric-client).
@@ -148,35 +148,46 @@ pub fn plan(c: &Cluster) -> Vec<CertSpec> {
         vec![],
     ));
 
-    let mut api_dns: Vec<String> = [
-        "kubernetes",
-        "kubernetes.default",
-        "kubernetes.default.svc",
-        "kubernetes.default.svc.cluster.local",
-    ]
-    .into_iter()
-    .chain([
-        "openshift",
-        "openshift.default",
-        "openshift.default.svc",
-        "openshift.default.svc.cluster.local",
-    ])
-    .map(String::from)
-    .collect();
-    api_dns.extend([format!("api.{domain}"), format!("api-int.{domain}"), "localhost".into()]);
-    let mut api_ips = vec![c.api_vip];
-    api_ips.extend(cp_ips.iter().copied());
-    api_ips.push(LOCALHOST);
-    api_ips.push(c.kubernetes_service_ip());
-    dedup(&mut api_ips);
-    out.push(leaf(
-        "kube-apiserver",
-        "kube-apiserver",
-        "kubernetes-ca",
-        true,
-        true,
-        api_dns,
-        api_ips,
+    // The API server's serving certificates, one per serving signer, chosen by SNI as the real
+    // bootstrap does (kube-apiserver-operator `bindata/bootkube/config/bootstrap-config-overrides.yaml`):
+    // the service network's is the default (clients by the service IP send no name); localhost,
+    // api and api-int are named. Clients trust the signers (pki::trust::api_server_ca), so the
+    // certificates the operator issues from the same signers after the pivot verify alike.
+    let service_dns: Vec<String> = ["kubernetes", "openshift"]
+        .into_iter()
+        .flat_map(|n| {
+            [
+                n.to_string(),
+                format!("{n}.default"),
+                format!("{n}.default.svc"),
+                format!("{n}.default.svc.cluster.local"),
+            ]
+        })
+        .collect();
+    let server = |name: &str, issuer: &str, dns: Vec<String>, ips: Vec<IpAddr>| leaf(name, name, issuer, true, false, dns, ips);
+    out.push(server(
+        "kube-apiserver-service-network-server",
+        "kube-apiserver-service-network-signer",
+        service_dns,
+        vec![c.kubernetes_service_ip()],
+    ));
+    out.push(server(
+        "kube-apiserver-localhost-server",
+        "kube-apiserver-localhost-signer",
+        vec!["localhost".into()],
+        vec![LOCALHOST, IpAddr::V6(std::net::Ipv6Addr::LOCALHOST)],
+    ));
+    out.push(server(
+        "kube-apiserver-lb-server",
+        "kube-apiserver-lb-signer",
+        vec![format!("api.{domain}")],
+        vec![],
+    ));
+    out.push(server(
+        "kube-apiserver-internal-lb-server",
+        "kube-apiserver-lb-signer",
+        vec![format!("api-int.{domain}")],
+        vec![],
     ));
 
     for (name, cn, issuer) in [

@@ -30,8 +30,23 @@ pub fn kubelet_client_ca(pki: &Pki) -> String {
 
 pub const KUBELET_CLIENT_CA: &[&str] = &["pki/kubernetes-ca", "pki/root-ca", "pki/kube-apiserver-to-kubelet-signer"];
 
-/// What verifies kubelet certificates: signed by kube-controller-manager with kubernetes-ca on
-/// the bootstrap, by the csr-signer (under kubelet-signer) after the pivot.
+/// What verifies kubelet certificates: signed by kube-controller-manager with kubelet-signer on
+/// the bootstrap, by the csr-signer (under kubelet-signer) after the pivot; kubernetes-ca for
+/// bundles made before hardshift signed with kubelet-signer.
 pub fn csr_signer_ca(pki: &Pki) -> String {
     concat(pki, &["pki/kubernetes-ca", "pki/kubelet-signer"])
 }
+
+/// Whom the API server accepts client certificates from: the bundle's clients (kubernetes-ca),
+/// nodes (kubelet-signer, as the bootstrap controller-manager signs them), and what the operator
+/// issues from the control-plane and kubelet-client signers after the pivot.
+pub fn client_ca(pki: &Pki) -> String {
+    concat(pki, CLIENT_CA)
+}
+
+pub const CLIENT_CA: &[&str] = &[
+    "pki/kubernetes-ca",
+    "pki/kubelet-signer",
+    "pki/kube-control-plane-signer",
+    "pki/kube-apiserver-to-kubelet-signer",
+];
