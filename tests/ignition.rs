@@ -99,7 +99,7 @@ fn every_node_config_validates_with_and_without_an_mco_base() {
     let bases = format!("master={MCO}/master.ign,worker={MCO}/worker-machineconfig.json");
     let out = create(d.path(), &["--mco-base", &bases]);
     assert!(
-        text(&out.stdout).contains("merged into the MCO master base (36 files, 23 units; 3 replaced"),
+        text(&out.stdout).contains("merged into the MCO master base (36 files, 23 units; 0 replaced, 3 kept from the base"),
         "{}",
         text(&out.stdout)
     );
@@ -250,6 +250,7 @@ fn decoded_files_are_exactly_what_the_generator_placed() {
     let extras = Extras {
         crds,
         bases: BTreeMap::from([(Role::Master, base.clone())]),
+        machine_configs: BTreeMap::new(),
         agent: Some(assets::agent::Binary::new(agent_bin)),
         kubeadmin: Some(hardshift_generator::kubeadmin::Kubeadmin::new(
             std::fs::read_to_string(d.path().join("auth/kubeadmin-password"))
@@ -265,6 +266,10 @@ fn decoded_files_are_exactly_what_the_generator_placed() {
         let got = files(&cfg);
         let meant = node::node_config(&cluster, n, &shared, n.role == Role::Master);
         for f in &meant.files {
+            // A rendered base keeps its own file over hardshift's (the daemon compares them).
+            if n.role == Role::Master && !f.replaces_base && base.storage.files.iter().any(|b| b.path == f.path) {
+                continue;
+            }
             let (mode, bytes) = got.get(&f.path).unwrap_or_else(|| panic!("{}: {} missing", n.hostname, f.path));
             assert_eq!(*mode, f.mode, "{}: {} mode", n.hostname, f.path);
             assert_eq!(bytes.as_slice(), &f.contents[..], "{}: {} contents", n.hostname, f.path);
@@ -277,7 +282,7 @@ fn decoded_files_are_exactly_what_the_generator_placed() {
         if n.role == Role::Master {
             allowed.extend(base.storage.files.iter().map(|f| f.path.as_str()));
             for bf in &base.storage.files {
-                if !meant.files.iter().any(|m| m.path == bf.path) {
+                if !meant.files.iter().any(|m| m.path == bf.path && m.replaces_base) {
                     assert_eq!(
                         got[&bf.path].1,
                         ignition::decode(bf.contents.as_ref().unwrap()).unwrap(),
@@ -295,8 +300,12 @@ fn decoded_files_are_exactly_what_the_generator_placed() {
         for p in got.keys() {
             assert!(allowed.contains(&p.as_str()), "{}: unexpected file {p}", n.hostname);
         }
-        // Private keys and secrets are 0600.
+        // Private keys and secrets hardshift places are 0600 (a rendered base's files keep the
+        // base's modes: the daemon compares them).
         for (p, (mode, _)) in &got {
+            if n.role == Role::Master && base.storage.files.iter().any(|b| &b.path == p) {
+                continue;
+            }
             if p.ends_with(".key") || p.ends_with("config.json") || p.ends_with("kubeconfig") || p.contains("system-connections") {
                 assert_eq!(*mode, 0o600, "{}: {p}", n.hostname);
             }
@@ -870,4 +879,48 @@ fn staged_pki_builds_masters_and_workers_exactly_as_the_whole_does() {
         assert!(n.body == w.body, "{}: the staged config differs from the whole PKI's", n.hostname);
         assert_eq!(n.sha256, w.sha256);
     }
+}
+
+/// A real rendered base is Ignition 3.4.0 (the MCO's spec), which Debian's ignition-validate
+/// (2.14) refuses as unknown: what `create` emits from such a base is validated by an
+/// ignition-validate that knows 3.4 (Ignition v2.17 or later, built by hand:
+/// `HARDSHIFT_IGNITION_BIN`). The configs keep the base's version; every node's config passes,
+/// and a broken one (a relative path) fails, so the check can fail.
+#[test]
+#[ignore = "needs HARDSHIFT_IGNITION_BIN: an ignition-validate that knows spec 3.4.0 (Ignition v2.17+)"]
+fn configs_merged_into_a_3_4_base_validate_with_an_ignition_that_knows_3_4() {
+    let bin = std::env::var_os("HARDSHIFT_IGNITION_BIN").expect("HARDSHIFT_IGNITION_BIN (see hack/tiers)");
+    let validate = Path::new(&bin).join("ignition-validate");
+    let d = example_copy();
+    let mut mc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(format!("{MCO}/worker-machineconfig.json")).unwrap()).unwrap();
+    mc["spec"]["config"]["ignition"]["version"] = "3.4.0".into();
+    let base = d.path().join("rendered-3.4.json");
+    std::fs::write(&base, serde_json::to_vec(&mc).unwrap()).unwrap();
+    let b = base.to_str().unwrap();
+    create(
+        d.path(),
+        &["--key-algorithm", "ecdsa-p256", "--mco-base", &format!("master={b},worker={b}")],
+    );
+    let run_validate = |p: &Path| {
+        let out = std::process::Command::new(&validate).arg(p).output().expect("ignition-validate");
+        (out.status.success(), format!("{}{}", text(&out.stdout), text(&out.stderr)))
+    };
+    for n in NODES {
+        let p = d.path().join(format!("ignition/{n}.ign"));
+        let cfg = load(d.path(), n);
+        let want = if n == "bootstrap" { "3.2.0" } else { "3.4.0" };
+        assert_eq!(cfg.ignition.version, want, "{n}");
+        let (ok, out) = run_validate(&p);
+        assert!(ok, "{n}.ign: {out}");
+    }
+    // Debian's 2.14 refuses the same file: why this tier exists.
+    let (ok, _) = run("ignition-validate", &[d.path().join("ignition/worker-0.ign").to_str().unwrap()]);
+    assert!(!ok, "Debian's ignition-validate now knows 3.4.0: validate in CI instead");
+    let mut broken: serde_json::Value = serde_json::from_slice(&std::fs::read(d.path().join("ignition/worker-0.ign")).unwrap()).unwrap();
+    broken["storage"]["files"][0]["path"] = "relative/path".into();
+    let bad = d.path().join("broken.ign");
+    std::fs::write(&bad, serde_json::to_vec(&broken).unwrap()).unwrap();
+    let (ok, out) = run_validate(&bad);
+    assert!(!ok && out.contains("path not absolute"), "{out}");
 }

@@ -328,3 +328,99 @@ fn a_release_without_the_mcos_images_is_named_before_the_render() {
     );
     assert!(!d.path().join("mco").exists(), "nothing written");
 }
+
+fn node_files(dir: &Path, node: &str) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let cfg: hardshift_generator::ignition::Config =
+        serde_json::from_slice(&std::fs::read(dir.join(format!("ignition/{node}.ign"))).unwrap()).unwrap();
+    cfg.storage
+        .files
+        .iter()
+        .map(|f| {
+            (
+                f.path.clone(),
+                hardshift_generator::ignition::decode(f.contents.as_ref().unwrap()).unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Point 9 of "the bundle survives the pivot" (machine-config-operator `pkg/server/server.go`,
+/// `pkg/daemon/on_disk_validation.go`): a node merged into a rendered MachineConfig carries what
+/// the machine-config server adds to it, and the files the MCO rendered stay byte for byte (the
+/// daemon compares them; a difference degrades the node).
+#[test]
+fn a_rendered_base_gets_what_the_machine_config_server_serves_and_keeps_its_files() {
+    let d = example_copy();
+    let mc_path = format!("{MCO_FIXTURES}/worker-machineconfig.json");
+    let mc: Value = serde_json::from_str(&std::fs::read_to_string(&mc_path).unwrap()).unwrap();
+    let base: std::collections::BTreeMap<String, Vec<u8>> = mc["spec"]["config"]["storage"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let c: hardshift_generator::ignition::Contents = serde_json::from_value(f["contents"].clone()).unwrap();
+            (
+                f["path"].as_str().unwrap().to_string(),
+                hardshift_generator::ignition::decode(&c).unwrap(),
+            )
+        })
+        .collect();
+    create(
+        d.path(),
+        &[
+            "--key-algorithm",
+            "ecdsa-p256",
+            "--no-agent",
+            "--mco-base",
+            &format!("worker={mc_path},master={mc_path}"),
+        ],
+    );
+    for node in ["worker-0", "master-1"] {
+        let got = node_files(d.path(), node);
+        // The MCO's own files, byte for byte: the three hardshift also writes among them.
+        for p in [
+            "/etc/containers/registries.conf",
+            "/etc/kubernetes/apiserver-url.env",
+            "/var/lib/kubelet/config.json",
+        ] {
+            assert_eq!(got[p], base[p], "{node}: {p} differs from the rendered config");
+        }
+        for (p, bytes) in &base {
+            if p != "/etc/kubernetes/kubelet-ca.crt" {
+                assert_eq!(&got[p], bytes, "{node}: {p} differs from the rendered config");
+            }
+        }
+        // What the server adds.
+        let ann: Value = serde_json::from_slice(&got["/etc/machine-config-daemon/node-annotations.json"]).unwrap();
+        assert_eq!(ann["machineconfiguration.openshift.io/currentConfig"], "rendered-worker-fixture");
+        assert_eq!(ann["machineconfiguration.openshift.io/desiredConfig"], "rendered-worker-fixture");
+        assert_eq!(ann["machineconfiguration.openshift.io/state"], "Done");
+        let enc: Value = serde_json::from_slice(&got["/etc/ignition-machine-config-encapsulated.json"]).unwrap();
+        assert_eq!(enc["spec"]["config"], serde_json::json!({"ignition": {"version": "3.4.0"}}));
+        assert_eq!(enc["spec"]["osImageURL"], mc["spec"]["osImageURL"]);
+        let content: Value = serde_json::from_slice(&got["/etc/mcs-machine-config-content.json"]).unwrap();
+        assert_eq!(content, mc);
+        // The kubelet's client CA is what the MCO's bootstrap was given (render.sh's --kube-ca).
+        let ca = String::from_utf8(got["/etc/kubernetes/kubelet-ca.crt"].clone()).unwrap();
+        for signer in ["kubernetes-ca", "kube-apiserver-to-kubelet-signer"] {
+            let pem = std::fs::read_to_string(d.path().join(format!("pki/{signer}.crt"))).unwrap();
+            assert!(ca.contains(pem.trim()), "{node}: kubelet-ca.crt lacks {signer}");
+        }
+        // Per-node files the daemon does not own are there too.
+        assert_eq!(got["/etc/hostname"], format!("{node}\n").into_bytes());
+    }
+    // A bare Ignition base (no MachineConfig) gets no server files: there is no name to give.
+    let bare = d.path().join("bare.ign");
+    std::fs::write(&bare, serde_json::to_vec(&mc["spec"]["config"]).unwrap()).unwrap();
+    create(
+        d.path(),
+        &[
+            "--key-algorithm",
+            "ecdsa-p256",
+            "--no-agent",
+            "--mco-base",
+            &format!("worker={},master={}", bare.display(), bare.display()),
+        ],
+    );
+    assert!(!node_files(d.path(), "worker-0").contains_key("/etc/machine-config-daemon/node-annotations.json"));
+}

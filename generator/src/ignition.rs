@@ -160,6 +160,9 @@ pub struct NodeFile {
     pub contents: Arc<[u8]>,
     /// Already encoded (once for all nodes), for large shared files.
     pub encoded: Option<Arc<Contents>>,
+    /// Replaces a base file of the same path. Otherwise the base's file is kept: the
+    /// machine-config daemon compares the files of the rendered config byte for byte.
+    pub replaces_base: bool,
 }
 
 pub const SECRET: u32 = 0o600;
@@ -173,7 +176,15 @@ impl NodeFile {
             mode,
             contents: Arc::from(contents.into()),
             encoded: None,
+            replaces_base: false,
         }
+    }
+
+    /// This file wins over a base file of the same path (what the machine-config server itself
+    /// puts in place of the rendered config's, such as the kubelet's client CA).
+    pub fn over_base(mut self) -> Self {
+        self.replaces_base = true;
+        self
     }
 
     /// A file encoded once and shared by many nodes.
@@ -183,6 +194,7 @@ impl NodeFile {
             mode,
             contents,
             encoded: Some(encoded),
+            replaces_base: false,
         }
     }
 }
@@ -290,12 +302,16 @@ pub struct MergeReport {
     pub base_units: usize,
     /// Base files replaced by a per-node file of the same path.
     pub replaced_files: Vec<String>,
+    /// Per-node files left out because the base has that path (the base's bytes stay).
+    pub kept_files: Vec<String>,
     /// Base units a per-node unit merged into.
     pub merged_units: Vec<String>,
 }
 
-/// Build a node's config: the base (if any) with `node` merged in. Per-node files replace base files
-/// of the same path; units merge by name (contents and enablement from the node, drop-ins by name).
+/// Build a node's config: the base (if any) with `node` merged in. A base file is kept over a
+/// per-node file of the same path (the machine-config daemon compares them with the rendered
+/// config) unless that file is marked `over_base`; units merge by name (contents and enablement
+/// from the node, drop-ins by name).
 pub fn build(node: &NodeConfig, base: Option<&Config>) -> (Config, MergeReport) {
     build_with(node, base, &encode)
 }
@@ -334,6 +350,10 @@ pub fn build_with(node: &NodeConfig, base: Option<&Config>, encode: &(dyn Fn(&[u
 
     let mut files: BTreeMap<String, File> = cfg.storage.files.drain(..).map(|f| (f.path.clone(), f)).collect();
     for f in &node.files {
+        if !f.replaces_base && files.contains_key(&f.path) {
+            report.kept_files.push(f.path.clone());
+            continue;
+        }
         let new = File {
             path: f.path.clone(),
             contents: Some(match &f.encoded {
@@ -397,6 +417,7 @@ pub fn build_with(node: &NodeConfig, base: Option<&Config>, encode: &(dyn Fn(&[u
     }
     cfg.systemd.units = units.into_values().collect();
     report.replaced_files.sort();
+    report.kept_files.sort();
     report.merged_units.sort();
     (cfg, report)
 }
@@ -404,6 +425,13 @@ pub fn build_with(node: &NodeConfig, base: Option<&Config>, encode: &(dyn Fn(&[u
 fn version_lt(a: &str, b: &str) -> bool {
     let parse = |v: &str| v.split('.').map(|p| p.parse::<u32>().unwrap_or(0)).collect::<Vec<_>>();
     parse(a) < parse(b)
+}
+
+/// The MachineConfig object of a rendered base, when the base is one (JSON or YAML); None for a
+/// bare Ignition config. The machine-config server serves files made from it.
+pub fn machine_config_of(text: &str) -> Option<serde_json::Value> {
+    let v = crate::config::yaml::parse(text).ok()?.value;
+    (v.get("kind").and_then(|k| k.as_str()) == Some("MachineConfig")).then_some(v)
 }
 
 /// Read an MCO-rendered base: an Ignition config, or a MachineConfig whose `spec.config`
@@ -629,7 +657,7 @@ mod tests {
     }
 
     #[test]
-    fn merge_replaces_files_by_path_and_merges_units_by_name() {
+    fn merge_keeps_base_files_unless_over_base_and_merges_units_by_name() {
         let base = parse_base(
             r#"{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/etc/a","contents":{"source":"data:,base"},"mode":420},{"path":"/etc/b","contents":{"source":"data:,b"}}]},
                "systemd":{"units":[{"name":"kubelet.service","enabled":true,"contents":"base","dropins":[{"name":"10-x.conf","contents":"x"}]}]}}"#,
@@ -637,7 +665,10 @@ mod tests {
         .unwrap();
         let node = NodeConfig {
             ssh_keys: vec!["ssh-ed25519 AAAA k".into()],
-            files: vec![NodeFile::new("/etc/a", PUBLIC, "node")],
+            files: vec![
+                NodeFile::new("/etc/a", PUBLIC, "node"),
+                NodeFile::new("/etc/b", PUBLIC, "served").over_base(),
+            ],
             directories: vec![],
             units: vec![Unit {
                 name: "kubelet.service".into(),
@@ -649,11 +680,12 @@ mod tests {
             }],
         };
         let (cfg, rep) = build(&node, Some(&base));
-        assert_eq!(rep.replaced_files, vec!["/etc/a"]);
+        assert_eq!(rep.replaced_files, vec!["/etc/b"]);
+        assert_eq!(rep.kept_files, vec!["/etc/a"]);
         assert_eq!(rep.merged_units, vec!["kubelet.service"]);
         assert_eq!(cfg.storage.files.len(), 2);
-        assert_eq!(decode(cfg.storage.files[0].contents.as_ref().unwrap()).unwrap(), b"node");
-        assert_eq!(decode(cfg.storage.files[1].contents.as_ref().unwrap()).unwrap(), b"b");
+        assert_eq!(decode(cfg.storage.files[0].contents.as_ref().unwrap()).unwrap(), b"base");
+        assert_eq!(decode(cfg.storage.files[1].contents.as_ref().unwrap()).unwrap(), b"served");
         let k = &cfg.systemd.units[0];
         assert_eq!(k.contents.as_deref(), Some("base"));
         assert_eq!(

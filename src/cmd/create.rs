@@ -235,12 +235,15 @@ fn read_extras(dir: &Path, bases: &[(Role, PathBuf)]) -> Result<Extras, Failure>
         ));
     }
     for (role, file) in bases {
-        match std::fs::read_to_string(file)
-            .map_err(|e| e.to_string())
-            .and_then(|t| ignition::parse_base(&t))
-        {
+        let text = std::fs::read_to_string(file).map_err(|e| e.to_string());
+        match text.clone().and_then(|t| ignition::parse_base(&t)) {
             Ok(cfg) => {
                 extras.bases.insert(*role, cfg);
+                // A rendered MachineConfig (not a bare Ignition config): the node gets what the
+                // machine-config server serves with it.
+                if let Some(mc) = text.ok().and_then(|t| ignition::machine_config_of(&t)) {
+                    extras.machine_configs.insert(*role, mc);
+                }
             }
             Err(e) => problems.push(format!("{} (--mco-base {}): {e}", file.display(), role.as_str())),
         }
@@ -743,11 +746,12 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     for n in &nodes {
         let how = match &n.merge {
             Some(m) => format!(
-                "merged into the MCO {} base ({} files, {} units; {} replaced, {} merged)",
+                "merged into the MCO {} base ({} files, {} units; {} replaced, {} kept from the base, {} merged)",
                 n.role.as_str(),
                 m.base_files,
                 m.base_units,
                 m.replaced_files.len(),
+                m.kept_files.len(),
                 m.merged_units.len()
             ),
             None if n.role == Role::Bootstrap => "complete".to_string(),

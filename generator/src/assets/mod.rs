@@ -6,6 +6,7 @@ pub mod bootkube;
 pub mod featuregates;
 pub mod kubelet;
 pub mod manifests;
+pub mod mcs;
 pub mod node;
 pub mod paths;
 pub mod seeds;
@@ -31,6 +32,9 @@ pub struct Crd {
 pub struct Extras {
     pub crds: Vec<Crd>,
     pub bases: BTreeMap<Role, Config>,
+    /// Per role, the rendered MachineConfig its base came from (when it was one): the
+    /// machine-config server's files are made from it (`mcs`).
+    pub machine_configs: BTreeMap<Role, serde_json::Value>,
     /// The hardshift-agent binary to place on every node; None leaves the agent out.
     pub agent: Option<agent::Binary>,
     /// The kubeadmin password (`auth/kubeadmin-password`); None leaves the kubeadmin Secret out.
@@ -63,6 +67,12 @@ pub fn ignitions(c: &Cluster, pki: &Pki, extras: &Extras) -> Vec<NodeIgnition> {
 /// `node::pki_for_nodes` for the masters and workers).
 pub fn ignitions_of(c: &Cluster, pki: &Pki, extras: &Extras, which: &(dyn Fn(&crate::cluster::Node) -> bool + Sync)) -> Vec<NodeIgnition> {
     let shared = node::Shared::new(c, pki, extras);
+    // What the MCO's bootstrap was given as `--kube-ca` (render.sh), served as kubelet-ca.crt.
+    let kubelet_ca = if extras.machine_configs.is_empty() {
+        String::new()
+    } else {
+        crate::pki::trust::client_ca(pki)
+    };
     let cache: Mutex<HashMap<[u8; 32], ignition::Contents>> = Mutex::new(HashMap::new());
     let pieces = ignition::Pieces::default();
     // Once per role, not per node: every node's config carries the base's files.
@@ -88,7 +98,10 @@ pub fn ignitions_of(c: &Cluster, pki: &Pki, extras: &Extras, which: &(dyn Fn(&cr
         .par_iter()
         .filter(|n| which(n))
         .map(|n| {
-            let add = node::node_config(c, n, &shared, bases.contains_key(&n.role));
+            let mut add = node::node_config(c, n, &shared, bases.contains_key(&n.role));
+            if let Some(mc) = extras.machine_configs.get(&n.role) {
+                add.files.extend(mcs::served_files(mc, &kubelet_ca));
+            }
             let base = bases.get(&n.role);
             let (cfg, report) = ignition::build_with(&add, base, &encode);
             let body = ignition::render_body(&cfg, &pieces);

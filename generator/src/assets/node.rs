@@ -32,6 +32,7 @@ pub fn pki_for_nodes(c: &Cluster) -> impl Fn(&crate::pki::CertSpec) -> bool + Sy
     let mut ids: std::collections::BTreeSet<String> = crate::pki::trust::API_SERVER_CA
         .iter()
         .chain(crate::pki::trust::KUBELET_CLIENT_CA)
+        .chain(crate::pki::trust::CLIENT_CA)
         .map(|s| s.to_string())
         .collect();
     ids.extend(
