@@ -586,3 +586,34 @@ fn the_agent_encoding_is_cached_by_hash_and_a_bad_entry_is_never_trusted() {
         "the forged cache entry must not reach a node"
     );
 }
+
+/// `verify` hashes the agent it rebuilds with: a foreign binary stored under the kept agent's
+/// name, with the configs and sums made to match it, no longer passes.
+#[test]
+fn verify_refuses_a_kept_agent_that_does_not_hash_to_its_name() {
+    let d = example_copy();
+    let ds = d.path().to_str().unwrap();
+    create(d.path(), &["--key-algorithm", "ecdsa-p256"]);
+    let record_path = d.path().join(".hardshift/create.json");
+    let original: serde_json::Value = serde_json::from_slice(&std::fs::read(&record_path).unwrap()).unwrap();
+    let sha = original["agent_sha256"]
+        .as_str()
+        .expect("create records the agent's hash")
+        .to_string();
+    // The attacker's bundle: the same PKI, another agent embedded, the record pointing back at
+    // the original hash and the foreign bytes stored under it.
+    let foreign = std::fs::read("/bin/true").unwrap();
+    create(d.path(), &["--key-algorithm", "ecdsa-p256", "--agent-binary", "/bin/true"]);
+    let mut record: serde_json::Value = serde_json::from_slice(&std::fs::read(&record_path).unwrap()).unwrap();
+    let foreign_sha = record["agent_sha256"].as_str().unwrap().to_string();
+    assert_eq!(foreign_sha, format!("{:x}", sha2::Sha256::digest(&foreign)));
+    record["agent_sha256"] = serde_json::Value::String(sha.clone());
+    std::fs::write(&record_path, serde_json::to_vec(&record).unwrap()).unwrap();
+    let kept = d.path().join(".hardshift/agents").join(&sha);
+    let _ = std::fs::remove_file(&kept);
+    std::fs::write(&kept, &foreign).unwrap();
+    let out = hardshift(&["verify", "--dir", ds]);
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(all.contains(&format!("hashes to {foreign_sha}, not {sha}")), "{all}");
+}

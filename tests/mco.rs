@@ -424,3 +424,59 @@ fn a_rendered_base_gets_what_the_machine_config_server_serves_and_keeps_its_file
     );
     assert!(!node_files(d.path(), "worker-0").contains_key("/etc/machine-config-daemon/node-annotations.json"));
 }
+
+/// With OpenShift 4.18's own machine-config-operator, -controller and cluster-config-api render
+/// (built by hand into `HARDSHIFT_OCP_BIN`, run by tests/fixtures/podman-ocp-bin in place of the
+/// release's images), render.sh runs unchanged to rendered configs, and `create` merges every
+/// master and worker into them with what the machine-config server adds.
+#[test]
+#[ignore = "needs HARDSHIFT_OCP_BIN: OpenShift 4.18's machine-config-operator, machine-config-controller (with its templates as mcc-templates/) and the cluster-config-api render, built by hand"]
+fn the_releases_own_mco_renders_the_bundle_and_create_merges_it() {
+    let bin = std::env::var("HARDSHIFT_OCP_BIN").expect("HARDSHIFT_OCP_BIN (see hack/tiers)");
+    let d = example_copy();
+    let dir = d.path().to_str().unwrap();
+    create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    let out = hardshift(&["mco", "--dir", dir]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = std::process::Command::new("bash")
+        .arg(d.path().join("mco/render.sh"))
+        .env("PODMAN", root.join("tests/fixtures/podman-ocp-bin"))
+        .env("HARDSHIFT_OCP_BIN", &bin)
+        .env("HARDSHIFT_OCP_MANIFESTS", root.join("../shared/openshift-4.18/crds"))
+        .output()
+        .unwrap();
+    let log = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "render.sh with the release's programs failed:\n{log}");
+    let refs: Value = serde_json::from_str(&std::fs::read_to_string(d.path().join("release/image-references")).unwrap()).unwrap();
+    let os = refs["spec"]["tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "rhel-coreos")
+        .unwrap()["from"]["name"]
+        .clone();
+    let mut names = Vec::new();
+    for pool in ["master", "worker"] {
+        let mc = yaml(&d.path().join(format!("mco/rendered/{pool}.yaml")));
+        let name = mc["metadata"]["name"].as_str().unwrap().to_string();
+        assert!(name.starts_with(&format!("rendered-{pool}-")), "{name}");
+        assert_eq!(mc["spec"]["osImageURL"], os, "{pool}: the OS image the nodes pivot to");
+        assert_eq!(mc["spec"]["config"]["ignition"]["version"], "3.4.0");
+        names.push(name);
+    }
+    let out = create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("merged into the MCO master base") && stdout.contains("merged into the MCO worker base"),
+        "{stdout}"
+    );
+    for (node, name) in [("master-0", &names[0]), ("worker-1", &names[1])] {
+        let got = node_files(d.path(), node);
+        let ann: Value = serde_json::from_slice(&got["/etc/machine-config-daemon/node-annotations.json"]).unwrap();
+        assert_eq!(&ann["machineconfiguration.openshift.io/currentConfig"], name.as_str());
+        let enc: Value = serde_json::from_slice(&got["/etc/ignition-machine-config-encapsulated.json"]).unwrap();
+        assert_eq!(enc["spec"]["osImageURL"], os);
+        assert!(got.contains_key("/etc/kubernetes/kubelet-ca.crt") && got.contains_key("/usr/local/bin/configure-ovs.sh"));
+    }
+}

@@ -6,6 +6,7 @@
 mod common;
 
 use common::*;
+use sha2::Digest;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -29,7 +30,8 @@ struct Registry {
 }
 
 /// A CA, a server certificate for 127.0.0.1 signed by it, an htpasswd file, and the registry.
-fn registry(w: &Path) -> Registry {
+/// A CA and a server certificate for 127.0.0.1 signed by it, and an htpasswd file, in W/certs.
+fn make_certs(w: &Path) -> PathBuf {
     let certs = w.join("certs");
     std::fs::create_dir_all(&certs).unwrap();
     let c = certs.display();
@@ -39,6 +41,20 @@ fn registry(w: &Path) -> Registry {
          && printf 'subjectAltName=IP:127.0.0.1\\n' > ext && openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out server.crt -days 2 -extfile ext 2>/dev/null \
          && htpasswd -Bbn {USER} {PASS} > htpasswd"
     ));
+    certs
+}
+
+/// skopeo (and `lab`) read a directory holding only the CA certificate.
+fn ca_dir(w: &Path, certs: &Path) -> PathBuf {
+    let d = w.join("skopeo-certs");
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::copy(certs.join("ca.crt"), d.join("ca.crt")).unwrap();
+    d
+}
+
+fn registry(w: &Path) -> Registry {
+    let certs = make_certs(w);
+    let c = certs.display();
     let port = free_port();
     let storage = w.join("storage");
     let cfg = w.join("registry.yml");
@@ -59,16 +75,121 @@ fn registry(w: &Path) -> Registry {
             .unwrap(),
     );
     wait_for("the registry", 20, || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());
-    // skopeo reads a directory of CA certificates.
-    let skopeo_certs = w.join("skopeo-certs");
-    std::fs::create_dir_all(&skopeo_certs).unwrap();
-    std::fs::copy(certs.join("ca.crt"), skopeo_certs.join("ca.crt")).unwrap();
     Registry {
         _proc: p,
         port,
         storage,
-        certs: skopeo_certs,
+        certs: ca_dir(w, &certs),
     }
+}
+
+/// A registry that serves whatever the test lays out under W/lies/<repo>/{manifests,blobs}/
+/// (tests/fixtures/lying-registry.py): no checks, no authentication.
+fn lying_registry(w: &Path) -> Registry {
+    let certs = make_certs(w);
+    let port = free_port();
+    let root = w.join("lies");
+    std::fs::create_dir_all(&root).unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/lying-registry.py");
+    let p = Kill(
+        Command::new("python3")
+            .arg(script)
+            .args([
+                &port.to_string(),
+                certs.join("server.crt").to_str().unwrap(),
+                certs.join("server.key").to_str().unwrap(),
+            ])
+            .arg(&root)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(w.join("lying-registry.log")).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for("the lying registry", 20, || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    Registry {
+        _proc: p,
+        port,
+        storage: root,
+        certs: ca_dir(w, &certs),
+    }
+}
+
+/// Lay out a release manifest listing `layers` (digest, bytes served for it) at the mirror's
+/// path; the release's pinned reference.
+fn lie(reg: &Registry, layers: &[(&str, &[u8])]) -> String {
+    let repo = reg.storage.join("ocp4/openshift4");
+    std::fs::create_dir_all(repo.join("manifests")).unwrap();
+    std::fs::create_dir_all(repo.join("blobs")).unwrap();
+    let ls: Vec<serde_json::Value> = layers
+        .iter()
+        .map(|(d, b)| serde_json::json!({"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": d, "size": b.len()}))
+        .collect();
+    let manifest = serde_json::to_vec(&serde_json::json!({
+        "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": format!("sha256:{}", "0".repeat(64)), "size": 2},
+        "layers": ls}))
+    .unwrap();
+    let digest = format!("sha256:{:x}", sha2::Sha256::digest(&manifest));
+    std::fs::write(repo.join("manifests").join(&digest), &manifest).unwrap();
+    for (d, b) in layers {
+        std::fs::write(repo.join("blobs").join(d.replace('/', "%2F")), b).unwrap();
+    }
+    format!("{SOURCE_RELEASE}@{digest}")
+}
+
+/// A registry cannot make `release pull` write or read outside DIR: every digest a manifest
+/// names is parsed strictly (`sha256:` and 64 hex digits) before any path is formed from it.
+#[test]
+fn a_lying_registry_cannot_make_release_pull_touch_paths_outside_the_cache() {
+    let w = tempfile::tempdir().unwrap();
+    let reg = lying_registry(w.path());
+    let d = example_copy();
+    let dir = d.path();
+    let ds = dir.to_str().unwrap();
+    lab(&reg, dir, PASS, true);
+    let outside = w.path().join("escaped");
+    // A traversal: relative to DIR/release/cache/blobs it lands in W/escaped.
+    let depth = dir.join("release/cache/blobs").components().count();
+    let traversal = format!("sha256:{}{}", "../".repeat(depth + 2), outside.display());
+    // Every case is tried, and every way it went wrong reported together.
+    let mut wrong = Vec::new();
+    for (digest, served, must_not_show) in [
+        ("sha256:/etc/passwd", b"x".as_slice(), Some("root:x:0:0")),
+        (traversal.as_str(), b"registry bytes".as_slice(), None),
+        ("sha256:ABCDEF", b"x".as_slice(), None),
+        ("sha512:00", b"x".as_slice(), None),
+    ] {
+        let image = lie(&reg, &[(digest, served)]);
+        let (code, out) = run_hs(&["release", "pull", "--dir", ds, "--release-image", &image]);
+        let log = std::fs::read_to_string(w.path().join("lying-registry.log")).unwrap_or_default();
+        if code != 1 || !out.contains("digest") || !out.contains("layer 0") {
+            wrong.push(format!("{digest}: exit {code}, not a refusal of the layer's digest: {out}"));
+        }
+        if must_not_show.is_some_and(|secret| out.contains(secret)) {
+            wrong.push(format!("{digest}: a local file was read as a layer: {out}"));
+        }
+        if dir.join("release/crds").exists() {
+            wrong.push(format!("{digest}: something was extracted"));
+        }
+        // The digest never became a request path, nor a file outside DIR.
+        if log
+            .lines()
+            .any(|l| l.contains("/blobs/") || l.contains("\"GET //") || l.contains(".."))
+        {
+            wrong.push(format!("{digest}: the registry was asked for a blob path made from it:\n{log}"));
+        }
+        let escaped: Vec<_> = std::fs::read_dir(w.path())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("escaped"))
+            .collect();
+        if !escaped.is_empty() {
+            wrong.push(format!("{digest}: a file was written outside DIR: {escaped:?}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
 }
 
 /// Push an OCI layout image to the registry; its manifest digest.

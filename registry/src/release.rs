@@ -5,7 +5,8 @@
 use crate::client::{Client, Error};
 use crate::extract;
 use crate::mirror::{candidates, DigestSource};
-use crate::reference::Reference;
+use crate::reference::{digest_hex, Reference};
+use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone)]
@@ -20,8 +21,19 @@ pub struct Pulled {
     pub offline_because: Vec<String>,
 }
 
-fn hex(digest: &str) -> &str {
-    digest.strip_prefix("sha256:").unwrap_or(digest)
+/// The hex of a digest the registry named, or an error naming where it came from.
+fn hex<'a>(digest: &'a str, from: &dyn std::fmt::Display) -> Result<&'a str, Error> {
+    digest_hex(digest).map_err(|e| Error::Other(format!("{from}: {e}")))
+}
+
+/// Whether the file at `p` hashes to `digest` (a blob kept from an earlier run is trusted only so).
+fn holds(p: &Path, digest: &str) -> bool {
+    let Ok(mut f) = std::fs::File::open(p) else { return false };
+    let mut h = Sha256::new();
+    if std::io::copy(&mut f, &mut h).is_err() {
+        return false;
+    }
+    format!("sha256:{:x}", h.finalize()) == digest
 }
 
 /// `CACHE/by-name/`: the digest a tag last resolved to, for a run with no registry in reach.
@@ -41,7 +53,7 @@ fn name_file(cache: &Path, image: &Reference) -> PathBuf {
 }
 
 fn complete(cache: &Path, digest: &str) -> Option<PathBuf> {
-    let root = cache.join(hex(digest));
+    let root = cache.join(digest_hex(digest).ok()?);
     root.join(".complete").exists().then_some(root)
 }
 
@@ -71,6 +83,7 @@ async fn fetch(client: &Client, at: &Reference, cache: &Path) -> Result<(String,
     let v: serde_json::Value = serde_json::from_slice(&body).map_err(|e| Error::Other(format!("{at}: manifest: {e}")))?;
     let (v, digest, at) = if v["manifests"].is_array() {
         let d = pick(&v).ok_or_else(|| Error::Other(format!("{at}: the index has no linux/amd64 image")))?;
+        hex(&d, &format_args!("{at}: the index's linux/amd64 entry"))?;
         let mut one = at.clone();
         one.digest = Some(d);
         let (body, _, _) = client.manifest(&one).await?;
@@ -82,6 +95,7 @@ async fn fetch(client: &Client, at: &Reference, cache: &Path) -> Result<(String,
     } else {
         (v, digest, at.clone())
     };
+    let digest_hex = hex(&digest, &at)?.to_string();
     if let Some(root) = complete(cache, &digest) {
         return Ok((digest, root));
     }
@@ -91,20 +105,27 @@ async fn fetch(client: &Client, at: &Reference, cache: &Path) -> Result<(String,
     if layers.is_empty() {
         return Err(Error::Other(format!("{at}: the manifest lists no layers")));
     }
-    for (d, _) in &layers {
-        let p = blobs.join(hex(d));
-        if !p.exists() {
-            client.blob_to_file(&at, d, &p).await?;
+    // Every digest is checked before any path is formed from it.
+    let mut paths = Vec::new();
+    for (i, (d, _)) in layers.iter().enumerate() {
+        let p = blobs.join(hex(d, &format_args!("{at}: layer {i}"))?);
+        paths.push(p);
+    }
+    for ((d, _), p) in layers.iter().zip(&paths) {
+        // A kept blob is used only if it still hashes to its name.
+        if !holds(p, d) {
+            let _ = std::fs::remove_file(p);
+            client.blob_to_file(&at, d, p).await?;
         }
     }
     // Extract beside the final place, then rename: a killed run leaves no half release.
-    let root = cache.join(hex(&digest));
-    let tmp = cache.join(format!("{}.tmp-{}", hex(&digest), std::process::id()));
+    let root = cache.join(&digest_hex);
+    let tmp = cache.join(format!("{digest_hex}.tmp-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp).map_err(|e| Error::Other(format!("{}: {e}", tmp.display())))?;
     let keep = |p: &str| p.starts_with("release-manifests/") || p == "release-manifests";
-    for (d, _) in &layers {
-        extract::apply_layer(&blobs.join(hex(d)), &tmp, &keep).map_err(|e| Error::Other(format!("layer {d}: {e}")))?;
+    for ((d, _), p) in layers.iter().zip(&paths) {
+        extract::apply_layer(p, &tmp, &keep).map_err(|e| Error::Other(format!("layer {d}: {e}")))?;
     }
     std::fs::write(tmp.join(".complete"), format!("{at}\n")).map_err(|e| Error::Other(e.to_string()))?;
     let _ = std::fs::remove_dir_all(&root);

@@ -510,6 +510,17 @@ pub fn rebuild(dir: &Path, release_image: Option<String>, release_refs: Option<P
     if let Some(sha) = &rec.agent_sha256 {
         let kept = kept_agent(dir, sha);
         if kept.is_file() {
+            // Trusted only if it still hashes to its name: a foreign binary stored there (with
+            // the configs and sums regenerated) would otherwise rebuild into a perfect match.
+            let bytes = std::fs::read(&kept).map_err(|e| Failure::other(format!("{}: {e}", kept.display())))?;
+            let got = bundle::sha256_hex(&bytes);
+            if &got != sha {
+                return Err(Failure::other(format!(
+                    "{}: the kept agent hashes to {got}, not {sha}, the hash create recorded: it was replaced after create wrote the bundle, so the nodes' configs cannot be trusted\n    hint: rebuild the bundle with the agent you mean (`hardshift create --dir {} --agent-binary PATH`), then verify",
+                    kept.display(),
+                    dir.display()
+                )));
+            }
             args.agent_binary = Some(kept);
         } else {
             notes.push(format!(
@@ -729,9 +740,21 @@ pub fn run(a: Args) -> Result<u8, Failure> {
             _ => {}
         }
     }
+    // A node merged into a newer base keeps the base's version (the MCO renders 3.4.0).
+    let parse = |v: &str| v.split('.').map(|p| p.parse::<u32>().unwrap_or(0)).collect::<Vec<_>>();
+    let mut versions: Vec<String> = extras
+        .bases
+        .values()
+        .map(|b| &b.ignition.version)
+        .filter(|v| parse(v) > parse(ignition::VERSION))
+        .cloned()
+        .collect();
+    versions.push(ignition::VERSION.to_string());
+    versions.sort();
+    versions.dedup();
     println!(
         "ignition (spec {}), {} CRDs for bootkube, {}:",
-        ignition::VERSION,
+        versions.join(" and "),
         extras.crds.len(),
         match &extras.agent {
             Some(b) if b.is_remote() => format!(
