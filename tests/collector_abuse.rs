@@ -253,3 +253,71 @@ fn retention_prunes_old_reports_without_counting_them_lost() {
     let row = s.nodes().unwrap().into_iter().find(|r| r.node == "master-0").unwrap();
     assert_eq!(row.dropped, 0, "pruned reports are not lost reports");
 }
+
+/// The dashboard's port is a front door with caps and deadlines of its own: a flood of idle
+/// sockets there (more than the process may open files) is closed as it comes, the collector's
+/// descriptors stay bounded, agents keep reporting, and the dashboard still answers others.
+#[test]
+fn a_flood_on_the_dashboard_port_does_not_exhaust_the_collector() {
+    let d = bundle();
+    let dir = d.path();
+    let (port, web) = (free_port(), free_port());
+    let log_file = std::fs::File::create(dir.join("collector.log")).unwrap();
+    // 1,024 descriptors in all, so that exhaustion is reachable by a bounded flood.
+    let col = Kill(
+        Command::new("prlimit")
+            .args(["--nofile=1024:1024", "--"])
+            .arg(env!("CARGO_BIN_EXE_hardshift"))
+            .args([
+                "collector",
+                "--dir",
+                dir.to_str().unwrap(),
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+            ])
+            .args(["--web", &format!("127.0.0.1:{web}")])
+            .stdout(Stdio::null())
+            .stderr(log_file)
+            .spawn()
+            .unwrap(),
+    );
+    wait_for("the collector to listen", 30, || {
+        TcpStream::connect(("127.0.0.1", port)).is_ok() && TcpStream::connect(("127.0.0.1", web)).is_ok()
+    });
+    let stop = Arc::new(AtomicBool::new(false));
+    let attacker = flood("127.0.0.3", format!("127.0.0.1:{web}").parse().unwrap(), 1500, stop.clone());
+    std::thread::sleep(Duration::from_secs(2));
+    let _a = agent(dir, port, "master-0", 200);
+    wait_for("10 reports from an agent during the flood", 60, || {
+        stored(dir, "master-0").len() >= 10
+    });
+    // The dashboard answers a viewer from another address.
+    let (ok, out) = run(
+        "curl",
+        &[
+            "-sS",
+            "--max-time",
+            "10",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            &format!("http://127.0.0.1:{web}/api/view.json"),
+        ],
+    );
+    assert!(ok && out.trim() == "200", "the dashboard during the flood: {out}\n{}", log(dir));
+    // Bounded: the dashboard's cap, the agents', and the collector's own, far from the limit.
+    let fds = std::fs::read_dir(format!("/proc/{}/fd", col.0.id()))
+        .map(|r| r.count())
+        .unwrap_or(0);
+    assert!(fds > 0 && fds < 512, "the collector holds {fds} descriptors");
+    wait_for("an idle dashboard socket closed at the request deadline", 30, || {
+        log(dir).contains("no request within 10s")
+    });
+    stop.store(true, Ordering::Relaxed);
+    let opened = attacker.join().unwrap();
+    assert!(opened >= 1500, "the flood opened {opened} sockets");
+    let l = log(dir);
+    assert!(l.contains("dashboard: refused 127.0.0.3:") && l.contains("address_cap"), "{l}");
+    assert!(!l.contains("Too many open files"), "{l}");
+}

@@ -66,6 +66,8 @@ impl Refusal {
 /// Open connections (admitted, handshaking or serving) and refusals so far.
 #[derive(Default)]
 pub struct Gate {
+    /// Which door (empty for the agents'): the prefix of its log lines.
+    name: &'static str,
     open: Mutex<(usize, HashMap<IpAddr, usize>)>,
     refused: Mutex<BTreeMap<Refusal, u64>>,
     log: Mutex<BTreeMap<Refusal, RateLimit>>,
@@ -113,6 +115,22 @@ impl Drop for Slot {
 }
 
 impl Gate {
+    /// A gate whose log lines start with `name:`.
+    pub fn named(name: &'static str) -> Gate {
+        Gate {
+            name,
+            ..Default::default()
+        }
+    }
+
+    fn prefix(&self) -> String {
+        if self.name.is_empty() {
+            String::new()
+        } else {
+            format!("{}: ", self.name)
+        }
+    }
+
     /// Admit a new connection from `ip`, or say which cap it hits.
     pub fn admit(self: &Arc<Self>, ip: IpAddr, limits: &Limits) -> Result<Slot, Refusal> {
         let mut open = self.open.lock().map_err(|_| Refusal::ConnectionCap)?;
@@ -139,7 +157,8 @@ impl Gate {
         if now.duration_since(log.window_start) >= WINDOW {
             if log.suppressed > 0 {
                 tracing::warn!(
-                    "{} more refusals ({}) were not logged in the last minute",
+                    "{}{} more refusals ({}) were not logged in the last minute",
+                    self.prefix(),
                     log.suppressed,
                     why.label()
                 );
@@ -151,7 +170,7 @@ impl Gate {
         }
         if log.lines < BURST {
             log.lines += 1;
-            tracing::warn!(%peer, "refused {peer}: {}: {detail}", why.label());
+            tracing::warn!(%peer, "{}refused {peer}: {}: {detail}", self.prefix(), why.label());
         } else {
             log.suppressed += 1;
         }

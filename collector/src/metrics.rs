@@ -79,6 +79,9 @@ pub struct Live {
     pub open_connections: usize,
     /// Connections refused since start, by reason.
     pub refused: Vec<(&'static str, u64)>,
+    /// The dashboard's: open now, and refused by reason.
+    pub dashboard_open: usize,
+    pub dashboard_refused: Vec<(&'static str, u64)>,
 }
 
 /// The whole exposition: counters, then the view's gauges, then `# EOF`.
@@ -170,6 +173,22 @@ pub fn render(m: &Metrics, view: &View, live: &Live) -> String {
         "Connections refused on the agent port, by reason",
         refused,
     );
+    let open = Gauge::<i64>::default();
+    open.set(live.dashboard_open as i64);
+    reg.register(
+        "collector_dashboard_connections_open",
+        "TCP connections open on the dashboard port",
+        open,
+    );
+    let refused = Family::<Vec<(&'static str, String)>, Counter>::default();
+    for (why, n) in &live.dashboard_refused {
+        refused.get_or_create(&vec![("reason", why.to_string())]).inc_by(*n);
+    }
+    reg.register(
+        "collector_dashboard_connections_refused",
+        "Connections refused on the dashboard port, by reason",
+        refused,
+    );
     let mut out = String::new();
     // Writing to a String cannot fail.
     let _ = encode_registry(&mut out, &m.registry);
@@ -245,10 +264,14 @@ mod tests {
             connected_agents: 1,
             open_connections: 2,
             refused: vec![("handshake_failed", 4)],
+            dashboard_open: 3,
+            dashboard_refused: vec![("connection_cap", 5)],
         };
         let text = render(&m, &view, &live);
         for want in [
             "hardshift_collector_reports_stored_total 1",
+            "hardshift_collector_dashboard_connections_open 3",
+            "hardshift_collector_dashboard_connections_refused_total{reason=\"connection_cap\"} 5",
             "hardshift_collector_reports_duplicate_total 1",
             "hardshift_collector_reports_failed_total 1",
             "hardshift_collector_ingest_latency_seconds_count 2",

@@ -201,6 +201,7 @@ pub async fn serve(
         let deps = crate::web::Deps {
             agents: agents.clone(),
             gate: gate.clone(),
+            web_gate: Arc::new(Gate::named("dashboard")),
             metrics,
             changed,
         };

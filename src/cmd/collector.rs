@@ -201,11 +201,12 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         db.display(),
         admin.display()
     );
+    let max_connections = fit_to_descriptors(a.max_connections.max(1));
     let opts = server::Options {
         limits: hardshift_collector::listener::Limits {
             handshake_timeout: a.handshake_timeout,
             hello_timeout: a.hello_timeout,
-            max_connections: a.max_connections.max(1),
+            max_connections,
             max_per_address: a.max_per_address.max(1),
         },
         retain: a.retain.0,
@@ -249,4 +250,30 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     })?;
     let _ = stop_api.send(());
     Ok(0)
+}
+
+/// Descriptors kept out of the agents' cap: the dashboard's whole cap, the store, the log, the
+/// admin socket, the API watch, the runtime's own.
+const RESERVED_FDS: u64 = 256 + 128;
+
+/// Raise the soft limit on open files to the hard one, and bound the agents' connection cap by
+/// what is left after the reserve: a flood on either port can then never take the descriptors
+/// the other, or the store, needs.
+fn fit_to_descriptors(wanted: usize) -> usize {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {
+        return wanted;
+    };
+    let limit = if soft < hard && setrlimit(Resource::RLIMIT_NOFILE, hard, hard).is_ok() {
+        hard
+    } else {
+        soft
+    };
+    let room = limit.saturating_sub(RESERVED_FDS).max(16) as usize;
+    if wanted > room {
+        tracing::warn!(
+            "--max-connections {wanted} lowered to {room}: the open-file limit is {limit} and {RESERVED_FDS} descriptors are kept for the dashboard and the store"
+        );
+    }
+    wanted.min(room)
 }

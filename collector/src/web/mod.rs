@@ -7,9 +7,9 @@
 //! admin client certificate. Pages are read-only; logs go through the agents' bounded debug
 //! requests, scrubbed of secrets.
 
+mod front;
 pub mod pages;
 mod snapshot;
-mod tls;
 
 use snapshot::{grid_update, rebuild, refresh, Memory, Snapshot, MAX_REBUILD};
 
@@ -70,6 +70,8 @@ pub struct Tls {
 pub struct Deps {
     pub agents: Arc<Agents>,
     pub gate: Arc<Gate>,
+    /// The dashboard's own caps and refusals (its front door), apart from the agents'.
+    pub web_gate: Arc<Gate>,
     pub metrics: Arc<Metrics>,
     pub changed: watch::Receiver<u64>,
 }
@@ -149,26 +151,23 @@ pub async fn serve(opts: Options, tcp: tokio::net::TcpListener, deps: Deps, stop
     });
     rebuild(&shared, &mut Memory::default()).await;
     tokio::spawn(refresh(shared.clone(), changed, stop.clone()));
+    let web_gate = shared.deps.web_gate.clone();
     let app = router(shared);
     let mut stop = stop;
     let stopped = async move {
         let _ = stop.wait_for(|s| *s).await;
     };
-    match opts.tls {
-        None => {
-            tokio::select! {
-                r = axum::serve(tcp, app) => r.map_err(WebError::Serve),
-                _ = stopped => Ok(()),
-            }
-        }
+    let tls = match opts.tls {
+        None => None,
         Some(t) => {
             let mut cfg = listener::tls_config(&t.cert, &t.key, &t.client_ca)?;
             cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
-            tokio::select! {
-                _ = tls::serve(tcp, Arc::new(cfg), app) => Ok(()),
-                _ = stopped => Ok(()),
-            }
+            Some(Arc::new(cfg))
         }
+    };
+    tokio::select! {
+        _ = front::serve(tcp, tls, app, web_gate, front::limits()) => Ok(()),
+        _ = stopped => Ok(()),
     }
 }
 
@@ -467,6 +466,8 @@ async fn metrics_text(State(s): State<Arc<Shared>>, headers: axum::http::HeaderM
         connected_agents: s.deps.agents.connected(),
         open_connections: s.deps.gate.open(),
         refused: s.deps.gate.refusals().into_iter().map(|(k, v)| (k.label(), v)).collect(),
+        dashboard_open: s.deps.web_gate.open(),
+        dashboard_refused: s.deps.web_gate.refusals().into_iter().map(|(k, v)| (k.label(), v)).collect(),
     };
     let text = metrics::render(&s.deps.metrics, &snap.view, &live);
     if open {
