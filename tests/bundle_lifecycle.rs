@@ -220,7 +220,7 @@ fn verify_passes_a_good_bundle_and_names_what_is_wrong_in_a_bad_one() {
     assert!(out.status.success(), "{}", text(&out.stdout));
     let checks: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let crd = checks.as_array().unwrap().iter().filter(|c| c["name"] == "crd").count();
-    assert_eq!(crd, 9, "one check per custom resource bootkube applies");
+    assert_eq!(crd, 10, "one check per custom resource bootkube applies");
     assert_eq!(
         checks.as_array().unwrap().len() - crd,
         1 + 38 + 9 + 1,

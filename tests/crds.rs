@@ -57,6 +57,7 @@ fn every_custom_resource_the_bundle_writes_is_valid_against_the_releases_crds() 
         "Proxy",
         "FeatureGate",
         "Ingress",
+        "Scheduler",
         "ClusterVersion",
         "ImageDigestMirrorSet",
     ] {
@@ -69,7 +70,7 @@ fn every_custom_resource_the_bundle_writes_is_valid_against_the_releases_crds() 
     assert!(from_mco >= 5, "the MCO's config CRs were not judged: {checks:#?}");
     // And by the CRDs the bundle itself applies (the example's stand-ins), as plain `verify` does.
     let own = crd_checks(d.path(), None);
-    assert!(own.len() >= 9 && own.iter().all(|c| c["status"] == "ok"), "{own:#?}");
+    assert!(own.len() >= 10 && own.iter().all(|c| c["status"] == "ok"), "{own:#?}");
     let infra = checks.iter().find(|c| c["subject"] == "Infrastructure/cluster").unwrap();
     assert!(
         infra["detail"].as_str().unwrap().contains("infrastructure-status.json"),

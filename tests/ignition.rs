@@ -476,7 +476,7 @@ fn field_notes_lessons() {
     let (ok, out) = run("bash", &["-n", "-c", &script]);
     assert!(ok, "bootkube.sh does not parse: {out}");
     let crds: Vec<&String> = bf.keys().filter(|p| p.starts_with("/opt/openshift/crds/")).collect();
-    assert_eq!(crds.len(), 10);
+    assert_eq!(crds.len(), 11);
 
     // Infrastructure status (patched: a subresource) and both Network CRs.
     let status: Value = serde_json::from_str(&file_text(&boot, "/opt/openshift/infrastructure-status.json")).unwrap();
@@ -678,6 +678,35 @@ fn a_single_master_cluster_reports_single_replica_control_plane() {
     assert_eq!(status["status"]["controlPlaneTopology"], "SingleReplica");
     assert_eq!(status["status"]["infrastructureTopology"], "HighlyAvailable");
     assert!(!files(&load(d.path(), "master-1")).contains_key("/etc/kubernetes/manifests/kube-proxy.yaml"));
+}
+
+/// A cluster with no compute nodes can finish: the masters are schedulable (the Scheduler config
+/// the installer writes when compute replicas are 0), and their own kubelet registers without the
+/// NoSchedule taint; with workers, the masters keep it.
+#[test]
+fn with_no_workers_the_masters_are_schedulable() {
+    let scheduler = |d: &Path| -> Value {
+        let boot = load(d, "bootstrap");
+        docs(&file_text(&boot, "/opt/openshift/manifests/04-scheduler.yaml"))[0].clone()
+    };
+    let tainted = |d: &Path| file_text(&load(d, "master-0"), "/etc/kubernetes/kubelet.conf").contains("NoSchedule");
+    let d = example_copy();
+    create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    assert_eq!(scheduler(d.path())["spec"]["mastersSchedulable"], false);
+    assert!(tainted(d.path()));
+    let d = example_copy();
+    edit(d.path(), "install-config.yaml", "  replicas: 2", "  replicas: 0");
+    let text = std::fs::read_to_string(d.path().join("agent-config.yaml")).unwrap();
+    let start = text.find("- hostname: worker-0").expect("the example's first worker");
+    let kept: String = text[..start].to_string();
+    std::fs::write(d.path().join("agent-config.yaml"), kept).unwrap();
+    create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    let s = scheduler(d.path());
+    assert_eq!(
+        (s["kind"].as_str(), s["spec"]["mastersSchedulable"].as_bool()),
+        (Some("Scheduler"), Some(true))
+    );
+    assert!(!tainted(d.path()));
 }
 
 #[test]

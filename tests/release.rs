@@ -86,6 +86,11 @@ fn registry(w: &Path) -> Registry {
 /// A registry that serves whatever the test lays out under W/lies/<repo>/{manifests,blobs}/
 /// (tests/fixtures/lying-registry.py): no checks, no authentication.
 fn lying_registry(w: &Path) -> Registry {
+    lying_registry_with(w, None)
+}
+
+/// `lying_registry` with a plain-HTTP token server on `token_port`.
+fn lying_registry_with(w: &Path, token_port: Option<u16>) -> Registry {
     let certs = make_certs(w);
     let port = free_port();
     let root = w.join("lies");
@@ -100,6 +105,7 @@ fn lying_registry(w: &Path) -> Registry {
                 certs.join("server.key").to_str().unwrap(),
             ])
             .arg(&root)
+            .args(token_port.map(|p| p.to_string()))
             .stdout(std::process::Stdio::null())
             .stderr(std::fs::File::create(w.join("lying-registry.log")).unwrap())
             .spawn()
@@ -405,8 +411,9 @@ fn the_release_comes_from_the_mirror_and_stays_in_the_cache() {
     assert!(out.contains("missing:") && out.contains("MANIFEST_UNKNOWN"), "{out}");
     assert!(out.contains("11 of 12 images pullable"), "{out}");
 
-    // create uses what was pulled (references and CRDs), and checks the mirror on its own.
-    let (code, out) = run_hs(&[
+    // create uses what was pulled (references and CRDs); offline by default, it checks the
+    // mirror only when asked.
+    let args = [
         "create",
         "--dir",
         ds,
@@ -416,7 +423,11 @@ fn the_release_comes_from_the_mirror_and_stays_in_the_cache() {
         "ecdsa-p256",
         "--no-agent",
         "--self-contained-nodes",
-    ]);
+    ];
+    let (code, out) = run_hs(&args);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("mirror-check: not run") && !out.contains("NOT PULLABLE"), "{out}");
+    let (code, out) = run_hs(&[&args[..], &["--mirror-check"]].concat());
     assert_eq!(code, 0, "{out}");
     assert!(
         out.contains("NOT PULLABLE never-mirrored") && out.contains("WARNING: the mirror lacks"),
@@ -569,4 +580,31 @@ fn a_node_that_cannot_pull_is_named_with_the_registrys_words() {
         let f = findings();
         !f.is_empty() && !has(&f, "HS044")
     });
+}
+
+/// A registry whose Bearer challenge names a token server over plain HTTP never gets the pull
+/// secret's credentials: they would cross the network in the clear.
+#[test]
+fn a_token_realm_over_plain_http_gets_no_credentials() {
+    let w = tempfile::tempdir().unwrap();
+    let token_port = free_port();
+    let reg = lying_registry_with(w.path(), Some(token_port));
+    let challenge = format!("Bearer realm=\"http://127.0.0.1:{token_port}/token\",service=\"lying\"");
+    std::fs::write(reg.storage.join("challenge"), challenge).unwrap();
+    wait_for("the token server", 20, || {
+        std::net::TcpStream::connect(("127.0.0.1", token_port)).is_ok()
+    });
+    let d = example_copy();
+    let dir = d.path();
+    lab(&reg, dir, PASS, true);
+    let image = lie(&reg, &[(&format!("sha256:{}", "a".repeat(64)), b"x".as_slice())]);
+    let (code, out) = run_hs(&["release", "pull", "--dir", dir.to_str().unwrap(), "--release-image", &image]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("plain HTTP") && out.contains("in the clear"), "{out}");
+    let log = std::fs::read_to_string(w.path().join("lying-registry.log")).unwrap_or_default();
+    assert!(!log.contains("token-server:"), "the plain-HTTP token server was asked: {log}");
+    assert!(
+        !out.contains(PASS) && !out.contains(&base64_encode(&format!("{USER}:{PASS}"))),
+        "{out}"
+    );
 }

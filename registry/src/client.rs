@@ -140,6 +140,9 @@ impl Client {
             .connect_timeout(timeout)
             .read_timeout(timeout)
             .user_agent(concat!("hardshift/", env!("CARGO_PKG_VERSION")))
+            // Registries and token servers over HTTPS only, redirects included: the pull
+            // secret's credentials never travel in the clear.
+            .https_only(true)
             .build()
             .map_err(|e| e.to_string())?;
         Ok(Client {
@@ -248,6 +251,12 @@ impl Client {
 
     /// The bearer-token flow: GET realm?service=&scope= with the pull secret's Basic credentials.
     async fn token(&self, r: &Reference, realm: &str, service: Option<&str>, scope: &str) -> Result<String, Error> {
+        if !realm.starts_with("https://") {
+            return Err(Error::Other(format!(
+                "{}: the registry sends its token realm {realm:?} over plain HTTP: the pull secret's credentials would go in the clear, so it is refused (the registry's token server must use HTTPS)",
+                r.registry
+            )));
+        }
         let mut req = self.http.get(realm).query(&[("scope", scope)]);
         if let Some(s) = service {
             req = req.query(&[("service", s)]);

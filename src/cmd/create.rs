@@ -44,8 +44,12 @@ pub struct Args {
     /// every config; serve DIR/http/ there. For clusters with many nodes.
     #[arg(long)]
     agent_url: Option<String>,
-    /// Do not check, before anything boots, that the mirror holds every image of the release.
-    #[arg(long)]
+    /// Check, once written, that the mirror holds every image of the release (reaches the
+    /// network: create is offline otherwise; `hardshift mirror-check` does the same alone).
+    #[arg(long, conflicts_with = "no_mirror_check")]
+    mirror_check: bool,
+    /// The default (kept so existing scripts run): no mirror check.
+    #[arg(long, hide = true)]
     no_mirror_check: bool,
 }
 
@@ -65,7 +69,9 @@ fn release_from_registry(a: &Args, rt: &tokio::runtime::Runtime) -> Result<Optio
 
 /// The mirror check, when a registry is in reach (one TCP connect within a second says so).
 fn mirror_check(a: &Args, rt: &tokio::runtime::Runtime, acc: Option<super::release::Access>) {
-    if a.no_mirror_check {
+    if !a.mirror_check {
+        // Offline by default: no lookup, no connect, on an air-gapped generator.
+        println!("mirror-check: not run (create stays offline; `--mirror-check`, or `hardshift mirror-check --dir DIR` where the mirror is in reach)");
         return;
     }
     let acc = match acc {
@@ -605,7 +611,8 @@ impl Record {
             agent_binary: None,
             no_agent: self.no_agent,
             agent_url: self.agent_url.clone(),
-            no_mirror_check: true,
+            mirror_check: false,
+            no_mirror_check: false,
         }
     }
 }
@@ -825,7 +832,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
             a.input.dir.join(kubeadmin::PASSWORD_FILE).display()
         );
     }
-    if !unchanged || pulled.is_some() {
+    if a.mirror_check || !unchanged || pulled.is_some() {
         mirror_check(&a, &rt, pulled);
     }
     Ok(0)

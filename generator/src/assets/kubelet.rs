@@ -54,7 +54,8 @@ pub fn node_config(c: &Cluster, n: &Node) -> Value {
         "rotateCertificates": true,
         "serverTLSBootstrap": true,
     });
-    if n.role == Role::Master {
+    // Without workers the masters are schedulable (the Scheduler config says so): no taint.
+    if n.role == Role::Master && c.nodes_with_role(Role::Worker).next().is_some() {
         extra["registerWithTaints"] = json!([{"key": "node-role.kubernetes.io/master", "effect": "NoSchedule"}]);
     }
     merge(common(), extra)

@@ -231,6 +231,15 @@ pub fn manifests(c: &Cluster, pki: &Pki, kubeadmin: Option<&crate::kubeadmin::Ku
         fg["status"] = st["status"].clone();
     }
     add("04-featuregate.yaml", vec![fg]);
+    // As the installer writes it: with no compute nodes the masters run the workloads (and
+    // ingress); the MCO's node controller lifts their NoSchedule taint when this says so.
+    let workers = c.nodes_with_role(Role::Worker).count();
+    add(
+        "04-scheduler.yaml",
+        vec![
+            json!({"apiVersion": "config.openshift.io/v1", "kind": "Scheduler", "metadata": {"name": "cluster"}, "spec": {"mastersSchedulable": workers == 0}}),
+        ],
+    );
     let mut cv_spec = json!({"clusterID": cluster_id(pki)});
     if let Some(v) = &c.release.version {
         let minor: Vec<&str> = v.split('.').take(2).collect();
