@@ -321,3 +321,46 @@ fn a_flood_on_the_dashboard_port_does_not_exhaust_the_collector() {
     assert!(l.contains("dashboard: refused 127.0.0.3:") && l.contains("address_cap"), "{l}");
     assert!(!l.contains("Too many open files"), "{l}");
 }
+
+/// What a node sends reaches the terminal escaped and scrubbed: a kubelet health body with
+/// escape sequences (clear screen, colours), a carriage return and a Bearer token, stored as a
+/// hostile node would report it, is printed by `status`, `events` and `diagnose` as visible
+/// escapes, the token redacted.
+#[test]
+fn node_text_reaches_the_terminal_escaped_and_scrubbed() {
+    use hardshift_proto::v1::{ComponentState, Health, NodeReport};
+    let d = bundle();
+    let dir = d.path();
+    std::fs::create_dir_all(dir.join("collector")).unwrap();
+    let store = Store::open(&dir.join("collector/reports.db")).unwrap();
+    let hostile = "\u{1b}[2J\u{1b}[31mkubelet dead\r\u{7} Authorization: Bearer sekrit-token-42";
+    let now = hardshift_collector::now_ms();
+    store.hello("master-0", "master", "boot-1", "test", now).unwrap();
+    for (seq, health, state) in [(1, Health::Ok, "ok"), (2, Health::Failing, hostile)] {
+        let r = NodeReport {
+            seq,
+            time_ms: now,
+            components: vec![ComponentState {
+                name: "kubelet".into(),
+                health: health as i32,
+                state: state.into(),
+                reason: hostile.into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        store.insert("master-0", "boot-1", &r, now).unwrap();
+    }
+    drop(store);
+    for cmd in ["status", "events", "diagnose"] {
+        let out = hardshift(&[cmd, "--dir", dir.to_str().unwrap()]);
+        let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+        assert!(all.contains("kubelet dead"), "{cmd}: the node's words are shown: {all}");
+        assert!(
+            !all.contains('\u{1b}') && !all.contains('\r') && !all.contains('\u{7}'),
+            "{cmd}: raw control characters: {all:?}"
+        );
+        assert!(all.contains("\\u{1b}[2J"), "{cmd}: the escape is shown, not obeyed: {all}");
+        assert!(!all.contains("sekrit-token-42"), "{cmd}: {all}");
+    }
+}

@@ -89,6 +89,23 @@ fn redact_after(s: &str, marker: &str) -> String {
     out
 }
 
+/// Text a node sent, made safe for a terminal: secrets scrubbed, then every control character
+/// (escape sequences that clear the screen, recolour or move the cursor; carriage returns; bell)
+/// and every bidirectional override shown as an escape (`\u{1b}`) rather than obeyed.
+pub fn for_terminal(text: &str) -> String {
+    let s = scrub(text);
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        let bidi = matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}');
+        if c.is_control() || bidi {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -114,5 +131,14 @@ mod tests {
         let s = scrub("x -----BEGIN EC PRIVATE KEY-----\nMHcC");
         assert_eq!(s, "x [REDACTED PRIVATE KEY]");
         assert_eq!(scrub("nothing secret here"), "nothing secret here");
+    }
+
+    #[test]
+    fn terminal_text_shows_control_characters_instead_of_obeying_them() {
+        let t = for_terminal("unhealthy \u{1b}[2J\u{1b}[31mred\r\u{7} Bearer sekrit \u{202e}evil");
+        assert!(!t.chars().any(|c| c.is_control() || c == '\u{202e}'), "{t:?}");
+        assert!(t.contains("\\u{1b}[2J") && t.contains("\\r") && t.contains("\\u{202e}"), "{t}");
+        assert!(!t.contains("sekrit"), "{t}");
+        assert_eq!(for_terminal("kubelet ok: 3 pods"), "kubelet ok: 3 pods");
     }
 }

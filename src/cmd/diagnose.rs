@@ -44,11 +44,13 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         return Ok(0);
     }
     for f in &findings {
-        println!("{} {} {:?}: {}", f.node, f.id, f.severity, f.title);
+        // Titles, evidence and fixes quote what nodes sent: escaped and scrubbed for the terminal.
+        let clean = hardshift_collector::scrub::for_terminal;
+        println!("{} {} {:?}: {}", clean(&f.node), f.id, f.severity, clean(&f.title));
         for e in &f.evidence {
-            println!("    evidence: {e}");
+            println!("    evidence: {}", clean(e));
         }
-        println!("    fix: {}", f.fix.replace("NODE", &f.node));
+        println!("    fix: {}", clean(&f.fix.replace("NODE", &f.node)));
     }
     Ok(0)
 }

@@ -45,15 +45,18 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         let t = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(e.time_ms) * 1_000_000)
             .map(|t| format!("{:02}:{:02}:{:02}", t.hour(), t.minute(), t.second()))
             .unwrap_or_default();
+        // What a node sent reaches the terminal escaped and scrubbed, never as is.
+        let clean = hardshift_collector::scrub::for_terminal;
         let why = if e.reason.is_empty() {
             String::new()
         } else {
-            format!("  ({})", e.reason)
+            format!("  ({})", clean(&e.reason))
         };
+        let (node, component, to) = (clean(&e.node), clean(&e.component), clean(&e.to));
         if e.from.is_empty() {
-            println!("{t}  {:<16} {:<10} {}{why}", e.node, e.component, e.to);
+            println!("{t}  {node:<16} {component:<10} {to}{why}");
         } else {
-            println!("{t}  {:<16} {:<10} {} → {}{why}", e.node, e.component, e.from, e.to);
+            println!("{t}  {node:<16} {component:<10} {} → {to}{why}", clean(&e.from));
         }
     }
     Ok(0)

@@ -67,7 +67,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
                 "PHASE {done}/{}: waiting for {}: {}",
                 checks.len(),
                 c.title,
-                c.evidence.first().cloned().unwrap_or_default()
+                hardshift_collector::scrub::for_terminal(&c.evidence.first().cloned().unwrap_or_default())
             ),
         }
     }
@@ -80,15 +80,18 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         let mut parts: Vec<String> = s.root_cause.iter().map(|c| format!("CAUSE {c}")).collect();
         parts.extend(s.warnings.iter().cloned());
         let warn = if parts.is_empty() { "-".to_string() } else { parts.join("; ") };
+        // Every field may quote a node: escaped and scrubbed, never printed as is.
+        let clean = hardshift_collector::scrub::for_terminal;
         println!(
-            "{:<18} {:<9} {:>5}s  {:<18} {:<22} {:<18} {:>4}  {warn}",
-            s.node,
-            s.role,
+            "{:<18} {:<9} {:>5}s  {:<18} {:<22} {:<18} {:>4}  {}",
+            clean(&s.node),
+            clean(&s.role),
             s.seen_ago_s,
-            s.kubelet,
-            s.cri,
-            s.etcd,
-            s.pods_not_running.len()
+            clean(&s.kubelet),
+            clean(&s.cri),
+            clean(&s.etcd),
+            s.pods_not_running.len(),
+            clean(&warn)
         );
     }
     Ok(0)
