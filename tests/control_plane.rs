@@ -596,11 +596,33 @@ fn master_0s_real_kubelet_joins_through_its_csrs_and_the_agent_reports_it() {
     for (n, subj, sans, usages, _) in &forged {
         forge_csr(&cp, "bootstrap", boot_kc, n, client, subj, sans, usages);
     }
+    // Two well-formed client CSRs for one node that has not registered (the bootstrap credential
+    // is in every node's config): one is approved, the other reported, never both.
+    for n in ["dup-client-a", "dup-client-b"] {
+        let usages = vec!["digital signature", "client auth"];
+        forge_csr(
+            &cp,
+            "bootstrap",
+            boot_kc,
+            n,
+            client,
+            "/O=system:nodes/CN=system:node:worker-1",
+            "",
+            &usages,
+        );
+    }
     // hardshift approve-csrs: the machine-approver's rules against the bundle's inventory.
     let t_approve = std::time::Instant::now();
     let out = approve_csrs(&cp);
     cp.timings.push(("approve-csrs (client)".into(), t_approve.elapsed()));
     assert!(out.contains(&format!("approved {name} ({client})")), "{out}");
+    assert!(out.contains(&format!("approved dup-client-a ({client})")), "{out}");
+    let dup = out
+        .lines()
+        .find(|l| l.starts_with("refused dup-client-b "))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(dup.contains("already approved (dup-client-a)"), "{dup}");
+    assert!(still_pending(&cp, "dup-client-b"));
     for (n, _, _, _, why) in &forged {
         let line = out
             .lines()
@@ -612,7 +634,7 @@ fn master_0s_real_kubelet_joins_through_its_csrs_and_the_agent_reports_it() {
     let decisions = std::fs::read_to_string(cp.bundle.path().join("collector/csr-decisions.jsonl")).unwrap();
     assert_eq!(
         decisions.lines().count(),
-        1 + forged.len(),
+        1 + forged.len() + 2,
         "every decision is recorded: {decisions}"
     );
 

@@ -107,6 +107,48 @@ pub fn decide(inv: &Inventory, csr: &Csr, registered: &BTreeSet<String>, pending
     }
 }
 
+/// The node a kubelet client CSR is for (its CN's `system:node:<name>`), if it is one.
+pub fn client_node(csr: &Csr) -> Option<String> {
+    if csr.signer != CLIENT_SIGNER {
+        return None;
+    }
+    let r = parse(&csr.request_pem).ok()?;
+    let [cn] = r.cn.as_slice() else { return None };
+    cn.strip_prefix("system:node:").map(str::to_string)
+}
+
+/// Decide every pending CSR of one pass, as the machine-approver does: at most one client
+/// certificate per node, ever, until that node registers. `approved_clients`: the nodes whose
+/// client CSR was approved before (node → CSR name). The bootstrap credential is in every node's
+/// Ignition config, so a second client CSR for a node not yet registered is a second machine
+/// claiming to be it, or a replay: reported, never approved.
+pub fn decide_pass(
+    inv: &Inventory,
+    pending: &[Csr],
+    approved_clients: &BTreeMap<String, String>,
+    registered: &BTreeSet<String>,
+) -> Vec<Decision> {
+    let mut given: BTreeMap<String, String> = approved_clients.clone();
+    pending
+        .iter()
+        .map(|csr| {
+            let d = decide(inv, csr, registered, pending.len());
+            let (Decision::Approve(_), Some(node)) = (&d, client_node(csr)) else {
+                return d;
+            };
+            match given.get(&node) {
+                Some(first) => Decision::Refuse(format!(
+                    "a client certificate for {node} was already approved ({first}) and {node} has not registered: at most one per node until it does (another machine, or a replay of the bootstrap credential?)"
+                )),
+                None => {
+                    given.insert(node, csr.name.clone());
+                    d
+                }
+            }
+        })
+        .collect()
+}
+
 fn check(inv: &Inventory, csr: &Csr, registered: &BTreeSet<String>, pending: usize) -> Result<String, String> {
     let cap = inv.nodes.len() + MAX_PENDING_OVER_NODES;
     if pending > cap {
@@ -387,5 +429,36 @@ mod tests {
         client_usage.usages.push("client auth".into());
         refused(decide(&inv, &client_usage, &reg, 1), "usages");
         refused(decide(&inv, &serving(cn, cn, vec![]), &reg, 1), "must name the node");
+    }
+
+    #[test]
+    fn at_most_one_client_certificate_per_node_until_it_registers() {
+        let inv = inventory();
+        let a = client(
+            "system:node:master-0",
+            &["system:nodes"],
+            BOOTSTRAPPER,
+            &["digital signature", "client auth"],
+            vec![],
+        );
+        let mut b = a.clone();
+        b.name = "csr-b".into();
+        let w = client(
+            "system:node:worker-0",
+            &["system:nodes"],
+            BOOTSTRAPPER,
+            &["digital signature", "client auth"],
+            vec![],
+        );
+        let none = BTreeSet::new();
+        let d = decide_pass(&inv, &[a.clone(), b.clone(), w.clone()], &BTreeMap::new(), &none);
+        assert!(matches!(d[0], Decision::Approve(_)), "{d:?}");
+        refused(d[1].clone(), "already approved");
+        assert!(matches!(d[2], Decision::Approve(_)), "{d:?}");
+        // An earlier pass approved one: the next is refused too.
+        let before = BTreeMap::from([("master-0".to_string(), "csr-old".to_string())]);
+        let d = decide_pass(&inv, &[b], &before, &none);
+        refused(d[0].clone(), "csr-old");
+        assert_eq!(client_node(&w).as_deref(), Some("worker-0"));
     }
 }

@@ -63,6 +63,13 @@ fn view(c: &CertificateSigningRequest) -> Csr {
     }
 }
 
+fn approved_condition(c: &CertificateSigningRequest) -> bool {
+    c.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|x| x.type_ == "Approved" && x.status == "True"))
+}
+
 fn pending(c: &CertificateSigningRequest) -> bool {
     c.status.as_ref().and_then(|s| s.conditions.as_ref()).is_none_or(|cs| cs.is_empty())
 }
@@ -97,10 +104,19 @@ pub fn run(a: Args) -> Result<u8, Failure> {
                 .into_iter()
                 .filter_map(|n| n.metadata.name)
                 .collect();
-            let waiting: Vec<&CertificateSigningRequest> = list.items.iter().filter(|c| pending(c)).collect();
-            for c in &waiting {
-                let csr = view(c);
-                let decision = approver::decide(&inv, &csr, &registered, waiting.len());
+            let waiting: Vec<Csr> = list.items.iter().filter(|c| pending(c)).map(view).collect();
+            // Client certificates approved before, by this or anyone: the node has had its one.
+            let approved_clients: BTreeMap<String, String> = list
+                .items
+                .iter()
+                .filter(|c| approved_condition(c))
+                .filter_map(|c| {
+                    let csr = view(c);
+                    approver::client_node(&csr).map(|n| (n, csr.name))
+                })
+                .collect();
+            let decisions = approver::decide_pass(&inv, &waiting, &approved_clients, &registered);
+            for (csr, decision) in waiting.into_iter().zip(decisions) {
                 if said.get(&csr.name) == Some(&decision) {
                     continue;
                 }
