@@ -407,3 +407,33 @@ fn readers_never_hide_what_the_collector_writes() {
     let log = std::fs::read_to_string(dir.join("collector.log")).unwrap();
     assert!(log.contains("watching the API"), "{log}");
 }
+
+/// The store deleted under a running collector: it notices (the file is no longer the one it
+/// opened), stops acknowledging and says so; the agent keeps what was not acknowledged, and a
+/// restarted collector receives it. Before, it acked into the unlinked file and those reports
+/// were gone after the restart.
+#[test]
+fn a_deleted_store_is_noticed_and_nothing_acknowledged_is_lost() {
+    let (d, port, col) = bundle_and_collector();
+    let dir = d.path();
+    let pki_dir = dir.join("agent-pki");
+    let node = "master-2";
+    let (_agent, _) = agent(dir, port, node, node, &pki_dir);
+    wait_for("10 reports", 30, || stored(dir, node).len() >= 10);
+    let last_before = *stored(dir, node).last().unwrap();
+    for f in ["reports.db", "reports.db-wal", "reports.db-shm"] {
+        let _ = std::fs::remove_file(dir.join("collector").join(f));
+    }
+    // The agent goes on reporting while the file is gone.
+    std::thread::sleep(Duration::from_secs(3));
+    let log = std::fs::read_to_string(dir.join("collector.log")).unwrap_or_default();
+    assert!(log.contains("was deleted or replaced while the collector ran"), "{log}");
+    drop(col);
+    let _col = collector(dir, port);
+    wait_for("the agent's kept reports in the new store", 60, || {
+        stored(dir, node).iter().any(|s| *s > last_before + 5)
+    });
+    let seqs = stored(dir, node);
+    // The first report after the deletion was never acknowledged: the agent resent it.
+    assert!(seqs.contains(&(last_before + 1)), "lost after the deletion: first stored {:?}", seqs.first());
+}

@@ -184,7 +184,12 @@ fn write(store: &mut Store, jobs: Vec<Job>, hooks: &Hooks) {
             hooks.changed.send_modify(|n| *n += 1);
         }
         Err(e) => {
-            tracing::error!("not stored: {e}");
+            // Loud, but not a line per batch: the first few, then one in a hundred.
+            static FAILED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            let n = FAILED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if n < 5 || n % 100 == 0 {
+                tracing::error!("not stored, not acknowledged ({} batches so far): {e}", n + 1);
+            }
             for j in jobs {
                 if let Job::Report { queued, .. } = &j {
                     hooks.metrics.report(None, queued.elapsed());

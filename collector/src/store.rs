@@ -12,6 +12,16 @@ pub struct StoreError(#[from] rusqlite::Error);
 
 pub struct Store {
     db: Connection,
+    /// The file opened, and its identity then: a write into a file that was deleted or replaced
+    /// since would be acknowledged and lost, so `batch` refuses it.
+    path: std::path::PathBuf,
+    identity: Option<(u64, u64)>,
+}
+
+/// (device, inode) of the file at `path` now, if any.
+fn identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 /// The last report of a node, for `hardshift status`.
@@ -64,11 +74,27 @@ impl Store {
                 id INTEGER PRIMARY KEY CHECK (id = 1), last_ok_ms INTEGER, last_error TEXT,
                 last_error_ms INTEGER);",
         )?;
-        Ok(Store { db })
+        Ok(Store {
+            db,
+            path: path.to_path_buf(),
+            identity: identity(path),
+        })
+    }
+
+    /// Whether the database file is still the one opened (not deleted, not replaced).
+    pub fn still_there(&self) -> bool {
+        self.identity.is_some() && identity(&self.path) == self.identity
     }
 
     /// Run `f` in one transaction: all of it is stored (one fsync), or none.
     pub fn batch<T>(&mut self, f: impl FnOnce(&Store) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        if !self.still_there() {
+            let e = std::io::Error::other(format!(
+                "{} was deleted or replaced while the collector ran: nothing more is acknowledged (it would be lost with the unlinked file); restart the collector to open a new one, the agents resend what they kept",
+                self.path.display()
+            ));
+            return Err(StoreError(rusqlite::Error::ToSqlConversionFailure(Box::new(e))));
+        }
         self.db.execute_batch("BEGIN IMMEDIATE")?;
         match f(self) {
             Ok(v) => {
