@@ -435,5 +435,9 @@ fn a_deleted_store_is_noticed_and_nothing_acknowledged_is_lost() {
     });
     let seqs = stored(dir, node);
     // The first report after the deletion was never acknowledged: the agent resent it.
-    assert!(seqs.contains(&(last_before + 1)), "lost after the deletion: first stored {:?}", seqs.first());
+    assert!(
+        seqs.contains(&(last_before + 1)),
+        "lost after the deletion: first stored {:?}",
+        seqs.first()
+    );
 }

@@ -125,12 +125,17 @@ fn lying_registry_with(w: &Path, token_port: Option<u16>) -> Registry {
 /// Lay out a release manifest listing `layers` (digest, bytes served for it) at the mirror's
 /// path; the release's pinned reference.
 fn lie(reg: &Registry, layers: &[(&str, &[u8])]) -> String {
+    lie_sized(reg, &layers.iter().map(|(d, b)| (*d, *b, b.len())).collect::<Vec<_>>())
+}
+
+/// `lie` with the size each layer's descriptor declares.
+fn lie_sized(reg: &Registry, layers: &[(&str, &[u8], usize)]) -> String {
     let repo = reg.storage.join("ocp4/openshift4");
     std::fs::create_dir_all(repo.join("manifests")).unwrap();
     std::fs::create_dir_all(repo.join("blobs")).unwrap();
     let ls: Vec<serde_json::Value> = layers
         .iter()
-        .map(|(d, b)| serde_json::json!({"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": d, "size": b.len()}))
+        .map(|(d, _, size)| serde_json::json!({"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": d, "size": size}))
         .collect();
     let manifest = serde_json::to_vec(&serde_json::json!({
         "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
@@ -139,7 +144,7 @@ fn lie(reg: &Registry, layers: &[(&str, &[u8])]) -> String {
     .unwrap();
     let digest = format!("sha256:{:x}", sha2::Sha256::digest(&manifest));
     std::fs::write(repo.join("manifests").join(&digest), &manifest).unwrap();
-    for (d, b) in layers {
+    for (d, b, _) in layers {
         std::fs::write(repo.join("blobs").join(d.replace('/', "%2F")), b).unwrap();
     }
     format!("{SOURCE_RELEASE}@{digest}")
@@ -606,5 +611,49 @@ fn a_token_realm_over_plain_http_gets_no_credentials() {
     assert!(
         !out.contains(PASS) && !out.contains(&base64_encode(&format!("{USER}:{PASS}"))),
         "{out}"
+    );
+}
+
+/// A blob is bounded by the size its manifest declares, and a transfer by a deadline that names
+/// what was slow: a registry that sends more than declared, or a byte a second, is refused.
+#[test]
+fn a_blob_over_its_declared_size_or_too_slow_is_refused() {
+    let w = tempfile::tempdir().unwrap();
+    let reg = lying_registry(w.path());
+    let d = example_copy();
+    let dir = d.path();
+    let ds = dir.to_str().unwrap();
+    lab(&reg, dir, PASS, true);
+    // 3 MB whose digest is the declared one, but 10 bytes declared.
+    let body = vec![7u8; 3 << 20];
+    let digest = format!("sha256:{:x}", sha2::Sha256::digest(&body));
+    let image = lie_sized(&reg, &[(&digest, &body, 10)]);
+    let (code, out) = run_hs(&["release", "pull", "--dir", ds, "--release-image", &image]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("more than the 10 bytes the manifest declares"), "{out}");
+    let cached: u64 = std::fs::read_dir(dir.join("release/cache/blobs"))
+        .map(|r| r.flatten().filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum())
+        .unwrap_or(0);
+    assert!(cached < 1 << 20, "{cached} bytes kept");
+    // A byte a second: the deadline (2 s here, HARDSHIFT_BLOB_DEADLINE) names the registry.
+    std::fs::write(reg.storage.join("slow"), "").unwrap();
+    let small = b"a slow layer".to_vec();
+    let digest = format!("sha256:{:x}", sha2::Sha256::digest(&small));
+    let image = lie_sized(&reg, &[(&digest, &small, small.len())]);
+    let started = std::time::Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_hardshift"))
+        .args(["release", "pull", "--dir", ds, "--release-image", &image])
+        .env("HARDSHIFT_BLOB_DEADLINE", "2")
+        .output()
+        .unwrap();
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(
+        all.contains("sends too slowly") && all.contains(&format!("127.0.0.1:{}", reg.port)),
+        "{all}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(small.len() as u64),
+        "refused before the end"
     );
 }

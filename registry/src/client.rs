@@ -15,6 +15,18 @@ use tokio::io::AsyncWriteExt;
 pub const MANIFEST_TYPES: &str = "application/vnd.oci.image.index.v1+json, application/vnd.docker.distribution.manifest.list.v2+json, application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json";
 /// A manifest larger than this is not one.
 const MAX_MANIFEST: usize = 4 << 20;
+/// The largest blob fetched at all (a release image's layers are far smaller).
+pub const MAX_BLOB: u64 = 4 << 30;
+/// A blob's deadline: a base (120 s, or `HARDSHIFT_BLOB_DEADLINE` seconds for a slow link),
+/// plus a second per `BLOB_MIN_RATE` bytes of its size.
+const BLOB_MIN_RATE: u64 = 64 * 1024;
+
+fn blob_deadline_base() -> Duration {
+    let secs = std::env::var("HARDSHIFT_BLOB_DEADLINE")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    Duration::from_secs(secs.unwrap_or(120))
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -387,8 +399,24 @@ impl Client {
     }
 
     /// Stream a blob into `path` (through a temporary file beside it), hashing as it goes: a
-    /// blob whose bytes do not hash to `digest` is refused and nothing is left behind.
-    pub async fn blob_to_file(&self, r: &Reference, digest: &str, path: &Path) -> Result<u64, Error> {
+    /// blob whose bytes do not hash to `digest` is refused and nothing is left behind. `size`
+    /// (what the manifest declares) bounds it: one byte more, or fewer at the end, is refused;
+    /// never more than `MAX_BLOB`. The whole transfer has a deadline that grows with the size
+    /// (a registry sending a byte every few seconds holds no read timeout but this one).
+    pub async fn blob_to_file(&self, r: &Reference, digest: &str, path: &Path, size: Option<u64>) -> Result<u64, Error> {
+        let limit = size.unwrap_or(MAX_BLOB).min(MAX_BLOB);
+        let deadline = blob_deadline_base() + Duration::from_secs(limit / BLOB_MIN_RATE);
+        let started = std::time::Instant::now();
+        let what = format!("{}@{digest} (a layer of {r})", r.name());
+        let slow = |n: u64| {
+            Error::Other(format!(
+                "{what}: {n} of {} bytes after {:.0} s: the registry {} sends too slowly (the deadline for this size is {} s)",
+                size.map_or("?".to_string(), |s| s.to_string()),
+                started.elapsed().as_secs_f64(),
+                r.registry,
+                deadline.as_secs()
+            ))
+        };
         let resp = self.send(r, reqwest::Method::GET, &format!("blobs/{digest}"), "*/*").await?;
         let status = resp.status().as_u16();
         if status != 200 {
@@ -401,17 +429,33 @@ impl Client {
         let mut h = Sha256::new();
         let mut n = 0u64;
         let mut stream = resp.bytes_stream();
-        let result = async {
+        let transfer = async {
             while let Some(chunk) = stream.next().await {
                 let chunk = chunk.map_err(|e| transport(&r.registry, &e))?;
                 h.update(&chunk);
                 n += chunk.len() as u64;
+                if n > limit {
+                    return Err(Error::Other(match size {
+                        Some(s) if s <= MAX_BLOB => {
+                            format!("{what}: the registry sent more than the {s} bytes the manifest declares: refused")
+                        }
+                        _ => format!("{what}: over {MAX_BLOB} bytes: refused"),
+                    }));
+                }
                 f.write_all(&chunk).await.map_err(io)?;
+            }
+            if let Some(s) = size.filter(|s| *s != n) {
+                return Err(Error::Other(format!(
+                    "{what}: {n} bytes, not the {s} the manifest declares: refused"
+                )));
             }
             f.sync_all().await.map_err(io)?;
             Ok::<(), Error>(())
-        }
-        .await;
+        };
+        let result = match tokio::time::timeout(deadline, transfer).await {
+            Ok(r) => r,
+            Err(_) => Err(slow(n)),
+        };
         let got = format!("sha256:{:x}", h.finalize());
         if let Err(e) = result {
             let _ = tokio::fs::remove_file(&tmp).await;

@@ -6,6 +6,35 @@
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Component, Path, PathBuf};
 
+/// The most one file may hold once decompressed (a release's largest manifest is a few MB).
+pub const MAX_FILE: u64 = 64 << 20;
+/// The most a layer may write in all, and read in all once decompressed: a gzip bomb (400 MB
+/// from 408 KB) stops here, with its name, instead of filling the disk.
+pub const MAX_KEPT: u64 = 1 << 30;
+pub const MAX_READ: u64 = 8 << 30;
+
+/// Counts what is read through it and refuses past `left` bytes.
+struct Bounded<R> {
+    inner: R,
+    left: u64,
+}
+
+impl<R: Read> Read for Bounded<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.left = self
+            .left
+            .checked_sub(n as u64)
+            .ok_or_else(|| std::io::Error::other(format!("over {MAX_READ} bytes once decompressed: refused (a decompression bomb?)")))?;
+        Ok(n)
+    }
+}
+
+/// A whiteout's target: one plain name (never empty, `.` or `..`, never a path).
+fn whiteout_target(gone: &str) -> Option<&str> {
+    (!gone.is_empty() && gone != "." && gone != ".." && !gone.contains('/')).then_some(gone)
+}
+
 fn decompressed(file: std::fs::File) -> Result<Box<dyn Read>, String> {
     let mut r = BufReader::with_capacity(256 * 1024, file);
     let head = r.fill_buf().map_err(|e| e.to_string())?.to_vec();
@@ -35,8 +64,10 @@ fn inside(p: &Path) -> Option<PathBuf> {
 /// Apply one layer file to `dest`. Returns the number of files written.
 pub fn apply_layer(layer: &Path, dest: &Path, keep: &dyn Fn(&str) -> bool) -> Result<usize, String> {
     let f = std::fs::File::open(layer).map_err(|e| format!("{}: {e}", layer.display()))?;
-    let mut ar = tar::Archive::new(decompressed(f).map_err(|e| format!("{}: {e}", layer.display()))?);
+    let inner = decompressed(f).map_err(|e| format!("{}: {e}", layer.display()))?;
+    let mut ar = tar::Archive::new(Bounded { inner, left: MAX_READ });
     let mut written = 0;
+    let mut kept_bytes = 0u64;
     for entry in ar.entries().map_err(|e| format!("{}: {e}", layer.display()))? {
         let mut e = match entry {
             Ok(e) => e,
@@ -68,6 +99,9 @@ pub fn apply_layer(layer: &Path, dest: &Path, keep: &dyn Fn(&str) -> bool) -> Re
                     }
                 }
             } else {
+                let Some(gone) = whiteout_target(gone) else {
+                    return Err(format!("{}: whiteout {rel_s:?} names no file", layer.display()));
+                };
                 let p = dir.join(gone);
                 let _ = if p.is_dir() {
                     std::fs::remove_dir_all(&p)
@@ -91,8 +125,15 @@ pub fn apply_layer(layer: &Path, dest: &Path, keep: &dyn Fn(&str) -> bool) -> Re
                 if out.is_dir() {
                     let _ = std::fs::remove_dir_all(&out);
                 }
-                let mut w = std::fs::File::create(&out).map_err(|e| format!("{}: {e}", out.display()))?;
                 let want = e.size();
+                kept_bytes = kept_bytes.saturating_add(want);
+                if want > MAX_FILE || kept_bytes > MAX_KEPT {
+                    return Err(format!(
+                        "{}: {rel_s} is {want} bytes once decompressed ({kept_bytes} in all): over the {MAX_FILE}-byte file or {MAX_KEPT}-byte layer bound, refused (a decompression bomb?)",
+                        layer.display()
+                    ));
+                }
+                let mut w = std::fs::File::create(&out).map_err(|e| format!("{}: {e}", out.display()))?;
                 let got = std::io::copy(&mut e, &mut w).map_err(|e| format!("{}: {e}", out.display()))?;
                 if got != want {
                     return Err(format!("{}: {rel_s} is cut short ({got} of {want} bytes)", layer.display()));
@@ -200,5 +241,26 @@ mod tests {
             .map(|e| e.file_name().to_string_lossy().to_string())
             .collect();
         assert_eq!(names, ["b.yaml"], "an opaque directory drops what came before");
+    }
+
+    #[test]
+    fn a_decompression_bomb_and_a_whiteout_of_dot_dot_are_refused() {
+        let t = tempfile::tempdir().unwrap();
+        let big = "\0".repeat((MAX_FILE + 1) as usize);
+        let bomb = layer(t.path(), "bomb", &[("release-manifests/zeros", &big)], "gzip");
+        assert!(std::fs::metadata(&bomb).unwrap().len() < 1 << 20, "a small layer");
+        let dest = t.path().join("out");
+        std::fs::create_dir_all(&dest).unwrap();
+        let keep = |p: &str| p.starts_with("release-manifests");
+        let e = apply_layer(&bomb, &dest, &keep).unwrap_err();
+        assert!(e.contains("decompression bomb"), "{e}");
+        assert!(!dest.join("release-manifests/zeros").exists());
+        // `.wh...` would name the parent of its directory: the extraction root itself.
+        std::fs::create_dir_all(dest.join("release-manifests")).unwrap();
+        std::fs::write(dest.join("release-manifests/a.yaml"), "a").unwrap();
+        let wh = layer(t.path(), "wh", &[("release-manifests/.wh...", "")], "");
+        let e = apply_layer(&wh, &dest, &keep).unwrap_err();
+        assert!(e.contains("names no file"), "{e}");
+        assert!(dest.join("release-manifests/a.yaml").exists(), "nothing removed");
     }
 }

@@ -57,13 +57,19 @@ fn complete(cache: &Path, digest: &str) -> Option<PathBuf> {
     root.join(".complete").exists().then_some(root)
 }
 
-/// The layers of an image manifest: (digest, media type).
-fn layers(manifest: &serde_json::Value) -> Vec<(String, String)> {
+/// The layers of an image manifest: (digest, media type, declared size).
+fn layers(manifest: &serde_json::Value) -> Vec<(String, String, Option<u64>)> {
     manifest["layers"]
         .as_array()
         .map(|ls| {
             ls.iter()
-                .filter_map(|l| Some((l["digest"].as_str()?.to_string(), l["mediaType"].as_str().unwrap_or("").to_string())))
+                .filter_map(|l| {
+                    Some((
+                        l["digest"].as_str()?.to_string(),
+                        l["mediaType"].as_str().unwrap_or("").to_string(),
+                        l["size"].as_u64(),
+                    ))
+                })
                 .collect()
         })
         .unwrap_or_default()
@@ -107,15 +113,15 @@ async fn fetch(client: &Client, at: &Reference, cache: &Path) -> Result<(String,
     }
     // Every digest is checked before any path is formed from it.
     let mut paths = Vec::new();
-    for (i, (d, _)) in layers.iter().enumerate() {
+    for (i, (d, _, _)) in layers.iter().enumerate() {
         let p = blobs.join(hex(d, &format_args!("{at}: layer {i}"))?);
         paths.push(p);
     }
-    for ((d, _), p) in layers.iter().zip(&paths) {
+    for ((d, _, size), p) in layers.iter().zip(&paths) {
         // A kept blob is used only if it still hashes to its name.
         if !holds(p, d) {
             let _ = std::fs::remove_file(p);
-            client.blob_to_file(&at, d, p).await?;
+            client.blob_to_file(&at, d, p, *size).await?;
         }
     }
     // Extract beside the final place, then rename: a killed run leaves no half release.
@@ -124,7 +130,7 @@ async fn fetch(client: &Client, at: &Reference, cache: &Path) -> Result<(String,
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp).map_err(|e| Error::Other(format!("{}: {e}", tmp.display())))?;
     let keep = |p: &str| p.starts_with("release-manifests/") || p == "release-manifests";
-    for ((d, _), p) in layers.iter().zip(&paths) {
+    for ((d, _, _), p) in layers.iter().zip(&paths) {
         extract::apply_layer(p, &tmp, &keep).map_err(|e| Error::Other(format!("layer {d}: {e}")))?;
     }
     std::fs::write(tmp.join(".complete"), format!("{at}\n")).map_err(|e| Error::Other(e.to_string()))?;
@@ -205,7 +211,11 @@ mod tests {
         let m = serde_json::json!({"layers": [{"digest": "sha256:l1", "mediaType": "application/vnd.oci.image.layer.v1.tar+zstd"}]});
         assert_eq!(
             layers(&m),
-            vec![("sha256:l1".to_string(), "application/vnd.oci.image.layer.v1.tar+zstd".to_string())]
+            vec![(
+                "sha256:l1".to_string(),
+                "application/vnd.oci.image.layer.v1.tar+zstd".to_string(),
+                None
+            )]
         );
     }
 }
