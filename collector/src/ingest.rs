@@ -187,7 +187,7 @@ fn write(store: &mut Store, jobs: Vec<Job>, hooks: &Hooks) {
             // Loud, but not a line per batch: the first few, then one in a hundred.
             static FAILED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
             let n = FAILED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            if n < 5 || n % 100 == 0 {
+            if n < 5 || n.is_multiple_of(100) {
                 tracing::error!("not stored, not acknowledged ({} batches so far): {e}", n + 1);
             }
             for j in jobs {
