@@ -308,6 +308,30 @@ fn cases() -> Vec<Case> {
         ),
         case(
             AC,
+            "- hostname: worker-1",
+            "- hostname: localhost",
+            "hosts[5].hostname",
+            "names the loopback, not a node",
+            Edit,
+        ),
+        case(
+            AC,
+            "- ip: 192.168.126.111",
+            "- ip: 192.168.126.0",
+            "hosts[5].networkConfig.interfaces[0].ipv4.address[0].ip",
+            "is the network address of 192.168.126.0/24",
+            Edit,
+        ),
+        case(
+            AC,
+            "- ip: 192.168.126.111",
+            "- ip: 192.168.126.255",
+            "hosts[5].networkConfig.interfaces[0].ipv4.address[0].ip",
+            "is the broadcast address of 192.168.126.0/24",
+            Edit,
+        ),
+        case(
+            AC,
             "next-hop-address: 192.168.126.1\n",
             "next-hop-address: 10.9.9.1\n",
             "hosts[0].networkConfig.routes",
@@ -474,6 +498,49 @@ fn all_problems_are_reported_in_one_run() {
         assert!(err.contains(needle), "missing {needle:?}\n{err}");
     }
     assert_nothing_written(d.path(), "four problems");
+}
+
+/// A master with a bad hostname is one problem, not two: the rendezvousIP (its address) is not
+/// then called unknown.
+#[test]
+fn an_invalid_master_adds_no_false_rendezvous_error() {
+    let d = example_copy();
+    edit(d.path(), AC, "- hostname: master-0", "- hostname: Master_0");
+    let out = hardshift(&["create", "--dir", d.path().to_str().unwrap()]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("is not a valid hostname"), "{err}");
+    assert!(!err.contains("rendezvousIP"), "{err}");
+}
+
+/// A FIFO (or any file that is not a regular file) named install-config.yaml is an input error
+/// at once, not a create that hangs reading it.
+#[test]
+fn a_fifo_as_an_input_is_refused_not_read() {
+    let d = example_copy();
+    let ic = d.path().join(IC);
+    std::fs::remove_file(&ic).unwrap();
+    let (ok, out) = run("mkfifo", &[ic.to_str().unwrap()]);
+    assert!(ok, "{out}");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_hardshift"))
+        .args(["create", "--dir", d.path().to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() && started.elapsed() < std::time::Duration::from_secs(20) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let done = child.try_wait().unwrap().is_some();
+    if !done {
+        let _ = child.kill();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(done, "create hangs on a FIFO");
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("install-config.yaml") && err.contains("not a regular file"), "{err}");
 }
 
 #[test]

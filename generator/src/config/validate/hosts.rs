@@ -99,7 +99,9 @@ pub(super) fn agent_config(ac: &AgentConfig, ic: &InstallConfig, nets: &Networks
     }
     if let Some(rv) = &ac.rendezvous_ip {
         match rv.parse::<IpAddr>() {
-            Ok(ip) if !nodes.iter().any(|n| n.ip == ip && n.role != Role::Worker) => r.error(
+            // Judged only when every host is valid: a master with another error is not in
+            // `nodes`, and its address would be called unknown falsely.
+            Ok(ip) if nodes.len() == ac.hosts.len() && !nodes.iter().any(|n| n.ip == ip && n.role != Role::Worker) => r.error(
                 "rendezvousIP",
                 format!("rendezvousIP {ip} is not the address of a master or the bootstrap host"),
                 None,
@@ -159,6 +161,14 @@ fn hostname(h: &Host, p: &str, r: &mut Reporter) {
             &format!("{p}.hostname"),
             format!("{:?} is not a valid hostname: {e}", h.hostname),
             None,
+        );
+    } else if h.hostname == "localhost" || h.hostname.starts_with("localhost.") {
+        // A node named localhost registers as localhost: every such node is the same Node, its
+        // certificates name the loopback, and the CSR approver cannot tell them apart.
+        r.error(
+            &format!("{p}.hostname"),
+            format!("{:?} names the loopback, not a node", h.hostname),
+            Some("give the node its own name (master-0, worker-1, ...)".into()),
         );
     }
 }
@@ -299,6 +309,21 @@ fn static_ipv4(h: &Host, p: &str, nets: &Networks, s: &Settings, r: &mut Reporte
                 None,
             ),
             _ => {}
+        }
+        // The subnet's own network and broadcast addresses are no host's (a /31 or /32 has none).
+        if let Ok(subnet) = IpNet::new(ip, addr.prefix_length).map(|n| n.trunc()) {
+            let hosts_have_edges = match subnet {
+                IpNet::V4(n) => n.prefix_len() < 31,
+                IpNet::V6(_) => false,
+            };
+            if hosts_have_edges && (ip == subnet.network() || ip == subnet.broadcast()) {
+                let which = if ip == subnet.network() { "network" } else { "broadcast" };
+                r.error(
+                    &ip_path,
+                    format!("{ip} is the {which} address of {subnet}, not a host's"),
+                    Some("pick an address between the network and the broadcast address".into()),
+                );
+            }
         }
         for (what, vip) in [("API VIP", s.api_vip), ("ingress VIP", s.ingress_vip), ("helper", s.helper_ip)] {
             if vip == Some(ip) {
