@@ -441,3 +441,57 @@ fn a_deleted_store_is_noticed_and_nothing_acknowledged_is_lost() {
         seqs.first()
     );
 }
+
+/// A certificate the agent CA signed for a name outside the bundle's inventory is refused (and
+/// logged), not taken for a new node; the bundle's own agents still report.
+#[test]
+fn a_certificate_for_a_name_outside_the_inventory_is_refused() {
+    let (d, port, _col) = bundle_and_collector();
+    let dir = d.path();
+    // A copy of the agent PKI, with one more certificate from the real agent CA.
+    let pki_dir = dir.join("pki-copy");
+    std::fs::create_dir_all(&pki_dir).unwrap();
+    for f in ["agent-ca.crt", "agent-ca.key", "agent-worker-1.crt", "agent-worker-1.key"] {
+        std::fs::copy(dir.join("agent-pki").join(f), pki_dir.join(f)).unwrap();
+    }
+    let p = |f: &str| pki_dir.join(f).to_string_lossy().to_string();
+    let (ok, out) = run(
+        "openssl",
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-keyout",
+            &p("agent-intruder.key"),
+            "-out",
+            &p("agent-intruder.crt"),
+            "-subj",
+            "/O=hardshift:agents/CN=intruder",
+            "-CA",
+            &p("agent-ca.crt"),
+            "-CAkey",
+            &p("agent-ca.key"),
+            "-days",
+            "1",
+            "-addext",
+            "basicConstraints=critical,CA:FALSE",
+            "-addext",
+            "extendedKeyUsage=clientAuth",
+        ],
+    );
+    assert!(ok, "{out}");
+    let (_bad, _) = agent(dir, port, "intruder", "intruder", &pki_dir);
+    let (_good, _) = agent(dir, port, "worker-1", "worker-1", &pki_dir);
+    wait_for("worker-1's reports", 30, || stored(dir, "worker-1").len() >= 5);
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(stored(dir, "intruder").is_empty(), "a name outside the inventory was stored");
+    let log = std::fs::read_to_string(dir.join("collector.log")).unwrap_or_default();
+    assert!(
+        log.contains("certificate \"intruder\" is signed by the agent CA but names no node"),
+        "{log}"
+    );
+}

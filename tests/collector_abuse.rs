@@ -364,3 +364,34 @@ fn node_text_reaches_the_terminal_escaped_and_scrubbed() {
         assert!(!all.contains("sekrit-token-42"), "{cmd}: {all}");
     }
 }
+
+/// One node with an unusable name in the store (`..`, from a collector that did not check) is
+/// skipped by `gather` and said so in the index; every other node is still gathered.
+#[test]
+fn gather_skips_a_node_named_dot_dot_and_keeps_the_others() {
+    use hardshift_proto::v1::NodeReport;
+    let d = bundle();
+    let dir = d.path();
+    std::fs::create_dir_all(dir.join("collector")).unwrap();
+    let store = Store::open(&dir.join("collector/reports.db")).unwrap();
+    let now = hardshift_collector::now_ms();
+    for node in ["..", "master-0"] {
+        store.hello(node, "master", "boot-1", "test", now).unwrap();
+        let r = NodeReport {
+            seq: 1,
+            time_ms: now,
+            ..Default::default()
+        };
+        store.insert(node, "boot-1", &r, now).unwrap();
+    }
+    drop(store);
+    let out_file = dir.join("gather.tar.gz");
+    let out = hardshift(&["gather", "--dir", dir.to_str().unwrap(), "-o", out_file.to_str().unwrap()]);
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{all}");
+    let (ok, list) = run("tar", &["-tzf", out_file.to_str().unwrap()]);
+    assert!(ok, "{list}");
+    assert!(list.contains("hardshift-gather/master-0/status.json"), "{list}");
+    let (_, index) = run("tar", &["-xzOf", out_file.to_str().unwrap(), "hardshift-gather/index.json"]);
+    assert!(index.contains("not a plain file name"), "{index}");
+}

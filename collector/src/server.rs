@@ -23,6 +23,7 @@ use tonic::transport::Server;
 use tonic::{Request, Response, Status};
 
 pub struct Collector {
+    pub(crate) nodes: Option<std::collections::BTreeSet<String>>,
     pub(crate) ingest: Ingest,
     pub(crate) agents: Arc<Agents>,
     pub(crate) hello_timeout: Duration,
@@ -136,6 +137,9 @@ pub struct Options {
     pub drain: Duration,
     /// The dashboard and `/metrics`; None serves neither.
     pub web: Option<crate::web::Options>,
+    /// The bundle's nodes: a certificate of the agent CA naming any other is refused (the CA's
+    /// key signs what it is given; the inventory says who may report). None accepts any name.
+    pub nodes: Option<std::collections::BTreeSet<String>>,
 }
 
 impl Default for Options {
@@ -145,6 +149,7 @@ impl Default for Options {
             retain: None,
             drain: Duration::from_secs(10),
             web: None,
+            nodes: None,
         }
     }
 }
@@ -215,6 +220,7 @@ pub async fn serve(
         .http2_keepalive_interval(Some(Duration::from_secs(30)))
         .http2_keepalive_timeout(Some(Duration::from_secs(10)))
         .add_service(AgentServer::new(Collector {
+            nodes: opts.nodes.clone(),
             ingest,
             agents: agents.clone(),
             hello_timeout: opts.limits.hello_timeout,

@@ -171,6 +171,20 @@ impl Agent for Collector {
 
     async fn connect(&self, req: Request<Streaming<AgentMessage>>) -> Result<Response<Outbound>, Status> {
         let cn = peer_cn(&req).ok_or_else(|| Status::unauthenticated("no client certificate"))?;
+        // The agent CA vouches for the certificate; the inventory says who may report. A name
+        // outside it (or no valid name at all, `..`) is refused before anything is stored.
+        let valid = !cn.is_empty()
+            && cn.len() <= 253
+            && cn.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
+            && !cn.starts_with('.')
+            && !cn.contains("..");
+        if !valid || self.nodes.as_ref().is_some_and(|n| !n.contains(&cn)) {
+            let peer = req.extensions().get::<ConnInfo>().map(|i| i.peer.to_string()).unwrap_or_default();
+            tracing::warn!(
+                "refused a stream from {peer}: certificate {cn:?} is signed by the agent CA but names no node of this bundle's inventory"
+            );
+            return Err(Status::permission_denied(format!("{cn:?} is not a node of this cluster")));
+        }
         let info = req.extensions().get::<ConnInfo>().cloned();
         let mut inbound = req.into_inner();
         let hello = self.hello(&cn, info.as_ref(), &mut inbound).await?;

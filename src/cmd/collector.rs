@@ -215,6 +215,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     };
     let opts = server::Options {
         web: (!a.no_web).then(|| web_options(&a.dir, a.web, &db)).transpose()?,
+        nodes: inventory_names(&a.dir),
         ..opts
     };
     let kubeconfig = match (&a.kubeconfig, a.no_api_watch) {
@@ -276,4 +277,15 @@ fn fit_to_descriptors(wanted: usize) -> usize {
         );
     }
     wanted.min(room)
+}
+
+/// The bundle's node names, when its inputs are here to say them.
+fn inventory_names(dir: &std::path::Path) -> Option<std::collections::BTreeSet<String>> {
+    let rec = super::create::recorded(dir);
+    let overrides = hardshift_generator::config::Overrides {
+        release_image: rec.release_image,
+        key_algorithm: rec.key_algorithm,
+    };
+    let cluster = super::load_cluster(dir, rec.release_refs.as_deref(), &overrides).ok()?;
+    Some(cluster.nodes.iter().map(|n| n.hostname.clone()).collect())
 }

@@ -75,6 +75,12 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     };
     for r in rows.iter().filter(|r| a.nodes.is_empty() || a.nodes.contains(&r.node)) {
         let n = &r.node;
+        // A node's files go under its name: one that is no plain file name (`..`, `a/b`) is
+        // skipped and said so, and never fails the archive for every other node.
+        if !safe_name(n) {
+            ar.error(n, "the node's files", "its name is not a plain file name: skipped");
+            continue;
+        }
         let mut budget = MAX_NODE_BYTES;
         let summary = hardshift_collector::summary::summarize(r, now);
         let json = |v: &dyn erased::Json| v.pretty();
@@ -204,6 +210,11 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         ar.files.len()
     );
     Ok(0)
+}
+
+/// A node name usable as one path component inside the archive.
+fn safe_name(n: &str) -> bool {
+    !n.is_empty() && n != "." && n != ".." && !n.contains('/') && !n.contains('\0') && n.len() <= 253
 }
 
 /// The archive, written whole or not at all (temp file, then rename), 0600: logs can say much.
