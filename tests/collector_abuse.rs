@@ -202,6 +202,30 @@ fn one_collector_per_directory_and_signals_drain() {
             "{err}"
         );
         assert!(admin.exists(), "the first collector's admin socket must stay");
+        // Nor does another directory get to share its database.
+        if signal == "TERM" {
+            let other = bundle();
+            let db = dir.join("collector/reports.db");
+            // Bounded: a collector that is not refused would serve until stopped.
+            let out = Command::new("timeout")
+                .arg("20")
+                .arg(env!("CARGO_BIN_EXE_hardshift"))
+                .args([
+                    "collector",
+                    "--dir",
+                    other.path().to_str().unwrap(),
+                    "--db",
+                    db.to_str().unwrap(),
+                    "--listen",
+                    &format!("127.0.0.1:{}", free_port()),
+                    "--no-web",
+                ])
+                .output()
+                .unwrap();
+            let err = text(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{err}");
+            assert!(err.contains("another collector writes this database (pid "), "{err}");
+        }
 
         // The store and its WAL are this user's only.
         use std::os::unix::fs::PermissionsExt;

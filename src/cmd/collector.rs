@@ -183,6 +183,19 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         )),
         fsio::LockError::Io(e) => Failure::other(e),
     })?;
+    // And one writer per database, wherever --db points: two collectors on other directories
+    // sharing one store would interleave boots and acks.
+    let db_lock_path = db.with_file_name(format!(
+        "{}.lock",
+        db.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default()
+    ));
+    let _db_lock = fsio::lock_file(&db_lock_path, &format!("collector on {}", a.listen)).map_err(|e| match e {
+        fsio::LockError::Busy(holder) => Failure::other(format!(
+            "{}: another collector writes this database ({holder}); give this one another --db",
+            db.display()
+        )),
+        fsio::LockError::Io(e) => Failure::other(e),
+    })?;
     // The admin socket asks nodes for their logs: only this user may reach it.
     let admin = super::logs::admin_socket(&a.dir);
     std::fs::create_dir_all(admin.parent().unwrap_or(&a.dir))
