@@ -495,3 +495,27 @@ fn a_certificate_for_a_name_outside_the_inventory_is_refused() {
         "{log}"
     );
 }
+
+/// A seq file saying u64::MAX - 1 (corrupt, or forged) is not continued after: the sequence
+/// would wrap to 0 and every later report be dropped as a duplicate. The agent starts over and
+/// every report is stored.
+#[test]
+fn a_seq_near_the_top_does_not_wrap_and_lose_every_later_report() {
+    let (d, port, _col) = bundle_and_collector();
+    let dir = d.path();
+    let pki_dir = dir.join("agent-pki");
+    let node = "worker-0";
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .unwrap()
+        .trim()
+        .to_string();
+    let state = state_dir(dir, node, node);
+    std::fs::create_dir_all(&state).unwrap();
+    std::fs::write(state.join("seq"), format!("{node} {boot} {}\n", u64::MAX - 1)).unwrap();
+    let (_a, log) = agent(dir, port, node, node, &pki_dir);
+    wait_for("10 reports", 30, || stored(dir, node).len() >= 10);
+    let seqs = stored(dir, node);
+    assert!(seqs.iter().all(|s| *s < i64::MAX as u64), "{seqs:?}");
+    let log = std::fs::read_to_string(log).unwrap();
+    assert!(log.contains("beyond any real sequence"), "{log}");
+}

@@ -130,6 +130,14 @@ impl Session {
                     break;
                 }
             };
+            // The store keeps seqs as signed 64-bit integers: a seq it cannot hold faithfully
+            // (0, or past i64::MAX) would sort wrong and hide every later report. Refused.
+            if report.seq == 0 || report.seq >= i64::MAX as u64 {
+                tracing::warn!(node = %node, "refused a report with seq {}: outside 1..{}", report.seq, i64::MAX);
+                let msg = format!("seq {} is outside 1..{}", report.seq, i64::MAX);
+                let _ = self.tx.send(Err(Status::invalid_argument(msg))).await;
+                break;
+            }
             let queued = match ingest.report(node, &self.boot, report).await {
                 Ok(q) => q,
                 Err(e) => {

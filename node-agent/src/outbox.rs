@@ -18,7 +18,8 @@ impl Outbox {
         Outbox {
             queue: VecDeque::new(),
             capacity: capacity.max(1),
-            next_seq: last + 1,
+            // Never past what the store keeps (seq_state::MAX_SEQ), never wrapping.
+            next_seq: last.min(crate::seq_state::MAX_SEQ - 1) + 1,
             dropped: 0,
         }
     }
@@ -37,7 +38,7 @@ impl Outbox {
         }
         r.seq = self.next_seq;
         r.dropped_before = std::mem::take(&mut self.dropped);
-        self.next_seq += 1;
+        self.next_seq = (self.next_seq + 1).min(crate::seq_state::MAX_SEQ);
         self.queue.push_back(r);
         self.next_seq - 1
     }

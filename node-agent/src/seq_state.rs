@@ -23,10 +23,21 @@ pub fn load(dir: &Path, node: &str, boot_id: &str) -> u64 {
     parse(&text, node, boot_id).unwrap_or(0)
 }
 
+/// The highest seq a sequence may reach: what the collector's store keeps faithfully (SQLite
+/// integers are signed 64-bit). Far beyond any real boot (a report a millisecond for 292 million
+/// years); a file saying more is corrupt or forged, and continuing after it would wrap to 0 and
+/// have every later report dropped as a duplicate.
+pub const MAX_SEQ: u64 = i64::MAX as u64 - 1;
+
 fn parse(text: &str, node: &str, boot_id: &str) -> Option<u64> {
     let mut f = text.split_whitespace();
     let (n, b, s) = (f.next()?, f.next()?, f.next()?);
-    (n == node && b == boot_id).then(|| s.parse().ok()).flatten()
+    let seq: u64 = (n == node && b == boot_id).then(|| s.parse().ok()).flatten()?;
+    if seq >= MAX_SEQ {
+        tracing::warn!("{FILE}: seq {seq} is beyond any real sequence: ignored");
+        return None;
+    }
+    Some(seq)
 }
 
 /// Record `seq` as used. Called before the report carrying it is queued, so the file is never
@@ -51,6 +62,9 @@ mod tests {
         assert_eq!(load(d.path(), "m0", "b2"), 0, "a new boot starts over");
         assert_eq!(load(d.path(), "m1", "b1"), 0, "another node's file is not ours");
         std::fs::write(path(d.path()), "garbage").unwrap();
+        assert_eq!(load(d.path(), "m0", "b1"), 0);
+        // A seq no sequence reaches is not continued after (it would wrap).
+        std::fs::write(path(d.path()), format!("m0 b1 {}\n", u64::MAX - 1)).unwrap();
         assert_eq!(load(d.path(), "m0", "b1"), 0);
         // No temp file is left behind.
         save(d.path(), "m0", "b1", 42).unwrap();
