@@ -617,3 +617,35 @@ fn verify_refuses_a_kept_agent_that_does_not_hash_to_its_name() {
     assert_eq!(out.status.code(), Some(1), "{all}");
     assert!(all.contains(&format!("hashes to {foreign_sha}, not {sha}")), "{all}");
 }
+
+/// Under umask 000 the state and cache directories are still this user's only (0700): the kept
+/// agents, the agent encoding cache, the lock.
+#[test]
+fn caches_are_private_whatever_the_umask() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = example_copy();
+    let cache = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "umask 000; exec '{}' create --dir '{}' --key-algorithm ecdsa-p256 --self-contained-nodes",
+            env!("CARGO_BIN_EXE_hardshift"),
+            d.path().display()
+        ))
+        .env("XDG_CACHE_HOME", cache.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for p in [
+        d.path().join(".hardshift"),
+        d.path().join(".hardshift/agents"),
+        cache.path().join("hardshift"),
+    ] {
+        let mode = std::fs::metadata(&p)
+            .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, 0o700, "{}", p.display());
+    }
+}

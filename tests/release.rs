@@ -635,6 +635,24 @@ fn a_blob_over_its_declared_size_or_too_slow_is_refused() {
         .map(|r| r.flatten().filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum())
         .unwrap_or(0);
     assert!(cached < 1 << 20, "{cached} bytes kept");
+    // The release cache is this user's only, even under umask 000.
+    let _ = std::fs::remove_dir_all(dir.join("release/cache"));
+    let (ok, out) = run(
+        "sh",
+        &[
+            "-c",
+            &format!(
+                "umask 000; exec '{}' release pull --dir '{ds}' --release-image '{image}'",
+                env!("CARGO_BIN_EXE_hardshift")
+            ),
+        ],
+    );
+    assert!(!ok, "{out}");
+    for p in ["release/cache", "release/cache/blobs"] {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dir.join(p)).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700, "{p}");
+    }
     // A byte a second: the deadline (2 s here, HARDSHIFT_BLOB_DEADLINE) names the registry.
     std::fs::write(reg.storage.join("slow"), "").unwrap();
     let small = b"a slow layer".to_vec();

@@ -225,7 +225,8 @@ impl Staged {
     fn settle(&mut self) -> Result<(), WriteError> {
         for (tmp, dest) in std::mem::take(&mut self.kept) {
             if let Some(parent) = dest.parent() {
-                fs::create_dir_all(parent).map_err(io_err(parent))?;
+                // Kept files (the agent) sit in state directories: this user's only.
+                private_dir_all(parent).map_err(io_err(parent))?;
             }
             // Already on disk when the bundle's syncfs ran (then this costs nothing); not when
             // an intact generation was reused as is.
@@ -539,11 +540,20 @@ pub struct DirLock {
     _lock: nix::fcntl::Flock<fs::File>,
 }
 
+/// Create `path` and its missing parents as this user's only (0700), whatever the umask: caches
+/// and state hold agents, release layers and keys' neighbours. An existing `path` is narrowed to
+/// 0700 too.
+pub fn private_dir_all(path: &Path) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    fs::DirBuilder::new().recursive(true).mode(0o700).create(path)?;
+    fs::set_permissions(path, fs::Permissions::from_mode(0o700))
+}
+
 /// Take the bundle's writer lock, or say who holds it: two runs writing one bundle at once would
 /// leave a generation with some of each run's files.
 pub fn lock(dir: &Path, what: &str) -> Result<DirLock, String> {
     let state = dir.join(STATE_DIR);
-    fs::create_dir_all(&state).map_err(|e| format!("{}: {e}", state.display()))?;
+    private_dir_all(&state).map_err(|e| format!("{}: {e}", state.display()))?;
     lock_file(&state.join("lock"), what).map_err(|e| match e {
         LockError::Busy(holder) => format!(
             "{}: another hardshift run is writing this bundle ({holder}); wait for it to finish and run again",

@@ -21,6 +21,13 @@ pub struct Pulled {
     pub offline_because: Vec<String>,
 }
 
+/// A cache directory, this user's only whatever the umask (0700).
+fn private_dir(p: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(p)?;
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o700))
+}
+
 /// The hex of a digest the registry named, or an error naming where it came from.
 fn hex<'a>(digest: &'a str, from: &dyn std::fmt::Display) -> Result<&'a str, Error> {
     digest_hex(digest).map_err(|e| Error::Other(format!("{from}: {e}")))
@@ -106,7 +113,7 @@ async fn fetch(client: &Client, at: &Reference, cache: &Path) -> Result<(String,
         return Ok((digest, root));
     }
     let blobs = cache.join("blobs");
-    std::fs::create_dir_all(&blobs).map_err(|e| Error::Other(format!("{}: {e}", blobs.display())))?;
+    private_dir(&blobs).map_err(|e| Error::Other(format!("{}: {e}", blobs.display())))?;
     let layers = layers(&v);
     if layers.is_empty() {
         return Err(Error::Other(format!("{at}: the manifest lists no layers")));
@@ -128,7 +135,7 @@ async fn fetch(client: &Client, at: &Reference, cache: &Path) -> Result<(String,
     let root = cache.join(&digest_hex);
     let tmp = cache.join(format!("{digest_hex}.tmp-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
-    std::fs::create_dir_all(&tmp).map_err(|e| Error::Other(format!("{}: {e}", tmp.display())))?;
+    private_dir(&tmp).map_err(|e| Error::Other(format!("{}: {e}", tmp.display())))?;
     let keep = |p: &str| p.starts_with("release-manifests/") || p == "release-manifests";
     for ((d, _, _), p) in layers.iter().zip(&paths) {
         extract::apply_layer(p, &tmp, &keep).map_err(|e| Error::Other(format!("layer {d}: {e}")))?;
@@ -155,7 +162,7 @@ pub async fn pull(client: &Client, sources: &[DigestSource], image: &Reference, 
             Ok((digest, root)) => {
                 let f = name_file(cache, image);
                 if let Some(p) = f.parent() {
-                    let _ = std::fs::create_dir_all(p);
+                    let _ = private_dir(p);
                 }
                 let _ = std::fs::write(&f, &digest);
                 return Ok(Pulled {

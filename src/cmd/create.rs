@@ -629,7 +629,7 @@ fn cache_encoding(b: &agent::Binary, sha: &str) {
         if let Ok(json) = serde_json::to_vec(&*b.encoded) {
             let written = enc
                 .parent()
-                .map(|d| std::fs::create_dir_all(d).and_then(|_| fsio::write_file_atomic(&enc, &json, 0o644)));
+                .map(|d| fsio::private_dir_all(d).and_then(|_| fsio::write_file_atomic(&enc, &json, 0o644)));
             if let (Some(Ok(())), Some(dir)) = (written, enc.parent()) {
                 prune_cache(dir, &enc);
             }
@@ -670,7 +670,7 @@ fn record(a: &Args, agent: Option<&agent::Binary>) -> Result<(), Failure> {
         let kept = kept_agent(&a.input.dir, sha);
         if !kept.is_file() {
             let fail = |e: std::io::Error| Failure::other(format!("{}: {e}", kept.display()));
-            std::fs::create_dir_all(state.join(AGENTS)).map_err(fail)?;
+            fsio::private_dir_all(&state.join(AGENTS)).map_err(fail)?;
             fsio::write_file_atomic(&kept, &b.bytes, 0o755).map_err(fail)?;
         }
         cache_encoding(b, sha);

@@ -94,7 +94,7 @@ pub fn pull_into(dir: &Path, rt: &tokio::runtime::Runtime, acc: &Access) -> Resu
         .as_ref()
         .ok_or_else(|| Failure::input("no release image: set release.image in hardshift.yaml or pass --release-image"))?;
     let cache = dir.join("release").join("cache");
-    std::fs::create_dir_all(&cache).map_err(|e| Failure::other(format!("{}: {e}", cache.display())))?;
+    hardshift_generator::fsio::private_dir_all(&cache).map_err(|e| Failure::other(format!("{}: {e}", cache.display())))?;
     let pulled = rt
         .block_on(release::pull(&acc.client, &acc.sources, image, &cache))
         .map_err(|errs| {
