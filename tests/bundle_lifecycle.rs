@@ -190,8 +190,33 @@ fn a_removed_pki_directory_is_not_silently_replaced_by_new_cas() {
         err.contains("pki/root-ca") && err.contains("pki/etcd-ca") && err.contains("their files are gone"),
         "{err}"
     );
-    assert!(err.contains(".hardshift/previous") && err.contains("--rotate-ca"), "{err}");
+    // One create so far: there is no earlier generation to point at, and the hint says so.
+    assert!(!d.path().join(".hardshift/previous").exists());
+    assert!(
+        !err.contains(".hardshift/previous") && err.contains("your backup") && err.contains("--rotate-ca"),
+        "{err}"
+    );
     assert_eq!(before, snapshot(d.path()), "a refused run must not touch the bundle");
+    // With an earlier generation that still holds the CAs, the hint names it.
+    let d3 = example_copy();
+    create(d3.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    edit(d3.path(), "agent-config.yaml", "192.168.126.102", "192.168.126.104");
+    create(d3.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    let dir3 = d3.path().to_str().unwrap();
+    let (ok, out) = run("sh", &["-c", &format!("rm -rf {dir3}/pki/")]);
+    assert!(ok, "{out}");
+    let out = hardshift(&[
+        "create",
+        "--dir",
+        dir3,
+        "--key-algorithm",
+        "ecdsa-p256",
+        "--no-agent",
+        "--self-contained-nodes",
+    ]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains(".hardshift/previous, holds them"), "{err}");
 
     // A CA that is new in the plan (a bundle from before it existed) is simply created: here the
     // sums no longer list the operators' kubelet-signer, as in a bundle of an older version.

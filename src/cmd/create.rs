@@ -852,11 +852,18 @@ fn refuse_rekey(a: &Args, specs: &[pki::CertSpec], existing: &pki::Existing) -> 
     if gone.is_empty() {
         return Ok(());
     }
+    // Name the earlier generation only if there is one, and it still holds those CAs.
+    let previous = a.input.dir.join(fsio::STATE_DIR).join("previous");
+    let has = |id: &String| previous.join(format!("{id}.key")).is_file();
+    let from = if gone.iter().all(has) {
+        format!("the generation before the last change, in {}, holds them", previous.display())
+    } else {
+        "no earlier generation holding them is kept: use your backup of the bundle".to_string()
+    };
     Err(Failure::input(format!(
-        "{}: the live bundle had {} but their files are gone; new CAs would re-key a running cluster, so nothing was written\n    hint: restore them (the generation before the last change is in {}/.hardshift/previous), or pass --rotate-ca if the cluster does not run yet",
+        "{}: the live bundle had {} but their files are gone; new CAs would re-key a running cluster, so nothing was written\n    hint: restore them ({from}), or pass --rotate-ca if the cluster does not run yet",
         a.input.dir.display(),
         gone.join(", "),
-        a.input.dir.display()
     )))
 }
 
