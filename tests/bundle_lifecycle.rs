@@ -674,3 +674,30 @@ fn caches_are_private_whatever_the_umask() {
         assert_eq!(mode, 0o700, "{}", p.display());
     }
 }
+
+/// A disk that fills up mid-write (a 600 KiB tmpfs, in a private mount namespace): create fails
+/// with the error, and leaves no `.hardshift/tmp-*` behind; the inputs are untouched.
+#[test]
+fn a_full_disk_leaves_no_temporary_generation_behind() {
+    let outer = tempfile::tempdir().unwrap();
+    let mnt = outer.path().join("small");
+    std::fs::create_dir_all(&mnt).unwrap();
+    let src = example_copy();
+    let script = format!(
+        "set -e; mount -t tmpfs -o size=600k tmpfs '{m}'; cp -r '{s}/.' '{m}/'; \
+         '{bin}' create --dir '{m}' --key-algorithm ecdsa-p256 --no-agent --self-contained-nodes > '{o}/out' 2>&1 && echo ok > '{o}/rc' || echo $? > '{o}/rc'; \
+         ls -a '{m}/.hardshift' > '{o}/state' 2>/dev/null || true",
+        m = mnt.display(),
+        s = src.path().display(),
+        bin = env!("CARGO_BIN_EXE_hardshift"),
+        o = outer.path().display()
+    );
+    let (ok, out) = run("unshare", &["-m", "--propagation", "private", "sh", "-c", &script]);
+    assert!(ok, "{out}");
+    let rc = std::fs::read_to_string(outer.path().join("rc")).unwrap();
+    let said = std::fs::read_to_string(outer.path().join("out")).unwrap();
+    let state = std::fs::read_to_string(outer.path().join("state")).unwrap_or_default();
+    assert_ne!(rc.trim(), "ok", "the bundle cannot fit in 600 KiB: {said}");
+    assert!(said.contains("No space left on device"), "{said}");
+    assert!(!state.lines().any(|l| l.starts_with("tmp-")), "left behind: {state}\n{said}");
+}

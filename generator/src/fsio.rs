@@ -300,8 +300,12 @@ pub fn write_staged(dir: &Path, b: &Bundle, mut staged: Option<Staged>) -> Resul
                 Some(st) => st.finish()?,
                 None => (state.join(format!("tmp-{}-{}", std::process::id(), nanos())), Default::default()),
             };
-            write_tree(&tmp, b, current(dir).as_deref(), &written)?;
-            fs::rename(&tmp, &gen).map_err(io_err(&gen))?;
+            // A failed write (a full disk) leaves no half generation behind.
+            let done = write_tree(&tmp, b, current(dir).as_deref(), &written).and_then(|_| fs::rename(&tmp, &gen).map_err(io_err(&gen)));
+            if let Err(e) = done {
+                let _ = fs::remove_dir_all(&tmp);
+                return Err(e);
+            }
         }
         if let Ok(old) = fs::read_link(state.join(CURRENT)) {
             swap_link(&state, PREVIOUS, &old)?;
@@ -330,8 +334,11 @@ fn repair(dir: &Path, state: &Path, b: &Bundle, gen_name: &str, live: &Path, dam
     let gen = state.join(&name);
     let tmp = state.join(format!("tmp-{}-{stamp}", std::process::id()));
     // Nothing is linked from the damaged generation: every file is written anew.
-    write_tree(&tmp, b, None, &Default::default())?;
-    fs::rename(&tmp, &gen).map_err(io_err(&gen))?;
+    let done = write_tree(&tmp, b, None, &Default::default()).and_then(|_| fs::rename(&tmp, &gen).map_err(io_err(&gen)));
+    if let Err(e) = done {
+        let _ = fs::remove_dir_all(&tmp);
+        return Err(e);
+    }
     swap_link(state, CURRENT, Path::new(&name))?;
     sync_dir(state)?;
     let moved_to = state.join(format!("damaged-{stamp}"));
