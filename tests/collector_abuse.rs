@@ -419,3 +419,24 @@ fn gather_skips_a_node_named_dot_dot_and_keeps_the_others() {
     let (_, index) = run("tar", &["-xzOf", out_file.to_str().unwrap(), "hardshift-gather/index.json"]);
     assert!(index.contains("not a plain file name"), "{index}");
 }
+
+/// Another site's page cannot make a node run journalctl through the dashboard: a cross-site
+/// request (as a browser marks it) for a node's logs is refused, and the node is not asked.
+#[test]
+fn a_cross_site_request_for_logs_is_refused() {
+    let d = bundle();
+    let dir = d.path();
+    let (port, web) = (free_port(), free_port());
+    let _col = collector_with(dir, port, &["--web", &format!("127.0.0.1:{web}")]);
+    wait_for("the dashboard", 30, || TcpStream::connect(("127.0.0.1", web)).is_ok());
+    let url = format!("http://127.0.0.1:{web}/node/master-0/logs?unit=kubelet");
+    let code = |extra: &[&str]| {
+        let mut args = vec!["-sS", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10"];
+        args.extend_from_slice(extra);
+        args.push(&url);
+        run("curl", &args).1.trim().to_string()
+    };
+    assert_eq!(code(&["-H", "Sec-Fetch-Site: cross-site"]), "403");
+    assert_eq!(code(&["-H", "Origin: http://evil.example"]), "403");
+    assert_eq!(code(&["-H", "Sec-Fetch-Site: same-origin"]), "200");
+}

@@ -214,6 +214,11 @@ async fn guard(State(s): State<Arc<Shared>>, req: Request, next: Next) -> Respon
                 .into_response();
         }
     }
+    // Another site's page may not make a node act (its logs are read by running journalctl on
+    // it): a browser says where a request comes from (Sec-Fetch-Site, Origin).
+    if let Some(why) = cross_site(req.headers()) {
+        return (StatusCode::FORBIDDEN, format!("refused: {why}\n")).into_response();
+    }
     let mut r = next.run(req).await;
     let h = r.headers_mut();
     h.insert(
@@ -224,6 +229,28 @@ async fn guard(State(s): State<Arc<Shared>>, req: Request, next: Next) -> Respon
     h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
     h.entry(header::CACHE_CONTROL).or_insert(HeaderValue::from_static("no-store"));
     r
+}
+
+/// Why a request comes from another site, if it does: `Sec-Fetch-Site` other than same-origin
+/// or none (a typed URL, a bookmark), or an `Origin` whose host is not the one asked.
+fn cross_site(h: &axum::http::HeaderMap) -> Option<String> {
+    let get = |n: &str| h.get(n).and_then(|v| v.to_str().ok());
+    if let Some(site) = get("sec-fetch-site") {
+        if site != "same-origin" && site != "none" {
+            return Some(format!("a {site} request (Sec-Fetch-Site)"));
+        }
+    }
+    if let Some(origin) = get("origin") {
+        let host = get("host").unwrap_or("");
+        let origin_host = origin.split_once("://").map(|(_, r)| r).unwrap_or(origin);
+        if origin != "null" && origin_host != host {
+            return Some(format!("a request from {origin} (Origin) for {host}"));
+        }
+        if origin == "null" {
+            return Some("a request from an opaque origin".into());
+        }
+    }
+    None
 }
 
 /// A live region's stream: each item replaces the region (or, named "rows", only those rows).
@@ -480,6 +507,25 @@ async fn metrics_text(State(s): State<Arc<Shared>>, headers: axum::http::HeaderM
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn requests_from_another_site_are_named() {
+        let h = |pairs: &[(&'static str, &'static str)]| {
+            let mut m = axum::http::HeaderMap::new();
+            for (k, v) in pairs {
+                m.insert(*k, HeaderValue::from_static(v));
+            }
+            m
+        };
+        assert!(cross_site(&h(&[("host", "127.0.0.1:9000")])).is_none(), "curl, a script");
+        assert!(cross_site(&h(&[("sec-fetch-site", "same-origin")])).is_none());
+        assert!(cross_site(&h(&[("sec-fetch-site", "none")])).is_none(), "a typed URL");
+        assert!(cross_site(&h(&[("sec-fetch-site", "cross-site")])).is_some());
+        assert!(cross_site(&h(&[("sec-fetch-site", "same-site")])).is_some());
+        assert!(cross_site(&h(&[("host", "127.0.0.1:9000"), ("origin", "http://127.0.0.1:9000")])).is_none());
+        assert!(cross_site(&h(&[("host", "127.0.0.1:9000"), ("origin", "http://evil.example")])).is_some());
+        assert!(cross_site(&h(&[("host", "127.0.0.1:9000"), ("origin", "null")])).is_some());
+    }
 
     #[test]
     fn only_loopback_hosts_pass_the_guard() {
