@@ -519,3 +519,68 @@ fn a_seq_near_the_top_does_not_wrap_and_lose_every_later_report() {
     let log = std::fs::read_to_string(log).unwrap();
     assert!(log.contains("beyond any real sequence"), "{log}");
 }
+
+/// What `hardshift logs` and the dashboard's log view pass on is scrubbed by structure, pattern
+/// and value: the bundle's own kubeadmin password in free text, a window of lines that starts
+/// inside a private key, a pull-secret credential in escaped JSON; the rest of the journal stays.
+#[test]
+fn logs_leave_the_node_scrubbed_by_structure_pattern_and_value() {
+    let (d, port, _col) = bundle_and_collector();
+    let dir = d.path();
+    let password = std::fs::read_to_string(dir.join("auth/kubeadmin-password"))
+        .unwrap()
+        .trim()
+        .to_string();
+    let key = std::fs::read_to_string(dir.join("pki/admin.key")).unwrap();
+    let body: Vec<&str> = key.lines().filter(|l| !l.starts_with("-----")).collect();
+    let mut messages = vec![
+        format!("console says: log in as kubeadmin with {password}"),
+        "config={\\\"auths\\\":{\\\"r\\\":{\\\"auth\\\":\\\"aGFyZHNoaWZ0OmV4YW1wbGU=\\\"}}}".to_string(),
+    ];
+    messages.extend(body.iter().map(|l| l.to_string()));
+    messages.push(key.lines().last().unwrap().to_string());
+    messages.push("kubelet is still here".to_string());
+    let mut export = String::new();
+    for (i, m) in messages.iter().enumerate() {
+        export.push_str(&format!(
+            "__REALTIME_TIMESTAMP={}\n__MONOTONIC_TIMESTAMP={}\n_BOOT_ID=5e1a4a53c0f24b8c9d6a2f7b1e3c4d5a\n_HOSTNAME=master-0\n_SYSTEMD_UNIT=kubelet.service\nSYSLOG_IDENTIFIER=kubenswrapper\n_PID=2140\nPRIORITY=6\nMESSAGE={m}\n\n",
+            1795684442000000u64 + i as u64 * 1000,
+            1000000 + i * 1000
+        ));
+    }
+    let j = dir.join("journal");
+    std::fs::create_dir_all(&j).unwrap();
+    let src = dir.join("leaky.export");
+    std::fs::write(&src, export).unwrap();
+    let (ok, out) = run(
+        "/lib/systemd/systemd-journal-remote",
+        &[
+            "-o",
+            j.join("master-0.journal").to_str().unwrap(),
+            "--split-mode=none",
+            src.to_str().unwrap(),
+        ],
+    );
+    assert!(ok, "{out}");
+    let _a = agent_with(
+        dir,
+        port,
+        "master-0",
+        "master-0",
+        &dir.join("agent-pki"),
+        &format!("journal_directory = \"{}\"\nunits = []\n", j.display()),
+    );
+    wait_for("master-0 to connect", 30, || !stored(dir, "master-0").is_empty());
+    // Windows that start inside the key too: -n cuts the journal's head.
+    for n in ["50", "4", "3", "2"] {
+        let out = hardshift(&["logs", "master-0", "kubelet", "-n", n, "--dir", dir.to_str().unwrap()]);
+        let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+        assert!(out.status.success(), "{all}");
+        assert!(!all.contains(&password), "-n {n}: the kubeadmin password: {all}");
+        assert!(!all.contains("aGFyZHNoaWZ0OmV4YW1wbGU="), "-n {n}: {all}");
+        for l in &body {
+            assert!(!all.contains(l), "-n {n}: a key line: {all}");
+        }
+        assert!(all.contains("kubelet is still here"), "-n {n}: {all}");
+    }
+}

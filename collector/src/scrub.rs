@@ -1,91 +1,150 @@
-//! Secrets out of text that leaves a node or the workstation (`hardshift gather`): private key
-//! blocks, bearer tokens, the pull secret's `auth` values and kubeconfig key data. Pure.
+//! Secrets out of text that leaves a node or the workstation (`hardshift gather`, the
+//! dashboard's log view, `hardshift logs`, what the terminal shows). Pure. By structure first:
+//! private key blocks, whole or cut (a window of lines that starts inside one, or a key escaped
+//! onto one line); then by pattern (credentials in JSON, escaped JSON, YAML, flags, query strings,
+//! HTTP headers, bearer and OAuth tokens, JWTs, cookies); then by value (the bundle's own
+//! secrets, wherever they appear, when the caller knows them).
 
-/// `text` with every secret replaced by a marker naming what was there.
+use regex::{Regex, RegexBuilder};
+use std::sync::OnceLock;
+
+const MARK: &str = "[REDACTED]";
+const KEY_MARK: &str = "[REDACTED PRIVATE KEY]";
+
+/// `text` with every secret it can tell replaced by a marker naming what was there.
 pub fn scrub(text: &str) -> String {
+    Scrubber::default().scrub(text)
+}
+
+/// A scrubber that also knows secret values by heart (the kubeadmin password, the pull
+/// secret's credentials): they are redacted wherever they appear, in any form.
+#[derive(Debug, Default, Clone)]
+pub struct Scrubber {
+    values: Vec<String>,
+}
+
+impl Scrubber {
+    /// Redact `values` too (and their base64), each of 6 characters or more (shorter ones would
+    /// hit ordinary words).
+    pub fn with_values(values: impl IntoIterator<Item = String>) -> Scrubber {
+        use base64::Engine;
+        let mut v: Vec<String> = Vec::new();
+        for s in values.into_iter().filter(|s| s.len() >= 6) {
+            v.push(base64::engine::general_purpose::STANDARD.encode(&s));
+            v.push(s);
+        }
+        v.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        v.dedup();
+        Scrubber { values: v }
+    }
+
+    pub fn scrub(&self, text: &str) -> String {
+        let mut s = private_keys(text);
+        for (re, keep) in patterns() {
+            s = re
+                .replace_all(&s, |c: &regex::Captures| {
+                    format!("{}{MARK}", c.get(*keep).map_or("", |m| m.as_str()))
+                })
+                .into_owned();
+        }
+        for v in &self.values {
+            if s.contains(v.as_str()) {
+                s = s.replace(v.as_str(), MARK);
+            }
+        }
+        s
+    }
+}
+
+/// (pattern, the capture group kept before the marker): each match is replaced by that group
+/// and the marker, so the key stays readable and its value goes.
+fn patterns() -> &'static [(Regex, usize)] {
+    static P: OnceLock<Vec<(Regex, usize)>> = OnceLock::new();
+    P.get_or_init(|| {
+        let ci = |p: &str| RegexBuilder::new(p).case_insensitive(true).build().expect("a valid pattern");
+        let keys = r"auth|password|passwd|pass|pwd|token|access_token|refresh_token|id_token|secret|client_secret|client-key-data|\.dockerconfigjson|identitytoken|registrytoken|api[_-]?key";
+        vec![
+            // JSON, also escaped inside another JSON string: "auth":"…" or \"auth\":\"…\".
+            (ci(&format!(r#"((?:\\*")(?:{keys})(?:\\*")\s*:\s*\\*")[^"\\]*"#)), 1),
+            // YAML and `Key: value` lines (PASSWORD: x, client-key-data: x, .dockerconfigjson: x).
+            (ci(&format!(r#"((?:^|[\s{{,\[(])(?:{keys})\s*:[ \t]*)[^\s"',}}\]\\][^\s,}}\]\\]*"#)), 1),
+            // Query strings, environment and flags: password=x, token=x, --password x.
+            (ci(&format!(r#"((?:^|[\s?&;,"'(])(?:{keys})=)[^\s&;,"')]+"#)), 1),
+            (ci(r#"((?:^|\s)--?(?:password|passwd|token|client-secret)(?:=|\s+))[^\s"']+"#), 1),
+            // HTTP authorization, whatever its case and whitespace: Bearer, Basic, ....
+            (ci(r"(\b(?:bearer|basic|negotiate|digest)[ \t]+)[A-Za-z0-9._~+/=\-]{6,}"), 1),
+            // Cookies: the rest of the header.
+            (ci(r"(\b(?:set-)?cookie:[ \t]*)[^\r\n]+"), 1),
+            // OpenShift OAuth tokens and JWTs (service-account tokens) wherever they stand.
+            (Regex::new(r"()sha256~[A-Za-z0-9_\-]{16,}").expect("a valid pattern"), 1),
+            (Regex::new(r"()\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}").expect("a valid pattern"), 1),
+        ]
+    })
+}
+
+/// Whether a line carries (part of) a PEM body: its last word base64 only, long enough not to be
+/// a word (a journal line has its time, host and process before it). Only asked next to a
+/// BEGIN or END of a private key, so a container ID at a line's end elsewhere is left alone.
+fn pem_body(line: &str) -> bool {
+    let t = line.trim().rsplit([' ', '\t']).next().unwrap_or("");
+    t.len() >= 16 && t.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/' || b == b'=')
+}
+
+/// Private key blocks out, by structure: a whole block (real or escaped newlines), a block cut
+/// at the end (its body dropped, not the rest of the text), and the tail of a block whose BEGIN
+/// is before the window (the body lines before an END … PRIVATE KEY line).
+fn private_keys(text: &str) -> String {
+    // One-line forms first: a key escaped into a string ("-----BEGIN …-----\nMII…\n-----END …-----").
+    static ONE_LINE: OnceLock<Regex> = OnceLock::new();
+    let one = ONE_LINE.get_or_init(|| {
+        Regex::new(r"-----BEGIN ([A-Z0-9 ]*PRIVATE KEY)-----(?:\\+[nr]|[A-Za-z0-9+/=\s])*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|$)")
+            .expect("a valid pattern")
+    });
+    let text = one.replace_all(text, KEY_MARK);
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
     let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    // PEM private keys, whatever their kind (RSA, EC, ENCRYPTED, plain PKCS#8).
-    while let Some(start) = rest.find("-----BEGIN ") {
-        let header_end = rest[start..]
-            .find("-----\n")
-            .map(|i| start + i)
-            .or_else(|| rest[start + 11..].find("-----").map(|i| start + 11 + i));
-        let Some(h) = header_end else { break };
-        let label = &rest[start + 11..h];
-        if !label.contains("PRIVATE KEY") {
-            out.push_str(&rest[..h + 5]);
-            rest = &rest[h + 5..];
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        if let Some(at) = line.find("-----BEGIN ").filter(|_| line.contains("PRIVATE KEY-----")) {
+            // Whatever stands before the block on its line stays.
+            out.push_str(&line[..at]);
+            out.push_str(KEY_MARK);
+            i += 1;
+            while i < lines.len() && pem_body(lines[i]) {
+                i += 1;
+            }
+            let end = lines.get(i).filter(|l| l.contains("-----END ") && l.contains("PRIVATE KEY-----"));
+            match end {
+                Some(l) => {
+                    let after = &l[l.find("PRIVATE KEY-----").map_or(0, |p| p + 16)..];
+                    out.push_str(after);
+                    i += 1;
+                }
+                None => out.push('\n'),
+            }
             continue;
         }
-        out.push_str(&rest[..start]);
-        out.push_str("[REDACTED PRIVATE KEY]");
-        let end_marker = format!("-----END {label}-----");
-        rest = match rest[h..].find(&end_marker) {
-            Some(e) => &rest[h + e + end_marker.len()..],
-            // An unterminated key: drop the rest rather than leak part of it.
-            None => "",
-        };
-    }
-    out.push_str(rest);
-    let mut s = out;
-    for key in [
-        "\"auth\":",
-        "\"auth\" :",
-        "client-key-data:",
-        "\"client-key-data\":",
-        "token:",
-        "\"token\":",
-        "password:",
-        "\"password\":",
-    ] {
-        s = redact_values(&s, key);
-    }
-    redact_after(&s, "Bearer ")
-}
-
-/// Replace the value after each `key` (quoted or up to the end of the token) with a marker.
-fn redact_values(s: &str, key: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(i) = rest.find(key) {
-        let after = i + key.len();
-        out.push_str(&rest[..after]);
-        let tail = &rest[after..];
-        let trimmed = tail.trim_start();
-        out.push_str(&tail[..tail.len() - trimmed.len()]);
-        let (value_len, quoted) = if let Some(q) = trimmed.strip_prefix('"') {
-            (q.find('"').map_or(trimmed.len(), |e| e + 2), true)
-        } else {
-            (
-                trimmed
-                    .find(|c: char| c.is_whitespace() || c == ',' || c == '}')
-                    .unwrap_or(trimmed.len()),
-                false,
-            )
-        };
-        if value_len > 0 {
-            out.push_str(if quoted { "\"[REDACTED]\"" } else { "[REDACTED]" });
+        if line.contains("-----END ") && line.contains("PRIVATE KEY-----") {
+            // The window began inside a block: its body lines, already written, go too.
+            let mut keep = out.len();
+            let mut back: Vec<&str> = out.split_inclusive('\n').collect();
+            while back.last().is_some_and(|l| pem_body(l)) {
+                keep -= back.pop().map_or(0, str::len);
+            }
+            out.truncate(keep);
+            out.push_str(KEY_MARK);
+            let after = &line[line.find("PRIVATE KEY-----").map_or(0, |p| p + 16)..];
+            out.push_str(after);
+            i += 1;
+            continue;
         }
-        rest = &trimmed[value_len..];
+        out.push_str(line);
+        i += 1;
     }
-    out.push_str(rest);
-    out
-}
-
-fn redact_after(s: &str, marker: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(i) = rest.find(marker) {
-        out.push_str(&rest[..i + marker.len()]);
-        let tail = &rest[i + marker.len()..];
-        let n = tail
-            .find(|c: char| c.is_whitespace() || c == '"' || c == '\'')
-            .unwrap_or(tail.len());
-        out.push_str("[REDACTED]");
-        rest = &tail[n..];
+    if !text.ends_with('\n') && out.ends_with('\n') && !text.is_empty() && out.ends_with(&format!("{KEY_MARK}\n")) {
+        out.pop();
     }
-    out.push_str(rest);
     out
 }
 

@@ -148,6 +148,7 @@ fn web_options(dir: &std::path::Path, addr: SocketAddr, db: &std::path::Path) ->
         tls,
         inventory,
         db: db.to_path_buf(),
+        secrets: super::bundle_secrets(dir),
     })
 }
 

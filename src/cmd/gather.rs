@@ -4,7 +4,7 @@
 //! Every request is the agents' bounded, read-only kind, and each node's share is capped.
 
 use crate::Failure;
-use hardshift_collector::{diagnose, events, scrub::scrub};
+use hardshift_collector::{diagnose, events, scrub::Scrubber};
 use hardshift_proto::v1::debug_request::Kind;
 use hardshift_proto::v1::{ContainerLogRequest, EtcdMembersRequest, JournalRequest};
 use std::path::PathBuf;
@@ -31,6 +31,8 @@ const MAX_CONTAINERS: usize = 10;
 const MAX_NODE_BYTES: usize = 32 << 20;
 
 struct Archive {
+    /// Knows the bundle's own secrets, to strip them by value too.
+    scrubber: Scrubber,
     files: Vec<(String, Vec<u8>)>,
     index: Vec<serde_json::Value>,
 }
@@ -38,7 +40,7 @@ struct Archive {
 impl Archive {
     /// Add a text file, secrets stripped, within the node's byte budget.
     fn text(&mut self, path: String, what: &str, text: &str, budget: &mut usize) {
-        let clean = scrub(text);
+        let clean = self.scrubber.scrub(text);
         let mut bytes = clean.into_bytes();
         let cut = bytes.len() > *budget;
         bytes.truncate(*budget);
@@ -70,6 +72,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         .build()
         .map_err(Failure::other)?;
     let mut ar = Archive {
+        scrubber: Scrubber::with_values(super::bundle_secrets(&a.store.dir)),
         files: vec![],
         index: vec![],
     };

@@ -67,8 +67,12 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         .build()
         .map_err(Failure::other)?;
     let resp = rt.block_on(ask(&socket, &a.node, kind))?;
-    for l in &resp.lines {
-        println!("{l}");
+    // What a node logged leaves it scrubbed: by structure, by pattern, and the bundle's own
+    // secrets by value; escaped for the terminal.
+    let scrubber = hardshift_collector::scrub::Scrubber::with_values(super::bundle_secrets(&a.dir));
+    let text = scrubber.scrub(&resp.lines.join("\n"));
+    for l in text.lines() {
+        println!("{}", hardshift_collector::scrub::for_terminal(l));
     }
     if resp.truncated {
         eprintln!("(cut at the agent's bound)");

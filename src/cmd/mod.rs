@@ -54,6 +54,38 @@ pub fn load_cluster(dir: &Path, release_refs: Option<&Path>, overrides: &config:
     config::build(&sources, overrides).map_err(Failure::input)
 }
 
+/// The bundle's own secrets, for scrubbing by value what leaves the workstation: the kubeadmin
+/// password, and each pull-secret credential (as given, decoded, and its password alone).
+pub fn bundle_secrets(dir: &Path) -> Vec<String> {
+    use base64::Engine;
+    let mut out = Vec::new();
+    if let Some(pw) = hardshift_generator::fsio::read_current(dir, hardshift_generator::kubeadmin::PASSWORD_FILE) {
+        out.push(String::from_utf8_lossy(&pw).trim().to_string());
+    }
+    let rec = create::recorded(dir);
+    let overrides = config::Overrides {
+        release_image: rec.release_image,
+        key_algorithm: rec.key_algorithm,
+    };
+    if let Ok(c) = load_cluster(dir, rec.release_refs.as_deref(), &overrides) {
+        let ps: serde_json::Value = serde_json::from_str(&c.pull_secret).unwrap_or_default();
+        for (_, reg) in ps["auths"].as_object().into_iter().flatten() {
+            if let Some(auth) = reg["auth"].as_str() {
+                out.push(auth.to_string());
+                if let Ok(plain) = base64::engine::general_purpose::STANDARD.decode(auth) {
+                    let plain = String::from_utf8_lossy(&plain).to_string();
+                    if let Some((_, pass)) = plain.split_once(':') {
+                        out.push(pass.to_string());
+                    }
+                    out.push(plain);
+                }
+            }
+        }
+    }
+    out.retain(|s| s.len() >= 6);
+    out
+}
+
 /// `-o table | json` of the commands that print rows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Output {

@@ -57,6 +57,8 @@ pub struct Options {
     pub inventory: Option<Vec<Member>>,
     /// The store, opened read-only-in-practice by the dashboard (its own connection).
     pub db: PathBuf,
+    /// The bundle's own secrets: stripped by value from the logs the dashboard shows.
+    pub secrets: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -83,6 +85,7 @@ struct Shared {
     deps: Deps,
     /// Plain HTTP on loopback: the Host header must name loopback too.
     check_host: bool,
+    scrubber: crate::scrub::Scrubber,
 }
 
 /// Why the dashboard could not be served.
@@ -148,6 +151,7 @@ pub async fn serve(opts: Options, tcp: tokio::net::TcpListener, deps: Deps, stop
         snap: watch::channel(empty).0,
         deps,
         check_host: opts.tls.is_none(),
+        scrubber: crate::scrub::Scrubber::with_values(opts.secrets.clone()),
     });
     rebuild(&shared, &mut Memory::default()).await;
     tokio::spawn(refresh(shared.clone(), changed, stop.clone()));
@@ -425,7 +429,7 @@ async fn node_logs(State(s): State<Arc<Shared>>, UrlPath(name): UrlPath<String>,
         }
     };
     // Journals can carry tokens and keys a unit printed: never past this point.
-    ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], crate::scrub::scrub(&text)).into_response()
+    ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], s.scrubber.scrub(&text)).into_response()
 }
 
 async fn timeline_html(s: &Arc<Shared>) -> String {
@@ -544,6 +548,7 @@ mod tests {
             tls: None,
             inventory: None,
             db: "x".into(),
+            secrets: vec![],
         };
         assert!(check(&o).unwrap_err().to_string().contains("admin client certificate"));
         assert!(check(&Options {
