@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up a fresh machine and run every test (what CI runs): format and lint first, then the
-# tests, fuzz targets included (HARDSHIFT_FUZZ_SECS each, default 20; the corpus is fuzz/corpus/),
+# tests, then the fuzz targets coverage-guided (hack/fuzz.sh, HARDSHIFT_FUZZ_SECS each, default 15),
 # then each tier of hack/tiers whose directory is given (e.g. HARDSHIFT_KUBE_BIN=/path/to/bin).
 # The last lines name every tier and whether it ran: a tier that did not run is never a pass.
 set -uo pipefail

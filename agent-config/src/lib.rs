@@ -339,31 +339,4 @@ mod tests {
         );
         assert_eq!(c.units, ["crio.service"], "arrays are replaced whole");
     }
-
-    /// Whatever bytes the config files hold, the agent says what is wrong and never panics.
-    #[test]
-    fn fuzz_agent_config() {
-        let tokens: &[&[u8]] = &[
-            b"[etcd]\n",
-            b"endpoint = \"",
-            b"units = [",
-            b"\"\"\"",
-            b"interval_ms = 18446744073709551615\n",
-            b"outbox_capacity = 0\n",
-            b"collector = \"[::1]:9443\"\n",
-            b"= ",
-            b"]]",
-            b"\\u0000",
-            b"inf",
-            b"nan",
-            b"1979-05-27T07:32:00Z",
-        ];
-        hardshift_fuzz::run("agent-config", tokens, |input| {
-            let text = String::from_utf8_lossy(input);
-            if let Ok(c) = parse(("agent.toml", &text), &[]) {
-                let _ = c.server_name();
-            }
-            let _ = parse(("agent.toml", MAIN), &[("10.toml".into(), text.to_string())]);
-        });
-    }
 }

@@ -64,8 +64,11 @@ fn complete(cache: &Path, digest: &str) -> Option<PathBuf> {
     root.join(".complete").exists().then_some(root)
 }
 
-/// The layers of an image manifest: (digest, media type, declared size).
-fn layers(manifest: &serde_json::Value) -> Vec<(String, String, Option<u64>)> {
+/// A layer as its manifest lists it: (digest, media type, declared size).
+pub type Layer = (String, String, Option<u64>);
+
+/// The layers of an image manifest.
+fn layers(manifest: &serde_json::Value) -> Vec<Layer> {
     manifest["layers"]
         .as_array()
         .map(|ls| {
@@ -80,6 +83,25 @@ fn layers(manifest: &serde_json::Value) -> Vec<(String, String, Option<u64>)> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// A manifest's layers and where each is kept under `blobs`: every digest checked
+/// (`sha256:` and 64 hex digits) before any path is formed from it, so each path is
+/// `blobs/<64 hex>` whatever the manifest says. `at` names the image in errors.
+pub fn layer_paths(
+    manifest: &serde_json::Value,
+    blobs: &Path,
+    at: &dyn std::fmt::Display,
+) -> Result<(Vec<Layer>, Vec<PathBuf>), Error> {
+    let layers = layers(manifest);
+    if layers.is_empty() {
+        return Err(Error::Other(format!("{at}: the manifest lists no layers")));
+    }
+    let mut paths = Vec::with_capacity(layers.len());
+    for (i, (d, _, _)) in layers.iter().enumerate() {
+        paths.push(blobs.join(hex(d, &format_args!("{at}: layer {i}"))?));
+    }
+    Ok((layers, paths))
 }
 
 /// From an index, the linux/amd64 image (or the only one).
@@ -114,16 +136,7 @@ async fn fetch(client: &Client, at: &Reference, cache: &Path) -> Result<(String,
     }
     let blobs = cache.join("blobs");
     private_dir(&blobs).map_err(|e| Error::Other(format!("{}: {e}", blobs.display())))?;
-    let layers = layers(&v);
-    if layers.is_empty() {
-        return Err(Error::Other(format!("{at}: the manifest lists no layers")));
-    }
-    // Every digest is checked before any path is formed from it.
-    let mut paths = Vec::new();
-    for (i, (d, _, _)) in layers.iter().enumerate() {
-        let p = blobs.join(hex(d, &format_args!("{at}: layer {i}"))?);
-        paths.push(p);
-    }
+    let (layers, paths) = layer_paths(&v, &blobs, &at)?;
     for ((d, _, size), p) in layers.iter().zip(&paths) {
         // A kept blob is used only if it still hashes to its name.
         if !holds(p, d) {

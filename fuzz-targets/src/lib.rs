@@ -1,0 +1,1 @@
+//! Nothing here: the fuzz targets are `tests/targets.rs` (see its header).

@@ -1,0 +1,133 @@
+//! The fuzz targets, one engine for all: under `cargo test` bolero replays each target's corpus
+//! (tests/__fuzz__/<name>/corpus, the name without `fuzz_`) and random inputs; under hack/fuzz.sh
+//! the same targets run coverage-guided (libFuzzer, sanitizer coverage on stable Rust) for
+//! HARDSHIFT_FUZZ_SECS each, and a crash fails the run with its input saved.
+//!
+//! Each target must never panic, and states what must hold of what it accepts.
+
+use hardshift_collector::{events, store::Store, summary};
+use hardshift_generator::config::{self, yaml};
+use hardshift_proto::v1::agent_message::Body;
+use hardshift_proto::v1::{AgentMessage, NodeReport};
+use hardshift_registry::{extract, release};
+use prost::Message;
+use std::path::Path;
+
+const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/ocp4");
+
+/// A manifest's layer list never becomes a path outside the blob cache.
+#[test]
+fn fuzz_manifest_layer_paths() {
+    let blobs = Path::new("/cache/blobs");
+    bolero::check!().for_each(|input: &[u8]| {
+        let Ok(v) = serde_json::from_slice::<serde_json::Value>(input) else {
+            return;
+        };
+        if let Ok((layers, paths)) = release::layer_paths(&v, blobs, &"fuzz") {
+            assert_eq!(layers.len(), paths.len());
+            for p in &paths {
+                assert_eq!(p.parent(), Some(blobs), "{p:?} is outside the blob cache");
+                let name = p.file_name().unwrap().to_string_lossy();
+                assert!(name.len() == 64 && name.bytes().all(|b| b.is_ascii_hexdigit()), "{p:?}");
+            }
+        }
+    });
+}
+
+/// A layer's bytes, whatever they are, never make extraction panic or write outside its root.
+#[test]
+fn fuzz_layer_extraction() {
+    bolero::check!().for_each(|input: &[u8]| {
+        let t = tempfile::tempdir().unwrap();
+        let (root, layer) = (t.path().join("root"), t.path().join("layer"));
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(&layer, input).unwrap();
+        let _ = extract::apply_layer(&layer, &root, &|p: &str| p.starts_with("release-manifests"));
+        let mut names: Vec<String> = std::fs::read_dir(t.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["layer", "root"], "a layer wrote outside its root");
+        assert!(root.is_dir(), "the root itself was removed");
+    });
+}
+
+/// The YAML front end and everything `create` does with what it parses: errors point inside
+/// the file, as each of the three input files (the others left good).
+#[test]
+fn fuzz_yaml_front_end() {
+    let example = config::read_sources(Path::new(EXAMPLE), None).unwrap();
+    bolero::check!().for_each(|input: &[u8]| {
+        let text = String::from_utf8_lossy(input);
+        let lines = text.lines().count() + 1;
+        if let Err(e) = yaml::parse(&text) {
+            assert!(e.pos.line >= 1 && e.pos.line <= lines + 1, "{e:?} outside {lines} lines");
+        }
+        for which in 0..3 {
+            let mut s = example.clone();
+            match which {
+                0 => s.install_config = text.to_string(),
+                1 => s.agent_config = text.to_string(),
+                _ => s.hardshift = Some(text.to_string()),
+            }
+            let name = ["install-config.yaml", "agent-config.yaml", "hardshift.yaml"][which];
+            if let Err(e) = config::build(&s, &config::Overrides::default()) {
+                assert!(!e.diagnostics.is_empty(), "an error must say something");
+                for d in e.diagnostics.iter().filter(|d| d.file == name) {
+                    if let Some(p) = d.pos {
+                        assert!(p.line >= 1 && p.line <= lines + 1, "{d} outside {lines} lines");
+                    }
+                }
+            }
+        }
+    });
+}
+
+thread_local! {
+    static STORE: (tempfile::TempDir, Store) = {
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::open(&d.path().join("db")).unwrap();
+        s.hello("fuzz", "master", "b1", "0", 0).unwrap();
+        (d, s)
+    };
+}
+
+/// A message off the wire: protobuf decode, the store, the summary and the events.
+#[test]
+fn fuzz_collector_message_path() {
+    bolero::check!().for_each(|input: &[u8]| {
+        let Ok(msg) = AgentMessage::decode(input) else { return };
+        let Some(Body::Report(r)) = msg.body else { return };
+        STORE.with(|(_, s)| {
+            // A seq the store cannot hold is refused before it (the session does); the rest stored.
+            if r.seq > 0 && r.seq < i64::MAX as u64 {
+                s.insert("fuzz", "b1", &r, 1).unwrap();
+            }
+            for row in s.nodes().unwrap() {
+                let _ = summary::summarize(&row, 2);
+            }
+            let _ = events::changes(
+                "fuzz",
+                &[
+                    ("b1".to_string(), r.clone()),
+                    ("b1".to_string(), NodeReport::default()),
+                    ("b1".to_string(), r),
+                ],
+            );
+        });
+    });
+}
+
+/// Whatever bytes the agent's config files hold, it says what is wrong and never panics.
+#[test]
+fn fuzz_agent_config() {
+    const MAIN: &str = "collector = \"192.168.126.1:9443\"\nnode = \"master-0\"\nrole = \"master\"\nca = \"/etc/hardshift/agent-ca.crt\"\ncert = \"/etc/hardshift/agent.crt\"\nkey = \"/etc/hardshift/agent.key\"\ninterval_ms = 5000\n";
+    bolero::check!().for_each(|input: &[u8]| {
+        let text = String::from_utf8_lossy(input);
+        if let Ok(c) = hardshift_agent_config::parse(("agent.toml", &text), &[]) {
+            let _ = c.server_name();
+        }
+        let _ = hardshift_agent_config::parse(("agent.toml", MAIN), &[("10.toml".into(), text.to_string())]);
+    });
+}
