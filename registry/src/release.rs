@@ -88,11 +88,7 @@ fn layers(manifest: &serde_json::Value) -> Vec<Layer> {
 /// A manifest's layers and where each is kept under `blobs`: every digest checked
 /// (`sha256:` and 64 hex digits) before any path is formed from it, so each path is
 /// `blobs/<64 hex>` whatever the manifest says. `at` names the image in errors.
-pub fn layer_paths(
-    manifest: &serde_json::Value,
-    blobs: &Path,
-    at: &dyn std::fmt::Display,
-) -> Result<(Vec<Layer>, Vec<PathBuf>), Error> {
+pub fn layer_paths(manifest: &serde_json::Value, blobs: &Path, at: &dyn std::fmt::Display) -> Result<(Vec<Layer>, Vec<PathBuf>), Error> {
     let layers = layers(manifest);
     if layers.is_empty() {
         return Err(Error::Other(format!("{at}: the manifest lists no layers")));
