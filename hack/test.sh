@@ -16,10 +16,12 @@ if cargo clippy --version >/dev/null 2>&1; then
 else
   echo "test.sh: LINT NOT RUN: no clippy" >&2
 fi
-export HARDSHIFT_FUZZ_SECS=${HARDSHIFT_FUZZ_SECS:-20}
+export HARDSHIFT_FUZZ_SECS=${HARDSHIFT_FUZZ_SECS:-15}
 failed=0
 main=passed
 cargo test --workspace --locked --no-fail-fast || { failed=1; main=FAILED; }
+# Coverage-guided fuzzing (libFuzzer through bolero, on stable), HARDSHIFT_FUZZ_SECS per target.
+hack/fuzz.sh || { failed=1; main=FAILED; }
 
 summary=()
 while IFS='|' read -r var programs targets; do

@@ -418,12 +418,20 @@ fn a_deleted_store_is_noticed_and_nothing_acknowledged_is_lost() {
     let dir = d.path();
     let pki_dir = dir.join("agent-pki");
     let node = "master-2";
-    let (_agent, _) = agent(dir, port, node, node, &pki_dir);
+    let (agent_proc, _) = agent(dir, port, node, node, &pki_dir);
     wait_for("10 reports", 30, || stored(dir, node).len() >= 10);
+    // The agent paused while the file goes, so that what the old file held is known exactly
+    // (reports acknowledged before the deletion went with it, by the user's hand).
+    let pid = agent_proc.0.id().to_string();
+    let (ok, out) = run("kill", &["-STOP", &pid]);
+    assert!(ok, "{out}");
+    std::thread::sleep(Duration::from_millis(500));
     let last_before = *stored(dir, node).last().unwrap();
     for f in ["reports.db", "reports.db-wal", "reports.db-shm"] {
         let _ = std::fs::remove_file(dir.join("collector").join(f));
     }
+    let (ok, out) = run("kill", &["-CONT", &pid]);
+    assert!(ok, "{out}");
     // The agent goes on reporting while the file is gone.
     std::thread::sleep(Duration::from_secs(3));
     let log = std::fs::read_to_string(dir.join("collector.log")).unwrap_or_default();
