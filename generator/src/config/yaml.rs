@@ -70,6 +70,23 @@ pub const MAX_NODES: usize = 500_000;
 
 /// Parse exactly one YAML document.
 pub fn parse(src: &str) -> Result<Doc, SyntaxError> {
+    // YAML counts a lone carriage return as a line break; editors, sed and the positions we
+    // report count newlines. Refused (found by the fuzzer): positions past it would point
+    // outside the file as the user sees it.
+    if let Some(at) = src
+        .as_bytes()
+        .windows(2)
+        .position(|w| w[0] == b'\r' && w[1] != b'\n')
+        .or_else(|| src.ends_with('\r').then(|| src.len() - 1))
+    {
+        let before = &src[..at];
+        let line = before.matches('\n').count() + 1;
+        let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        return Err(SyntaxError {
+            pos: Pos { line, col },
+            message: "a carriage return not followed by a newline: save the file with Unix (LF) or Windows (CRLF) line endings".into(),
+        });
+    }
     let mut parser = Parser::new_from_str(src);
     let mut stack: Vec<Frame> = Vec::new();
     // An anchor's value and its size in nodes (what each alias of it costs).
@@ -375,6 +392,16 @@ mod tests {
         // A few modest aliases are fine.
         let doc = parse("base: &b {k: 1, l: [1, 2]}\nx: *b\ny: *b\n").unwrap();
         assert_eq!(doc.value["y"]["l"][1], 2);
+    }
+
+    #[test]
+    fn a_lone_carriage_return_is_refused_where_it_stands_and_crlf_is_fine() {
+        let err = parse("a: 1\nb: 2\rc: 3\n").unwrap_err();
+        assert_eq!((err.pos.line, err.pos.col), (2, 5), "{err:?}");
+        assert!(err.message.contains("carriage return"), "{err:?}");
+        assert!(parse("a: 1\r").is_err());
+        let ok = parse("a: 1\r\nb: [2, 3]\r\n").unwrap();
+        assert_eq!(ok.value["b"][1], 3);
     }
 
     #[test]
