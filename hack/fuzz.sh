@@ -2,6 +2,8 @@
 # Coverage-guided fuzzing on stable Rust: the bolero targets of fuzz-targets/tests/targets.rs
 # built with LLVM's sanitizer coverage and run under libFuzzer (bolero's engine), each for
 # HARDSHIFT_FUZZ_SECS seconds (default 20) from its corpus in fuzz-targets/tests/__fuzz__/.
+# HARDSHIFT_FUZZ_SEED and HARDSHIFT_FUZZ_RUNS make a run reproducible (a fixed seed and number of
+# inputs: the same exploration on any machine, whatever its speed); hack/test.sh sets both.
 # New inputs go to a scratch corpus (the repository's is read only); a crash fails the run and
 # its input is kept in target/fuzz-crashes/<target>/ (add it to the corpus once fixed).
 #   hack/fuzz.sh [TARGET...]      (default: every target)
@@ -29,11 +31,11 @@ for t in "${targets[@]}"; do
   mkdir -p "$scratch/$name" "$crashes" "$seeds"
   log=$scratch/$name.log
   if BOLERO_TEST_NAME=$t BOLERO_LIBTEST_HARNESS=1 \
-     BOLERO_LIBFUZZER_ARGS="$scratch/$name $seeds -artifact_prefix=$crashes/ -timeout=10 -max_total_time=$secs -print_final_stats=1" \
+     BOLERO_LIBFUZZER_ARGS="$scratch/$name $seeds -artifact_prefix=$crashes/ -timeout=10 -max_total_time=$secs -print_final_stats=1${HARDSHIFT_FUZZ_SEED:+ -seed=$HARDSHIFT_FUZZ_SEED}${HARDSHIFT_FUZZ_RUNS:+ -runs=$HARDSHIFT_FUZZ_RUNS}" \
      "$build" "$t" --exact --nocapture --quiet --test-threads 1 >"$log" 2>&1; then
     runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || true)
     cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*' || true)
-    echo "fuzz.sh: $t: ${runs:-?} runs in ${secs}s, coverage ${cov:-?} edges, $(ls "$scratch/$name" | wc -l) new inputs, no crash"
+    echo "fuzz.sh: $t: ${runs:-?} runs (at most ${secs}s), coverage ${cov:-?} edges, $(ls "$scratch/$name" | wc -l) new inputs, no crash"
   else
     echo "fuzz.sh: $t: CRASH (inputs in $crashes):" >&2
     tail -30 "$log" >&2
