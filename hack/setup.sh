@@ -8,7 +8,7 @@
 set -euo pipefail
 pkgs=(gcc libc6-dev)
 if [ "${1:-}" = "--tests" ]; then
-  pkgs+=(g++ openssl curl iproute2 python3 systemd dbus-daemon etcd-server etcd-client ignition time haproxy dnsmasq
+  pkgs+=(g++ openssl curl iproute2 python3 python3-yaml systemd dbus-daemon etcd-server etcd-client ignition time haproxy dnsmasq
     bind9-utils bind9-dnsutils isc-dhcp-server containerd runc containernetworking-plugins
     systemd-journal-remote nftables podman busybox-static faketime docker-registry skopeo umoci apache2-utils
     chromium chromium-driver prometheus)

@@ -29,12 +29,28 @@ fn scalar(v: &Value) -> String {
     }
 }
 
-/// A string that reads back as the same string when unquoted.
+/// Whether a YAML 1.1 reader (PyYAML, older Go and Java parsers) would take `s` for something
+/// other than a string: a bool or null in any case (`Yes`, `OFF`, `Y`, `~`), an integer with
+/// underscores or in binary, octal or hex (`1_000`, `0b101`, `0o17`, `017`), a sexagesimal number
+/// (`12:30`, a MAC address), a float (`1e3`, `.inf`), or a timestamp (`2026-11-27T05:04:00Z`).
+fn yaml11_special(s: &str) -> bool {
+    const WORDS: &[&str] = &["", "~", "null", "true", "false", "yes", "no", "on", "off", "y", "n"];
+    if WORDS.contains(&s.to_ascii_lowercase().as_str()) {
+        return true;
+    }
+    let body = s.strip_prefix(['-', '+']).unwrap_or(s);
+    let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit() || b == b'_');
+    let radix = ["0b", "0o", "0x"].iter().any(|p| body.to_ascii_lowercase().starts_with(p));
+    let sexagesimal = body.contains(':') && body.split(':').all(|p| digits(p.split('.').next().unwrap_or(p)));
+    // A date or timestamp (2026-11-27, 2026-11-27T05:04:00Z) is a timestamp to YAML 1.1.
+    let b = s.as_bytes();
+    let date = b.len() >= 8 && b[..4].iter().all(u8::is_ascii_digit) && b[4] == b'-' && b[5].is_ascii_digit();
+    radix || digits(body) || sexagesimal || date || body.replace('_', "").parse::<f64>().is_ok()
+}
+
+/// A string that reads back as the same string when unquoted, by YAML 1.2 and 1.1 readers alike.
 fn plain_safe(s: &str) -> bool {
-    let reserved = [
-        "", "~", "null", "Null", "NULL", "true", "True", "TRUE", "false", "False", "FALSE", "yes", "no", "on", "off", "y", "n",
-    ];
-    !reserved.contains(&s)
+    !yaml11_special(s)
         && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:@=+".contains(c))
         && !s.starts_with(['-', ':', '@', '.', '='])
         && !s.ends_with(':')
