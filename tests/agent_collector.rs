@@ -263,9 +263,17 @@ fn a_kubelet_failure_becomes_an_event() {
 /// A real journal file (systemd-journal-remote writes it from the export-format fixture), read by
 /// the real journalctl on the agent's side.
 fn journal_dir(dir: &Path) -> PathBuf {
+    journal_from(
+        dir,
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/journal/master-0.export"),
+    )
+}
+
+/// DIR/journal holding master-0's journal, made from an export-format file by the real
+/// systemd-journal-remote.
+fn journal_from(dir: &Path, fixture: &Path) -> PathBuf {
     let j = dir.join("journal");
     std::fs::create_dir_all(&j).unwrap();
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/journal/master-0.export");
     let (ok, out) = run(
         "/lib/systemd/systemd-journal-remote",
         &[
@@ -556,20 +564,9 @@ fn logs_leave_the_node_scrubbed_by_structure_pattern_and_value() {
             1000000 + i * 1000
         ));
     }
-    let j = dir.join("journal");
-    std::fs::create_dir_all(&j).unwrap();
     let src = dir.join("leaky.export");
     std::fs::write(&src, export).unwrap();
-    let (ok, out) = run(
-        "/lib/systemd/systemd-journal-remote",
-        &[
-            "-o",
-            j.join("master-0.journal").to_str().unwrap(),
-            "--split-mode=none",
-            src.to_str().unwrap(),
-        ],
-    );
-    assert!(ok, "{out}");
+    let j = journal_from(dir, &src);
     let _a = agent_with(
         dir,
         port,

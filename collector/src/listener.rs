@@ -146,6 +146,21 @@ impl Gate {
         Ok(Slot { gate: self.clone(), ip })
     }
 
+    /// `admit`, or count and log the refusal (naming the cap it hit) and give nothing.
+    pub fn admit_or_refuse(self: &Arc<Self>, peer: SocketAddr, limits: &Limits) -> Option<Slot> {
+        match self.admit(peer.ip(), limits) {
+            Ok(s) => Some(s),
+            Err(why) => {
+                let detail = match why {
+                    Refusal::AddressCap => format!("{} connections from this address already", limits.max_per_address),
+                    _ => format!("{} connections open already", limits.max_connections),
+                };
+                self.refuse(peer, why, &detail);
+                None
+            }
+        }
+    }
+
     /// Count a refusal and log it, unless this window has had its share of lines.
     pub fn refuse(&self, peer: SocketAddr, why: Refusal, detail: &str) {
         if let Ok(mut r) = self.refused.lock() {
@@ -313,16 +328,8 @@ pub async fn accept(
                 }
             },
         };
-        let slot = match gate.admit(peer.ip(), &limits) {
-            Ok(s) => s,
-            Err(why) => {
-                let detail = match why {
-                    Refusal::AddressCap => format!("{} connections from this address already", limits.max_per_address),
-                    _ => format!("{} connections open already", limits.max_connections),
-                };
-                gate.refuse(peer, why, &detail);
-                continue;
-            }
+        let Some(slot) = gate.admit_or_refuse(peer, &limits) else {
+            continue;
         };
         let (acceptor, gate, out, limits) = (acceptor.clone(), gate.clone(), out.clone(), limits.clone());
         tokio::spawn(async move {

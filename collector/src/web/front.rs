@@ -65,17 +65,9 @@ pub async fn serve(tcp: tokio::net::TcpListener, tls: Option<Arc<rustls::ServerC
                 continue;
             }
         };
-        let slot = match gate.admit(peer.ip(), &limits) {
-            Ok(s) => s,
-            Err(why) => {
-                let detail = match why {
-                    Refusal::AddressCap => format!("{} dashboard connections from this address already", limits.max_per_address),
-                    _ => format!("{} dashboard connections open already", limits.max_connections),
-                };
-                drop(sock);
-                gate.refuse(peer, why, &detail);
-                continue;
-            }
+        // Over a cap, the socket is closed at once (dropped here): it holds nothing of ours.
+        let Some(slot) = gate.admit_or_refuse(peer, &limits) else {
+            continue;
         };
         let (acceptor, app, gate, limits) = (acceptor.clone(), app.clone(), gate.clone(), limits.clone());
         tokio::spawn(async move {

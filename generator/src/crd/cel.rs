@@ -130,6 +130,11 @@ fn eval(rule: &str, value: &Value) -> Outcome {
 
 /// Evaluate every rule whose node exists in `v`, depth first.
 pub fn walk(s: &Value, v: &Value, path: &str, object: &str, report: &mut Report) {
+    super::visit(s, v, path, false, &mut |s, v, path| rules(s, v, path, object, report));
+}
+
+/// The rules of one schema node, on its value.
+fn rules(s: &Value, v: &Value, path: &str, object: &str, report: &mut Report) {
     for r in s.get("x-kubernetes-validations").and_then(Value::as_array).into_iter().flatten() {
         let Some(rule) = r.get("rule").and_then(Value::as_str) else {
             continue;
@@ -152,26 +157,5 @@ pub fn walk(s: &Value, v: &Value, path: &str, object: &str, report: &mut Report)
                 why,
             }),
         }
-    }
-    match v {
-        Value::Object(map) => {
-            let props = s.get("properties").and_then(Value::as_object);
-            for (k, child) in map {
-                let here = format!("{path}.{k}");
-                if let Some(ps) = props.and_then(|p| p.get(k)) {
-                    walk(ps, child, &here, object, report);
-                } else if let Some(a @ Value::Object(_)) = s.get("additionalProperties") {
-                    walk(a, child, &here, object, report);
-                }
-            }
-        }
-        Value::Array(items) => {
-            if let Some(is) = s.get("items") {
-                for (i, it) in items.iter().enumerate() {
-                    walk(is, it, &format!("{path}[{i}]"), object, report);
-                }
-            }
-        }
-        _ => {}
     }
 }

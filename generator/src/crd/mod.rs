@@ -239,6 +239,39 @@ impl CrdSet {
     }
 }
 
+/// Each node of `v` with the schema that governs it, depth first: `f(schema, value, path)` for
+/// the node, then its children through `properties`, `additionalProperties` and `items`; with
+/// `all_of`, the schemas of `allOf` govern the same value too.
+fn visit(s: &Value, v: &Value, path: &str, all_of: bool, f: &mut dyn FnMut(&Value, &Value, &str)) {
+    f(s, v, path);
+    if all_of {
+        for sub in s.get("allOf").and_then(Value::as_array).into_iter().flatten() {
+            visit(sub, v, path, all_of, f);
+        }
+    }
+    match v {
+        Value::Object(map) => {
+            let props = s.get("properties").and_then(Value::as_object);
+            for (k, child) in map {
+                let here = format!("{path}.{k}");
+                if let Some(ps) = props.and_then(|p| p.get(k)) {
+                    visit(ps, child, &here, all_of, f);
+                } else if let Some(a @ Value::Object(_)) = s.get("additionalProperties") {
+                    visit(a, child, &here, all_of, f);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(is) = s.get("items") {
+                for (i, it) in items.iter().enumerate() {
+                    visit(is, it, &format!("{path}[{i}]"), all_of, f);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
 /// A JSON pointer (`/status/platformStatus`) as a path (`.status.platformStatus`).
 fn pointer_to_path(p: &str) -> String {
     p.split('/')

@@ -87,35 +87,13 @@ pub fn validator(schema: &Value) -> Result<jsonschema::Validator, String> {
 /// Every string whose schema (through `properties`, `additionalProperties`, `items` and `allOf`)
 /// has a `pattern` it does not match, as (path, message). The regex crate's syntax is RE2's.
 pub fn patterns(s: &Value, v: &Value, path: &str, out: &mut Vec<(String, String)>) {
-    if let (Some(p), Value::String(text)) = (s.get("pattern").and_then(Value::as_str), v) {
-        match regex::Regex::new(p) {
-            Ok(re) if re.is_match(text) => {}
-            Ok(_) => out.push((path.to_string(), format!("{text:?} does not match the pattern `{p}`"))),
-            Err(e) => out.push((path.to_string(), format!("the schema's pattern `{p}` does not compile: {e}"))),
-        }
-    }
-    for sub in s.get("allOf").and_then(Value::as_array).into_iter().flatten() {
-        patterns(sub, v, path, out);
-    }
-    match v {
-        Value::Object(map) => {
-            let props = s.get("properties").and_then(Value::as_object);
-            for (k, child) in map {
-                let here = format!("{path}.{k}");
-                if let Some(ps) = props.and_then(|p| p.get(k)) {
-                    patterns(ps, child, &here, out);
-                } else if let Some(a @ Value::Object(_)) = s.get("additionalProperties") {
-                    patterns(a, child, &here, out);
-                }
+    super::visit(s, v, path, true, &mut |s, v, path| {
+        if let (Some(p), Value::String(text)) = (s.get("pattern").and_then(Value::as_str), v) {
+            match regex::Regex::new(p) {
+                Ok(re) if re.is_match(text) => {}
+                Ok(_) => out.push((path.to_string(), format!("{text:?} does not match the pattern `{p}`"))),
+                Err(e) => out.push((path.to_string(), format!("the schema's pattern `{p}` does not compile: {e}"))),
             }
         }
-        Value::Array(items) => {
-            if let Some(is) = s.get("items") {
-                for (i, it) in items.iter().enumerate() {
-                    patterns(is, it, &format!("{path}[{i}]"), out);
-                }
-            }
-        }
-        _ => {}
-    }
+    });
 }
