@@ -6,7 +6,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "hardshift", version, about = "OpenShift on bare metal and KVM, the hard way, done right")]
+#[command(name = "hardshift", version, long_version = hardshift_crypto::long_version!(), about = "OpenShift on bare metal and KVM, the hard way, done right")]
 struct Cli {
     /// More log detail from the long-running commands (collector, watch): -v debug, -vv trace.
     /// RUST_LOG, when set, wins.
@@ -88,6 +88,7 @@ impl Failure {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     logging(cli.verbose);
+    hardshift_crypto::install();
     let result = match cli.command {
         Command::Create(a) => cmd::create::run(a),
         Command::Verify(a) => cmd::verify::run(a),

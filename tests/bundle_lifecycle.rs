@@ -248,8 +248,15 @@ fn verify_passes_a_good_bundle_and_names_what_is_wrong_in_a_bad_one() {
     assert_eq!(crd, 10, "one check per custom resource bootkube applies");
     assert_eq!(
         checks.as_array().unwrap().len() - crd,
-        1 + 38 + 9 + 1,
-        "sums + PKI entries + kubeconfigs + regeneration"
+        1 + 38 + 9 + 1 + 1,
+        "sums + PKI entries + kubeconfigs + regeneration + crypto"
+    );
+    let crypto = checks.as_array().unwrap().iter().find(|c| c["name"] == "crypto").unwrap();
+    let module = hardshift_crypto::module().name();
+    assert_eq!(
+        crypto["detail"],
+        format!("fips: false; keys and certificates made by {module}"),
+        "{crypto}"
     );
     assert!(checks.as_array().unwrap().iter().all(|c| c["status"] == "ok"), "{checks}");
 

@@ -32,9 +32,9 @@ const NODES: [(&str, &str); 6] = [
 /// A line a journal could carry that must never reach a page.
 const SECRET: &str = "Authorization: Bearer sha256~AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcdefg";
 
-/// reqwest is built without a crypto provider of its own: the workspace's one is ring.
+/// reqwest is built without a crypto provider of its own: the workspace's one is hardshift-crypto's.
 fn ring() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    hardshift_crypto::install();
 }
 
 fn now_ms() -> i64 {

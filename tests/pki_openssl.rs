@@ -4,6 +4,7 @@
 mod common;
 
 use common::*;
+use num_bigint::BigUint;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
@@ -161,6 +162,77 @@ fn public_key_of(args: &[&str]) -> String {
     out
 }
 
+/// One of openssl's `-text` numbers (`prime1:` then hex lines with colons).
+fn openssl_number(text: &str, label: &str) -> BigUint {
+    let mut lines = text.lines().skip_while(|l| l.trim() != label).skip(1);
+    let hex: String = lines
+        .by_ref()
+        .take_while(|l| l.starts_with("    "))
+        .flat_map(|l| l.trim().split(':'))
+        .collect();
+    BigUint::parse_bytes(hex.as_bytes(), 16).unwrap_or_else(|| panic!("{label} in\n{text}"))
+}
+
+/// Every private key of the bundle that is RSA: openssl's own check, then FIPS 186-5 A.1.3's
+/// bounds, computed here: |p - q| > 2^(nlen/2 - 100) and 2^(nlen/2) < d < lcm(p-1, q-1).
+fn check_rsa_keys(dir: &Path) -> usize {
+    let mut keys = vec![];
+    for sub in ["pki", "agent-pki"] {
+        for e in std::fs::read_dir(dir.join(sub)).unwrap().flatten() {
+            if e.path().extension().is_some_and(|x| x == "key") {
+                keys.push(e.path());
+            }
+        }
+    }
+    let mut rsa = 0;
+    for key in keys {
+        let k = key.to_str().unwrap();
+        let (ok, text) = run("openssl", &["pkey", "-in", k, "-noout", "-text"]);
+        assert!(ok, "{k}: {text}");
+        if !text.contains("Private-Key: (") || !text.contains("prime1:") {
+            continue;
+        }
+        rsa += 1;
+        let (ok, out) = run("openssl", &["rsa", "-check", "-noout", "-in", k]);
+        assert!(ok && out.contains("RSA key ok"), "{k}: openssl rsa -check: {out}");
+        let n = openssl_number(&text, "modulus:");
+        let (p, q, d) = (
+            openssl_number(&text, "prime1:"),
+            openssl_number(&text, "prime2:"),
+            openssl_number(&text, "privateExponent:"),
+        );
+        let nlen = n.bits();
+        assert!(nlen == 2048 || nlen == 4096, "{k}: {nlen} bits");
+        assert_eq!(&p * &q, n, "{k}: n = pq");
+        let half = nlen / 2;
+        let diff = if p > q { &p - &q } else { &q - &p };
+        assert!(
+            diff.bits() > half - 100,
+            "{k}: |p - q| has {} bits, FIPS 186-5 wants more than {}",
+            diff.bits(),
+            half - 100
+        );
+        assert!(p.bits() == half && q.bits() == half, "{k}: p and q of {half} bits");
+        assert!(d.bits() > half, "{k}: d has {} bits, FIPS 186-5 wants d > 2^{half}", d.bits());
+        let one = BigUint::from(1u8);
+        let (p1, q1) = (&p - &one, &q - &one);
+        let lcm = &p1 * &q1 / gcd(p1.clone(), q1.clone());
+        assert!(d < lcm, "{k}: d < lcm(p-1, q-1)");
+        // 2^16 < e < 2^256, odd: the usual 65537.
+        assert!(text.contains("publicExponent: 65537 (0x10001)"), "{k}: e");
+    }
+    rsa
+}
+
+fn gcd(mut a: BigUint, mut b: BigUint) -> BigUint {
+    while b != BigUint::from(0u8) {
+        let r = &a % &b;
+        a = b;
+        b = r;
+    }
+    a
+}
+
 fn check_bundle(dir: &Path, key_word: &str) {
     let pki_dir = dir.join("pki");
     let inter = dir.join("intermediates.pem");
@@ -310,6 +382,8 @@ fn rsa_2048_pki_passes_openssl() {
     let d = example_copy();
     create(d.path(), &[]);
     check_bundle(d.path(), "Public-Key: (2048 bit)");
+    let rsa = check_rsa_keys(d.path());
+    assert!(rsa >= 30, "{rsa} RSA keys checked");
 }
 
 #[test]
@@ -324,4 +398,5 @@ fn rsa_4096_pki_passes_openssl() {
     let d = example_copy();
     create(d.path(), &["--key-algorithm", "rsa-4096"]);
     check_bundle(d.path(), "Public-Key: (4096 bit)");
+    assert!(check_rsa_keys(d.path()) >= 30);
 }

@@ -22,6 +22,10 @@ pub struct AgentConfig {
     pub node: String,
     #[serde(default)]
     pub role: String,
+    /// The bundle was made with `fips: true`: the agent refuses to start unless its TLS runs on a
+    /// FIPS module in FIPS mode.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fips: bool,
     pub ca: PathBuf,
     pub cert: PathBuf,
     pub key: PathBuf,
@@ -163,6 +167,7 @@ impl AgentConfig {
             server_name: None,
             node,
             role,
+            fips: false,
             ca,
             cert,
             key,

@@ -281,7 +281,7 @@ pub enum TlsError {
 pub fn tls_config(cert_pem: &str, key_pem: &str, client_ca_pem: &str) -> Result<rustls::ServerConfig, TlsError> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = hardshift_crypto::provider();
     let mut roots = rustls::RootCertStore::empty();
     for c in CertificateDer::pem_slice_iter(client_ca_pem.as_bytes()) {
         roots

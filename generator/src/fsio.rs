@@ -6,7 +6,7 @@
 //! one rename: an interrupted run leaves the previous bundle untouched and complete.
 
 use crate::bundle::{self, Bundle};
-use crate::pki::{CertSpec, Existing, Kind, Material};
+use crate::pki::{keys::KeyPem, CertSpec, Existing, Kind, Material};
 use std::fs;
 use std::io::{self, Write};
 use std::os::unix::fs::{symlink, OpenOptionsExt, PermissionsExt};
@@ -54,7 +54,7 @@ pub fn read_existing(dir: &Path, specs: &[CertSpec]) -> Existing {
         .filter_map(|s| {
             let stem = cur.join(s.id());
             let m = Material {
-                key_pem: read(stem.with_extension("key")),
+                key_pem: read(stem.with_extension("key")).map(KeyPem::new),
                 cert_pem: match s.kind {
                     Kind::KeyOnly => None,
                     _ => read(stem.with_extension("crt")),

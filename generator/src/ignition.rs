@@ -9,6 +9,8 @@ use std::io::Write;
 use std::sync::Arc;
 
 pub const VERSION: &str = "3.2.0";
+/// The first spec with `kernelArguments` (Ignition 2.14 and later apply them on first boot).
+pub const KARGS_VERSION: &str = "3.3.0";
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Config {
@@ -206,6 +208,9 @@ pub struct NodeConfig {
     pub files: Vec<NodeFile>,
     pub directories: Vec<(String, u32)>,
     pub units: Vec<Unit>,
+    /// Kernel arguments the node must boot with (`kernelArguments.shouldExist`): Ignition sets
+    /// them and reboots before the root is used, on first boot only.
+    pub kernel_arguments: Vec<String>,
 }
 
 /// Contents as a data URL; gzip-compressed when that saves at least a tenth (and 256 bytes). Files of
@@ -327,6 +332,29 @@ pub fn build_with(node: &NodeConfig, base: Option<&Config>, encode: &(dyn Fn(&[u
     // Keep a newer base version: its sections are what the node's Ignition will read.
     if cfg.ignition.version.is_empty() || version_lt(&cfg.ignition.version, VERSION) {
         cfg.ignition.version = VERSION.into();
+    }
+    if !node.kernel_arguments.is_empty() {
+        if version_lt(&cfg.ignition.version, KARGS_VERSION) {
+            cfg.ignition.version = KARGS_VERSION.into();
+        }
+        let kargs = cfg.other.entry("kernelArguments".into()).or_insert_with(|| serde_json::json!({}));
+        if !kargs.is_object() {
+            *kargs = serde_json::json!({});
+        }
+        let should = kargs
+            .as_object_mut()
+            .expect("an object")
+            .entry("shouldExist")
+            .or_insert_with(|| serde_json::json!([]));
+        if !should.is_array() {
+            *should = serde_json::json!([]);
+        }
+        let list = should.as_array_mut().expect("an array");
+        for k in &node.kernel_arguments {
+            if !list.iter().any(|v| v.as_str() == Some(k)) {
+                list.push(serde_json::json!(k));
+            }
+        }
     }
 
     // The core user with the SSH keys (added to any the base has).
@@ -678,6 +706,7 @@ mod tests {
                 }],
                 ..Default::default()
             }],
+            kernel_arguments: vec![],
         };
         let (cfg, rep) = build(&node, Some(&base));
         assert_eq!(rep.replaced_files, vec!["/etc/b"]);
@@ -701,5 +730,29 @@ mod tests {
         assert_eq!(parse_base(mc).unwrap().ignition.version, "3.2.0");
         let ptr = r#"{"ignition":{"version":"3.2.0","config":{"merge":[{"source":"https://api-int:22623/config/master"}]}}}"#;
         assert!(parse_base(ptr).unwrap_err().contains("pointer"));
+    }
+
+    #[test]
+    fn kernel_arguments_raise_the_version_and_join_the_bases() {
+        let node = NodeConfig {
+            kernel_arguments: vec!["fips=1".into()],
+            ..Default::default()
+        };
+        let (cfg, _) = build(&node, None);
+        assert_eq!(cfg.ignition.version, KARGS_VERSION);
+        assert_eq!(cfg.other["kernelArguments"], serde_json::json!({"shouldExist": ["fips=1"]}));
+        let base: Config = serde_json::from_str(
+            r#"{"ignition":{"version":"3.4.0"},"kernelArguments":{"shouldExist":["a=b","fips=1"],"shouldNotExist":["c"]}}"#,
+        )
+        .unwrap();
+        let (cfg, _) = build(&node, Some(&base));
+        assert_eq!(cfg.ignition.version, "3.4.0", "a newer base keeps its version");
+        assert_eq!(
+            cfg.other["kernelArguments"],
+            serde_json::json!({"shouldExist": ["a=b", "fips=1"], "shouldNotExist": ["c"]})
+        );
+        let (cfg, _) = build(&NodeConfig::default(), None);
+        assert_eq!(cfg.ignition.version, VERSION);
+        assert!(!cfg.other.contains_key("kernelArguments"));
     }
 }

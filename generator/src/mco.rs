@@ -77,6 +77,12 @@ pub fn inputs(c: &Cluster, pki: &Pki) -> Vec<McoFile> {
     if let Some(cm) = find("04-proxy.yaml", "ConfigMap") {
         add("manifests/user-ca-bundle-config.yaml", 0o644, yaml(&cm));
     }
+    // The MCO's bootstrap reads MachineConfigs from the manifests, as bootkube.sh gives it the
+    // installer's openshift/99_openshift-machineconfig_*.yaml.
+    for mc in all.iter().filter(|(f, _)| f == "12-machineconfig-fips.yaml").flat_map(|(_, o)| o) {
+        let name = mc["metadata"]["name"].as_str().unwrap_or_default();
+        add(&format!("manifests/99_openshift-machineconfig_{name}.yaml"), 0o644, yaml(mc));
+    }
     if let Some(idms) = find("09-image-digest-mirror-set.yaml", "ImageDigestMirrorSet") {
         add("manifests/image-digest-mirror-set.yaml", 0o644, yaml(&idms));
     }

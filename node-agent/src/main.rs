@@ -127,7 +127,7 @@ async fn bus(cfg: &config::Config) -> Option<zbus::Connection> {
 /// Probes this node (kubelet, CRI-O, etcd, systemd units, the host) and streams reports to the
 /// hardshift collector over mTLS. It never runs a command it was sent.
 #[derive(clap::Parser)]
-#[command(name = "hardshift-agent", version, about)]
+#[command(name = "hardshift-agent", version, long_version = hardshift_crypto::long_version!(), about)]
 struct Cli {
     /// The agent's configuration; drop-ins are read from agent.d/*.toml beside it.
     #[arg(long, global = true, default_value = "/etc/hardshift/agent.toml")]
@@ -188,6 +188,15 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     };
+    // Every TLS connection (collector, etcd, registries) uses the one provider.
+    hardshift_crypto::install();
+    if cfg.fips {
+        if let Err(e) = hardshift_crypto::fips_mode() {
+            eprintln!("hardshift-agent: {}: fips = true, but {e}", cli.config.display());
+            return std::process::ExitCode::from(2);
+        }
+    }
+    tracing::debug!("crypto: {}", hardshift_crypto::module());
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     match cli.command.unwrap_or(Command::Run) {
         Command::Status { json } => {

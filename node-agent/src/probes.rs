@@ -39,12 +39,9 @@ pub enum Healthz {
 /// `GET /healthz` on the kubelet's local health port (plain HTTP on loopback), bounded in time
 /// and in what is read.
 pub async fn read_healthz(addr: &str) -> Healthz {
-    // reqwest is built without a crypto provider of its own: the process's is ring (never
-    // used for this plain-HTTP request, but a client cannot be built without one).
-    static RING: std::sync::Once = std::sync::Once::new();
-    RING.call_once(|| {
-        let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
-    });
+    // reqwest is built without a crypto provider of its own: the process's is hardshift-crypto's
+    // (never used for this plain-HTTP request, but a client cannot be built without one).
+    hardshift_crypto::install();
     let client = match reqwest::Client::builder().timeout(TIMEOUT).no_proxy().build() {
         Ok(c) => c,
         Err(e) => return Healthz::Error(e.to_string()),

@@ -142,7 +142,7 @@ impl Client {
                 return Err("additionalTrustBundle holds no PEM certificate".into());
             }
         }
-        let tls = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(rustls::crypto::ring::default_provider()))
+        let tls = rustls::ClientConfig::builder_with_provider(hardshift_crypto::provider())
             .with_safe_default_protocol_versions()
             .map_err(|e| e.to_string())?
             .with_root_certificates(roots)

@@ -116,6 +116,7 @@ fn web_options(dir: &std::path::Path, addr: SocketAddr, db: &std::path::Path) ->
     let overrides = hardshift_generator::config::Overrides {
         release_image: rec.release_image,
         key_algorithm: rec.key_algorithm,
+        crypto_fips: None,
     };
     let inventory = super::load_cluster(dir, rec.release_refs.as_deref(), &overrides).ok().map(|c| {
         c.nodes
@@ -165,6 +166,11 @@ pub fn run(a: Args) -> Result<u8, Failure> {
                 ))
             })
     };
+    // A FIPS bundle's agents speak TLS through the FIPS module only: so does its collector.
+    if super::create::recorded(&a.dir).fips {
+        hardshift_crypto::fips_mode()
+            .map_err(|e| Failure::input(format!("{}: the bundle was made with fips: true, but {e}", a.dir.display())))?;
+    }
     let tls = server::Tls {
         cert: read("agent-pki/collector.crt")?,
         key: read("agent-pki/collector.key")?,
@@ -299,6 +305,7 @@ fn inventory_names(dir: &std::path::Path) -> Option<std::collections::BTreeSet<S
     let overrides = hardshift_generator::config::Overrides {
         release_image: rec.release_image,
         key_algorithm: rec.key_algorithm,
+        crypto_fips: None,
     };
     let cluster = super::load_cluster(dir, rec.release_refs.as_deref(), &overrides).ok()?;
     Some(cluster.nodes.iter().map(|n| n.hostname.clone()).collect())

@@ -109,9 +109,12 @@ fn mirror_check(a: &Args, rt: &tokio::runtime::Runtime, acc: Option<super::relea
 type CacheCheck = Option<(PathBuf, std::thread::JoinHandle<bool>)>;
 
 /// Work started while the inputs are read, joined when its result is needed.
+/// The agent binary being read (and its cached encoding checked) on a thread of its own.
+type AgentRead = std::thread::JoinHandle<Result<(agent::Binary, CacheCheck), Failure>>;
+
 struct Pending {
     /// The agent, read, hashed and its cached encoding looked up beside the PKI's first keys.
-    agent: Option<std::thread::JoinHandle<Result<(agent::Binary, CacheCheck), Failure>>>,
+    agent: Option<(PathBuf, AgentRead)>,
     /// The kubeadmin login (and whether it is new): its bcrypt needs only the cluster's domain.
     admin: std::thread::JoinHandle<Result<(kubeadmin::Kubeadmin, bool), Failure>>,
 }
@@ -153,6 +156,22 @@ fn agent_path(a: &Args) -> Result<Option<PathBuf>, Failure> {
 
 /// Read the agent at `path` (checked by `agent_path`): fetched from `url`, or embedded with its
 /// encoding from the cache when there is one (checked beside other work, see `CacheCheck`).
+/// `fips: true` embeds only an agent whose TLS runs on the FIPS module: it refuses to start
+/// otherwise, and a node whose agent never starts reports nothing.
+fn fips_agent(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
+    match hardshift_crypto::module_of_binary(bytes) {
+        Some(m) if m.fips => Ok(()),
+        found => Err(Failure::input(format!(
+            "{}: fips: true embeds only an agent built with AWS-LC's FIPS module; this one is {}\n    hint: build it with `cargo build --release -p hardshift-agent --features fips` (needs cmake and Go), or pass --no-agent",
+            path.display(),
+            match found {
+                Some(m) => format!("built with {m}"),
+                None => "not a hardshift-agent of this version (it names no crypto module)".into(),
+            }
+        ))),
+    }
+}
+
 fn load_agent(path: &Path, url: Option<&str>) -> Result<(agent::Binary, CacheCheck), Failure> {
     let bytes = std::fs::read(path).map_err(|e| Failure::input(format!("--agent-binary {}: {e}", path.display())))?;
     if !bytes.starts_with(b"\x7fELF") {
@@ -316,21 +335,25 @@ pub struct Built {
 }
 
 /// The inputs, read and checked: the cluster and what goes into every node besides.
-fn inputs(a: &Args) -> Result<(hardshift_generator::cluster::Cluster, Extras, Pending), Failure> {
+/// `crypto_fips`: the module's FIPS mode when this run may make keys (see `Overrides`).
+fn inputs(a: &Args, crypto_fips: Option<bool>) -> Result<(hardshift_generator::cluster::Cluster, Extras, Pending), Failure> {
     let overrides = Overrides {
         key_algorithm: a.key_algorithm,
         release_image: a.input.release_image.clone(),
+        crypto_fips,
     };
     // Reading and hashing the agent (and its cached encoding) runs beside the YAML and the first
     // keys: only the configs need it. Its path, magic and URL are checked here, with the inputs.
     let agent = agent_path(a)?.map(|path| {
         let url = a.agent_url.clone();
-        std::thread::spawn(move || {
+        let shown = path.clone();
+        let handle = std::thread::spawn(move || {
             let t = std::time::Instant::now();
             let r = load_agent(&path, url.as_deref());
             tracing::debug!(ms = t.elapsed().as_millis(), "read the agent");
             r
-        })
+        });
+        (shown, handle)
     });
     let t = std::time::Instant::now();
     let cluster = load_cluster(&a.input.dir, a.input.release_refs.as_deref(), &overrides)?;
@@ -384,8 +407,11 @@ fn generate(
         first,
         |partial| {
             // Beside the key generation either way: the agent, and its cached encoding's check.
-            if let Some(agent) = agent {
+            if let Some((path, agent)) = agent {
                 let (bin, check) = agent.join().map_err(|_| Failure::other("reading the agent binary panicked"))??;
+                if c.fips {
+                    fips_agent(&path, &bin.bytes)?;
+                }
                 extras_early.agent = Some(bin);
                 check_agent(extras_early, check);
             }
@@ -535,7 +561,8 @@ pub fn rebuild(dir: &Path, release_image: Option<String>, release_refs: Option<P
             ));
         }
     }
-    let (cluster, extras, pending) = inputs(&args)?;
+    // A rebuild writes nothing: it may check a FIPS bundle from any build (verify reports the mode).
+    let (cluster, extras, pending) = inputs(&args, None)?;
     Ok((
         generate(&args, cluster, extras, pending, time::OffsetDateTime::now_utc(), false)?,
         notes,
@@ -547,6 +574,11 @@ pub struct Recorded {
     pub key_algorithm: Option<KeyAlgorithm>,
     pub release_image: Option<String>,
     pub release_refs: Option<PathBuf>,
+    /// The crypto module the bundle's keys were made with, and whether it was FIPS.
+    pub crypto_module: Option<String>,
+    pub crypto_fips: bool,
+    /// The bundle was made with `fips: true`.
+    pub fips: bool,
 }
 
 pub fn recorded(dir: &Path) -> Recorded {
@@ -558,6 +590,9 @@ pub fn recorded(dir: &Path) -> Recorded {
         key_algorithm: rec.key_algorithm.as_deref().and_then(KeyAlgorithm::parse),
         release_image: rec.release_image,
         release_refs: rec.release_refs,
+        crypto_module: rec.crypto_module,
+        crypto_fips: rec.crypto_fips,
+        fips: rec.fips,
     }
 }
 
@@ -576,10 +611,18 @@ struct Record {
     no_agent: bool,
     agent_url: Option<String>,
     agent_sha256: Option<String>,
+    /// The crypto module that made the bundle's new keys (`hardshift_crypto::Module::name`).
+    #[serde(default)]
+    crypto_module: Option<String>,
+    #[serde(default)]
+    crypto_fips: bool,
+    /// install-config's `fips`.
+    #[serde(default)]
+    fips: bool,
 }
 
 impl Record {
-    fn of(a: &Args, agent: Option<&agent::Binary>) -> Record {
+    fn of(a: &Args, agent: Option<&agent::Binary>, fips: bool) -> Record {
         let abs = |p: &PathBuf| std::path::absolute(p).unwrap_or_else(|_| p.clone());
         Record {
             key_algorithm: a.key_algorithm.map(|k| k.as_str().to_string()),
@@ -590,6 +633,9 @@ impl Record {
             no_agent: agent.is_none(),
             agent_url: a.agent_url.clone(),
             agent_sha256: agent.map(|b| bundle::sha256_hex(&b.bytes)),
+            crypto_module: Some(hardshift_crypto::module().name().to_string()),
+            crypto_fips: hardshift_crypto::module().fips,
+            fips,
         }
     }
 
@@ -663,9 +709,9 @@ fn prune_cache(dir: &Path, keep: &Path) {
 }
 
 /// Record the options and keep the agent binary (one: the one in use), atomically.
-fn record(a: &Args, agent: Option<&agent::Binary>) -> Result<(), Failure> {
+fn record(a: &Args, agent: Option<&agent::Binary>, fips: bool) -> Result<(), Failure> {
     let state = a.input.dir.join(fsio::STATE_DIR);
-    let rec = Record::of(a, agent);
+    let rec = Record::of(a, agent, fips);
     if let (Some(b), Some(sha)) = (agent, &rec.agent_sha256) {
         let kept = kept_agent(&a.input.dir, sha);
         if !kept.is_file() {
@@ -694,7 +740,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         .map_err(Failure::other)?;
     let pulled = release_from_registry(&a, &rt)?;
     let t = std::time::Instant::now();
-    let (cluster, extras, pending) = inputs(&a)?;
+    let (cluster, extras, pending) = inputs(&a, Some(hardshift_crypto::module().fips))?;
     // Not an input error: hardshift's own bootstrap runs without the MCO's bootstrap; but the
     // render (`hardshift mco`) and a real release need them.
     for m in hardshift_generator::release::missing_for_mco(&cluster.release) {
@@ -716,7 +762,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     } = generate(&a, cluster, extras, pending, now, true)?;
     let t = std::time::Instant::now();
     let written = fsio::write_staged(&a.input.dir, &b, staged).map_err(Failure::other)?;
-    record(&a, extras.agent.as_ref())?;
+    record(&a, extras.agent.as_ref(), cluster.fips)?;
     tracing::debug!(ms = t.elapsed().as_millis(), "wrote the bundle");
 
     let count = |r| cluster.nodes.iter().filter(|n| n.role == r).count();

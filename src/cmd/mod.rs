@@ -42,6 +42,8 @@ impl ClusterArgs {
         let overrides = config::Overrides {
             release_image: self.release_image.clone().or(rec.release_image),
             key_algorithm: rec.key_algorithm,
+            // verify, lab and mco read a bundle `create` made: they make no new keys.
+            crypto_fips: None,
         };
         let refs = self.release_refs.clone().or(rec.release_refs);
         load_cluster(&self.dir, refs.as_deref(), &overrides)
@@ -66,6 +68,7 @@ pub fn bundle_secrets(dir: &Path) -> Vec<String> {
     let overrides = config::Overrides {
         release_image: rec.release_image,
         key_algorithm: rec.key_algorithm,
+        crypto_fips: None,
     };
     if let Ok(c) = load_cluster(dir, rec.release_refs.as_deref(), &overrides) {
         let ps: serde_json::Value = serde_json::from_str(&c.pull_secret).unwrap_or_default();

@@ -54,6 +54,7 @@ pub fn access(dir: &Path, release_image: Option<&str>) -> Result<Access, Failure
         &config::Overrides {
             release_image: release_image.map(String::from),
             key_algorithm: None,
+            crypto_fips: None,
         },
     )
     .map_err(Failure::input)?;

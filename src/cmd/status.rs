@@ -44,6 +44,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     let overrides = hardshift_generator::config::Overrides {
         release_image: rec.release_image,
         key_algorithm: rec.key_algorithm,
+        crypto_fips: None,
     };
     let inventory = super::load_cluster(&a.store.dir, rec.release_refs.as_deref(), &overrides)
         .ok()

@@ -52,6 +52,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         });
     }
     checks.extend(verify::regeneration(&built.bundle, &b));
+    checks.push(crypto_check(built.cluster.fips, &super::create::recorded(&a.input.dir)));
     // What a real API server would prune or refuse, judged by the CRDs as it would.
     let crds = match &a.crds {
         Some(d) => Some(CrdSet::load_dir(d).map_err(Failure::input)?),
@@ -88,6 +89,33 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     let warned = checks.iter().filter(|c| c.status == Status::Warn).count();
     eprintln!("{} checks: {} failed, {} warnings", checks.len(), failed, warned);
     Ok(if failed > 0 { 1 } else { 0 })
+}
+
+/// The crypto module the bundle's keys came from, as create recorded it; a `fips: true` bundle
+/// whose keys did not come from a FIPS module fails.
+fn crypto_check(fips: bool, rec: &super::create::Recorded) -> verify::Check {
+    let made = rec
+        .crypto_module
+        .clone()
+        .unwrap_or_else(|| "not recorded (a bundle from an older hardshift)".into());
+    let (status, detail) = match (fips, rec.crypto_fips) {
+        (true, true) => (Status::Ok, format!("fips: true; keys and certificates made by {made}")),
+        (true, false) => (
+            Status::Fail,
+            format!(
+                "fips: true, but the keys and certificates were made by {made}: re-key the bundle with a FIPS build (`create --rotate-ca`)"
+            ),
+        ),
+        (false, _) => (Status::Ok, format!("fips: false; keys and certificates made by {made}")),
+    };
+    verify::Check {
+        name: "crypto".into(),
+        subject: String::new(),
+        issuer: String::new(),
+        expires: String::new(),
+        status,
+        detail,
+    }
 }
 
 /// `DIR/mco/manifests/*.y*ml` (what `hardshift mco` gave the machine-config-operator), if any.

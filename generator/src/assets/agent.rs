@@ -114,6 +114,7 @@ pub fn settings(c: &Cluster, n: &Node) -> AgentConfig {
         CERT.into(),
         KEY.into(),
     );
+    a.fips = c.fips;
     // The bootstrap's etcd is hardshift's, with the bundle's client certificate on the node. A
     // master's etcd is the cluster-etcd-operator's: its certificates appear in the operator's
     // static-pod resources once it rolls etcd out there (the peer certificate is also a client one).
@@ -221,7 +222,7 @@ pub fn files(c: &Cluster, n: &Node, pki: &Pki, bin: &Binary) -> Vec<NodeFile> {
         NodeFile::new(CONFIG, PUBLIC, config(c, n)),
         NodeFile::new(CA, PUBLIC, pki.get("agent-pki/agent-ca").cert_pem.clone()),
         NodeFile::new(CERT, PUBLIC, me.cert_pem.clone()),
-        NodeFile::new(KEY, SECRET, me.key_pem.clone()),
+        NodeFile::new(KEY, SECRET, me.key_pem.as_bytes()),
     ]
 }
 

@@ -293,6 +293,12 @@ pub fn manifests(c: &Cluster, pki: &Pki, kubeadmin: Option<&crate::kubeadmin::Ku
         add("11-kubeadmin.yaml", vec![typed(&crate::kubeadmin::secret(k))]);
     }
 
+    if c.fips {
+        add(
+            "12-machineconfig-fips.yaml",
+            ["master", "worker"].iter().map(|r| fips_machine_config(r)).collect(),
+        );
+    }
     if !c.mirrors.is_empty() {
         let m: Vec<Value> = c
             .mirrors
@@ -308,6 +314,14 @@ pub fn manifests(c: &Cluster, pki: &Pki, kubeadmin: Option<&crate::kubeadmin::Ku
         );
     }
     out
+}
+
+/// The installer's `99-<role>-fips` MachineConfig: `spec.fips` makes the machine-config daemon
+/// boot the node in FIPS mode (and the rendered config carries it to every node of the role).
+pub fn fips_machine_config(role: &str) -> Value {
+    json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+        "metadata": {"name": format!("99-{role}-fips"), "labels": {"machineconfiguration.openshift.io/role": role}},
+        "spec": {"config": {"ignition": {"version": crate::ignition::VERSION}}, "fips": true}})
 }
 
 pub fn render(objs: &[Value]) -> String {

@@ -209,7 +209,11 @@ fn bootstrap_files(c: &Cluster, pki: &Pki, extras: &Extras) -> Vec<NodeFile> {
         } else {
             f.push(NodeFile::new(format!("{BOOTSTRAP_SECRETS}/{name}.crt"), PUBLIC, with_chain(pki, e)));
         }
-        f.push(NodeFile::new(format!("{BOOTSTRAP_SECRETS}/{name}.key"), SECRET, e.key_pem.clone()));
+        f.push(NodeFile::new(
+            format!("{BOOTSTRAP_SECRETS}/{name}.key"),
+            SECRET,
+            e.key_pem.as_bytes(),
+        ));
     }
     for (name, pem) in [
         (CLIENT_CA_BUNDLE, crate::pki::trust::client_ca(pki)),
@@ -285,6 +289,9 @@ fn proxy_dropins(c: &Cluster) -> Vec<Unit> {
         .collect()
 }
 
+/// The kernel's FIPS mode.
+pub const FIPS_KARG: &str = "fips=1";
+
 /// Everything hardshift adds to node `n`. `has_base`: an MCO base brings its own kubelet.
 pub fn node_config(c: &Cluster, n: &Node, shared: &Shared, has_base: bool) -> NodeConfig {
     let mut files = common(c, n, shared);
@@ -346,5 +353,8 @@ pub fn node_config(c: &Cluster, n: &Node, shared: &Shared, has_base: bool) -> No
         files,
         directories,
         units,
+        // A node the MCO configures is switched to FIPS by the rendered config's `fips: true`
+        // (the 99-<role>-fips MachineConfigs); one without an MCO base boots into it directly.
+        kernel_arguments: if c.fips && !has_base { vec![FIPS_KARG.to_string()] } else { vec![] },
     }
 }

@@ -30,7 +30,7 @@ fn tls(name: &str, ns: &str, pki: &Pki, id: &str) -> Secret {
         type_: Some("kubernetes.io/tls".into()),
         data: Some(BTreeMap::from([
             ("tls.crt".to_string(), ByteString(e.cert_pem.clone().into_bytes())),
-            ("tls.key".to_string(), ByteString(e.key_pem.clone().into_bytes())),
+            ("tls.key".to_string(), ByteString(e.key_pem.as_bytes().to_vec())),
         ])),
         ..Default::default()
     }
@@ -111,7 +111,7 @@ pub fn seeds(pki: &Pki) -> Seeds {
             metadata: meta("initial-service-account-private-key", oc),
             data: Some(BTreeMap::from([(
                 "service-account.key".to_string(),
-                ByteString(sa.key_pem.clone().into_bytes()),
+                ByteString(sa.key_pem.as_bytes().to_vec()),
             )])),
             ..Default::default()
         },

@@ -38,6 +38,9 @@ pub const RELEASE_REFS: &str = "release/image-references";
 #[derive(Debug, Clone, Default)]
 pub struct Overrides {
     pub key_algorithm: Option<KeyAlgorithm>,
+    /// For a run that makes keys: whether its crypto module is FIPS (`hardshift_crypto::module()`).
+    /// `fips: true` is refused without one. None for runs that only read a bundle.
+    pub crypto_fips: Option<bool>,
     /// `--release-image`: wins over hardshift.yaml `release.image`.
     pub release_image: Option<String>,
 }

@@ -5,7 +5,7 @@
 //! asks (a new SAN, an expired certificate), keeping its key when it can.
 
 use super::inspect::{self, Facts};
-use super::keys::{self, KeySource};
+use super::keys::{self, KeyPem, KeySource};
 use super::plan::{CertSpec, Kind};
 use crate::cluster::KeyAlgorithm;
 use rayon::prelude::*;
@@ -24,7 +24,7 @@ const RENEW_BEFORE: Duration = Duration::days(30);
 /// What an existing bundle holds for one entry.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Material {
-    pub key_pem: Option<String>,
+    pub key_pem: Option<KeyPem>,
     pub cert_pem: Option<String>,
 }
 
@@ -42,7 +42,7 @@ pub enum Outcome {
 #[derive(Debug, Clone)]
 pub struct Issued {
     pub spec: CertSpec,
-    pub key_pem: String,
+    pub key_pem: KeyPem,
     /// The certificate, or for `KeyOnly` the public key.
     pub cert_pem: String,
     pub outcome: Outcome,
@@ -189,7 +189,7 @@ impl Run<'_> {
             .copied()
             .filter(|&i| matches!(self.decisions[i], Plan::Issue { new_key: true, .. }))
             .collect();
-        let new_keys: BTreeMap<usize, String> = need
+        let new_keys: BTreeMap<usize, KeyPem> = need
             .par_iter()
             .with_max_len(1)
             .map(|&i| {
@@ -200,7 +200,7 @@ impl Run<'_> {
                     .map_err(|e| PkiError::Key(e, spec.id()))
             })
             .collect::<Result<_, _>>()?;
-        let key = |i: usize| new_keys.get(&i).map(String::as_str);
+        let key = |i: usize| new_keys.get(&i);
         // The CAs in plan order (a CA may sign a CA), then every other entry in parallel, each
         // issuing CA loaded once.
         for &i in idx.iter().filter(|&&i| self.specs[i].is_ca()) {
@@ -261,7 +261,7 @@ fn load_issuer(ca: Option<&Issued>, id: &str) -> Result<Issuer<'static, KeyPair>
 fn settle(
     spec: &CertSpec,
     plan: &Plan,
-    new_key: Option<&str>,
+    new_key: Option<&KeyPem>,
     have: &Material,
     issuer: Option<&Issuer<'_, KeyPair>>,
     now: OffsetDateTime,
@@ -270,7 +270,7 @@ fn settle(
     let (key_pem, outcome) = match plan {
         Plan::Reuse => (have.key_pem.clone().unwrap_or_default(), Outcome::Reused),
         Plan::Issue { outcome, .. } => (
-            new_key.map(String::from).or_else(|| have.key_pem.clone()).unwrap_or_default(),
+            new_key.cloned().or_else(|| have.key_pem.clone()).unwrap_or_default(),
             outcome.clone(),
         ),
     };

@@ -32,6 +32,15 @@ pub(super) fn validate(
         out,
     };
     let nets = install_config::install_config(ic, &mut ir);
+    if ic.fips && overrides.crypto_fips == Some(false) {
+        // Never ignored: a cluster cannot be switched to FIPS after it is installed, and its keys
+        // would not have come from a validated module.
+        ir.error(
+            "fips",
+            "fips: true needs a FIPS-validated crypto module for the bundle's keys and certificates, and this hardshift was built without one",
+            Some("build hardshift with AWS-LC's FIPS module: `cargo build --release --features fips` (needs cmake and Go); or set `fips: false`".into()),
+        );
+    }
     let mut hr = Reporter {
         file: HARDSHIFT_CONFIG,
         doc: hs_doc,

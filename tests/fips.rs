@@ -1,0 +1,203 @@
+//! `fips: true` in install-config.yaml is never ignored. Without AWS-LC's FIPS module `create`
+//! refuses it (exit 2, at the line of `fips`, nothing written); with it (`--features fips`, as
+//! `hack/test.sh` runs this file a second time) every node boots into FIPS mode, the installer's
+//! MachineConfigs carry `fips: true` to the MCO, the keys come from the FIPS module, and the agent
+//! and the collector run their TLS on it.
+
+mod common;
+
+use common::*;
+use hardshift_generator::{assets, cluster::Role, config, pki};
+use serde_json::Value;
+
+fn fips_inputs() -> tempfile::TempDir {
+    let d = example_copy();
+    edit(
+        d.path(),
+        "install-config.yaml",
+        "platform:\n  none: {}\n",
+        "platform:\n  none: {}\nfips: true\n",
+    );
+    d
+}
+
+/// What `fips: true` puts in the bundle, checked on the generator's own output (any build: the
+/// module is the CLI's check, the refusal test below).
+#[test]
+fn a_fips_bundle_boots_every_node_in_fips_mode_and_tells_the_mco() {
+    let d = fips_inputs();
+    let sources = config::read_sources(d.path(), None).unwrap();
+    let overrides = config::Overrides {
+        key_algorithm: Some(hardshift_generator::cluster::KeyAlgorithm::EcdsaP256),
+        crypto_fips: Some(true),
+        ..Default::default()
+    };
+    let cluster = config::build(&sources, &overrides).unwrap();
+    assert!(cluster.fips);
+    let pki = pki::issue(
+        &pki::plan(&cluster),
+        &Default::default(),
+        time::OffsetDateTime::now_utc(),
+        &pki::keys::SystemKeys,
+        Default::default(),
+    )
+    .unwrap();
+    // Without an MCO base, each node (the bootstrap too) asks Ignition for the kernel argument.
+    let nodes = assets::ignitions(&cluster, &pki, &Default::default());
+    assert_eq!(nodes.len(), 6);
+    for n in &nodes {
+        let cfg: Value = serde_json::from_slice(&n.body.to_vec()).unwrap();
+        assert_eq!(cfg["ignition"]["version"], "3.3.0", "{}: kernelArguments need spec 3.3", n.hostname);
+        assert_eq!(
+            cfg["kernelArguments"]["shouldExist"],
+            serde_json::json!(["fips=1"]),
+            "{}",
+            n.hostname
+        );
+        if n.role != Role::Bootstrap {
+            // The agent refuses to start on a module that is not FIPS.
+            let agent = cfg["storage"]["files"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|f| f["path"] == "/etc/hardshift/agent.toml");
+            assert!(agent.is_none() || agent_toml_has_fips(agent.unwrap()), "{}", n.hostname);
+        }
+    }
+    // The installer's 99-<role>-fips MachineConfigs, in what bootkube applies and in the MCO's inputs.
+    let manifests = assets::manifests::manifests(&cluster, &pki, None);
+    let mcs: Vec<&Value> = manifests
+        .iter()
+        .flat_map(|(_, o)| o)
+        .filter(|o| o["kind"] == "MachineConfig")
+        .collect();
+    let names: Vec<&str> = mcs.iter().map(|m| m["metadata"]["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["99-master-fips", "99-worker-fips"]);
+    for m in &mcs {
+        assert_eq!(m["spec"]["fips"], true);
+        let role = m["metadata"]["labels"]["machineconfiguration.openshift.io/role"].as_str().unwrap();
+        assert_eq!(m["metadata"]["name"], format!("99-{role}-fips"));
+    }
+    let mco: Vec<String> = hardshift_generator::mco::inputs(&cluster, &pki).into_iter().map(|f| f.0).collect();
+    for role in ["master", "worker"] {
+        let want = format!("mco/manifests/99_openshift-machineconfig_99-{role}-fips.yaml");
+        assert!(mco.contains(&want), "{want} in {mco:?}");
+    }
+
+    // And without fips: none of it.
+    let mut plain = cluster.clone();
+    plain.fips = false;
+    for n in assets::ignitions(&plain, &pki, &Default::default()) {
+        let cfg: Value = serde_json::from_slice(&n.body.to_vec()).unwrap();
+        assert_eq!(cfg["ignition"]["version"], "3.2.0");
+        assert!(cfg.get("kernelArguments").is_none());
+    }
+    assert!(!assets::manifests::manifests(&plain, &pki, None)
+        .iter()
+        .flat_map(|(_, o)| o)
+        .any(|o| o["kind"] == "MachineConfig"));
+}
+
+fn agent_toml_has_fips(file: &Value) -> bool {
+    let src = file["contents"]["source"].as_str().unwrap();
+    let text = match src.strip_prefix("data:,") {
+        Some(t) => urlencoding_decode(t),
+        None => {
+            use base64::Engine;
+            let b64 = src.split_once("base64,").unwrap().1;
+            String::from_utf8(base64::engine::general_purpose::STANDARD.decode(b64).unwrap()).unwrap()
+        }
+    };
+    text.lines().any(|l| l.trim() == "fips = true")
+}
+
+fn urlencoding_decode(s: &str) -> String {
+    let mut out = Vec::new();
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() + 1 {
+            out.push(u8::from_str_radix(&s[i + 1..i + 3], 16).unwrap());
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).unwrap()
+}
+
+/// The CLI: without the FIPS module, refused at the line of `fips` with nothing written; with it,
+/// a bundle whose keys came from the module, which verify reports and the collector serves.
+#[test]
+fn create_refuses_fips_without_the_module_and_honours_it_with_it() {
+    let d = fips_inputs();
+    let dir = d.path().to_str().unwrap();
+    let out = hardshift(&["create", "--dir", dir, "--self-contained-nodes"]);
+    let err = text(&out.stderr);
+    if !hardshift_crypto::FIPS_BUILD {
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        let line = std::fs::read_to_string(d.path().join("install-config.yaml"))
+            .unwrap()
+            .lines()
+            .position(|l| l == "fips: true")
+            .unwrap()
+            + 1;
+        assert!(err.contains(&format!("install-config.yaml:{line}:")), "{err}");
+        assert!(
+            err.contains("FIPS-validated") && err.contains("--features fips") && err.contains("fips: false"),
+            "{err}"
+        );
+        for gone in ["pki", "ignition", "manifests", ".hardshift/create.json"] {
+            assert!(!d.path().join(gone).exists(), "{gone} written by a refused run");
+        }
+        return;
+    }
+    assert!(out.status.success(), "{err}");
+    // The agent embedded is the FIPS one; its config says so.
+    let rec: Value = serde_json::from_slice(&std::fs::read(d.path().join(".hardshift/create.json")).unwrap()).unwrap();
+    assert_eq!(rec["crypto_fips"], true, "{rec}");
+    assert_eq!(rec["fips"], true);
+    let v = hardshift(&["verify", "--dir", dir]);
+    let vout = text(&v.stdout);
+    let crypto = vout.lines().find(|l| l.starts_with("crypto")).unwrap_or_else(|| panic!("{vout}"));
+    assert!(
+        crypto.contains("ok") && crypto.contains("AWS-LC FIPS module (FIPS mode)"),
+        "{crypto}"
+    );
+    assert!(v.status.success(), "{vout}\n{}", text(&v.stderr));
+}
+
+/// An agent built without the FIPS module is never embedded in a `fips: true` bundle.
+#[test]
+fn a_fips_bundle_refuses_an_agent_without_the_module() {
+    let d = fips_inputs();
+    let fake = d.path().join("plain-agent");
+    // An ELF that names the plain module, as every agent built without `fips` does.
+    let mut bytes = b"\x7fELF".to_vec();
+    bytes.extend_from_slice(hardshift_crypto::PLAIN_MARKER);
+    std::fs::write(&fake, &bytes).unwrap();
+    let out = hardshift(&[
+        "create",
+        "--dir",
+        d.path().to_str().unwrap(),
+        "--self-contained-nodes",
+        "--agent-binary",
+        fake.to_str().unwrap(),
+    ]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    if hardshift_crypto::FIPS_BUILD {
+        assert!(
+            err.contains(
+                "plain-agent: fips: true embeds only an agent built with AWS-LC's FIPS module; this one is built with AWS-LC (not FIPS)"
+            ),
+            "{err}"
+        );
+    } else {
+        assert!(err.contains("FIPS-validated"), "the build's own refusal comes first: {err}");
+    }
+    for gone in ["pki", "ignition", ".hardshift/create.json"] {
+        assert!(!d.path().join(gone).exists(), "{gone} written by a refused run");
+    }
+}
