@@ -24,6 +24,14 @@ main=passed
 cargo test --workspace --locked --no-fail-fast || { failed=1; main=FAILED; }
 # Coverage-guided fuzzing (libFuzzer through bolero, on stable), HARDSHIFT_FUZZ_SECS per target.
 hack/fuzz.sh || { failed=1; main=FAILED; }
+# The same keys, bundle and TLS on AWS-LC's FIPS module (`--features fips`: cmake and Go, from
+# hack/setup-fips.sh): fips: true honoured end to end, every key through openssl and FIPS 186-5.
+fips=passed
+if gobin=$(hack/setup-fips.sh | tail -1); then
+  PATH="$gobin:$PATH" cargo test --locked --no-fail-fast --features fips --test fips --test pki_openssl || { failed=1; fips=FAILED; }
+else
+  failed=1; fips="FAILED (hack/setup-fips.sh)"
+fi
 
 summary=()
 while IFS='|' read -r var programs targets; do
@@ -55,5 +63,6 @@ done < hack/tiers
 
 echo
 echo "test.sh: every test outside the tiers: $main"
+echo "test.sh: the FIPS build (--features fips: tests/fips.rs, tests/pki_openssl.rs): $fips"
 for line in "${summary[@]}"; do echo "test.sh: $line"; done
 exit $failed

@@ -64,16 +64,26 @@ fn a_fips_bundle_boots_every_node_in_fips_mode_and_tells_the_mco() {
             assert!(agent.is_none() || agent_toml_has_fips(agent.unwrap()), "{}", n.hostname);
         }
     }
-    // The installer's 99-<role>-fips MachineConfigs, in what bootkube applies and in the MCO's inputs.
-    let manifests = assets::manifests::manifests(&cluster, &pki, None);
-    let mcs: Vec<&Value> = manifests
+    // The installer's 99-<role>-fips MachineConfigs: bootkube applies them once the CVO has
+    // installed the MachineConfig CRD, and the MCO's render reads them.
+    let boot = nodes.iter().find(|n| n.role == Role::Bootstrap).unwrap();
+    let boot: Value = serde_json::from_slice(&boot.body.to_vec()).unwrap();
+    let staged = boot["storage"]["files"]
+        .as_array()
+        .unwrap()
         .iter()
-        .flat_map(|(_, o)| o)
-        .filter(|o| o["kind"] == "MachineConfig")
-        .collect();
+        .any(|f| f["path"] == "/opt/openshift/manifests-after-cvo/99-machineconfig-fips.yaml");
+    assert!(staged, "the bootstrap carries the MachineConfigs for after the CVO");
+    let late = assets::manifests::after_cvo(&cluster);
+    let mcs: Vec<&Value> = late.iter().flat_map(|(_, o)| o).collect();
     let names: Vec<&str> = mcs.iter().map(|m| m["metadata"]["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["99-master-fips", "99-worker-fips"]);
+    // Judged by the release's own MachineConfig CRD.
+    let shared = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/openshift-4.18/crds");
+    let crds = hardshift_generator::crd::CrdSet::load_dir(&shared).unwrap();
     for m in &mcs {
+        let r = crds.check(m);
+        assert!(r.crd_file.is_some() && r.problems.is_empty(), "{:?}", r.problems);
         assert_eq!(m["spec"]["fips"], true);
         let role = m["metadata"]["labels"]["machineconfiguration.openshift.io/role"].as_str().unwrap();
         assert_eq!(m["metadata"]["name"], format!("99-{role}-fips"));
@@ -92,10 +102,7 @@ fn a_fips_bundle_boots_every_node_in_fips_mode_and_tells_the_mco() {
         assert_eq!(cfg["ignition"]["version"], "3.2.0");
         assert!(cfg.get("kernelArguments").is_none());
     }
-    assert!(!assets::manifests::manifests(&plain, &pki, None)
-        .iter()
-        .flat_map(|(_, o)| o)
-        .any(|o| o["kind"] == "MachineConfig"));
+    assert!(assets::manifests::after_cvo(&plain).is_empty());
 }
 
 fn agent_toml_has_fips(file: &Value) -> bool {
@@ -133,6 +140,7 @@ fn urlencoding_decode(s: &str) -> String {
 fn create_refuses_fips_without_the_module_and_honours_it_with_it() {
     let d = fips_inputs();
     let dir = d.path().to_str().unwrap();
+    agent_bin();
     let out = hardshift(&["create", "--dir", dir, "--self-contained-nodes"]);
     let err = text(&out.stderr);
     if !hardshift_crypto::FIPS_BUILD {
@@ -168,36 +176,54 @@ fn create_refuses_fips_without_the_module_and_honours_it_with_it() {
     assert!(v.status.success(), "{vout}\n{}", text(&v.stderr));
 }
 
-/// An agent built without the FIPS module is never embedded in a `fips: true` bundle.
+/// An agent for master-0 of bundle `dir`, with `fips = true` as a fips bundle's config says.
+fn fips_agent(dir: &std::path::Path, port: u16) -> (Kill, std::path::PathBuf) {
+    let p = |n: &str| dir.join("agent-pki").join(n).to_string_lossy().to_string();
+    let cfg = dir.join("agent-fips.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "collector = \"127.0.0.1:{port}\"\nnode = \"master-0\"\nrole = \"master\"\nfips = true\nca = \"{}\"\ncert = \"{}\"\nkey = \"{}\"\ninterval_ms = 100\nstate_dir = \"{}\"\n",
+            p("agent-ca.crt"),
+            p("agent-master-0.crt"),
+            p("agent-master-0.key"),
+            dir.join("agent-state").display()
+        ),
+    )
+    .unwrap();
+    let log = dir.join("agent-fips.log");
+    let child = std::process::Command::new(agent_bin())
+        .args(["--config", cfg.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    (Kill(child), log)
+}
+
+/// An agent told `fips = true` runs its TLS on the FIPS module or not at all: without the module
+/// it refuses to start (exit 2); with it, it reports to the bundle's collector (FIPS too) over mTLS.
 #[test]
-fn a_fips_bundle_refuses_an_agent_without_the_module() {
-    let d = fips_inputs();
-    let fake = d.path().join("plain-agent");
-    // An ELF that names the plain module, as every agent built without `fips` does.
-    let mut bytes = b"\x7fELF".to_vec();
-    bytes.extend_from_slice(hardshift_crypto::PLAIN_MARKER);
-    std::fs::write(&fake, &bytes).unwrap();
-    let out = hardshift(&[
-        "create",
-        "--dir",
-        d.path().to_str().unwrap(),
-        "--self-contained-nodes",
-        "--agent-binary",
-        fake.to_str().unwrap(),
-    ]);
-    let err = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    if hardshift_crypto::FIPS_BUILD {
-        assert!(
-            err.contains(
-                "plain-agent: fips: true embeds only an agent built with AWS-LC's FIPS module; this one is built with AWS-LC (not FIPS)"
-            ),
-            "{err}"
-        );
+fn an_agent_told_fips_runs_only_on_the_fips_module() {
+    let d = if hardshift_crypto::FIPS_BUILD {
+        fips_inputs()
     } else {
-        assert!(err.contains("FIPS-validated"), "the build's own refusal comes first: {err}");
+        example_copy()
+    };
+    create(d.path(), &["--key-algorithm", "ecdsa-p256"]);
+    let port = free_port();
+    if hardshift_crypto::FIPS_BUILD {
+        let _c = collector(d.path(), port);
+        let (_a, _log) = fips_agent(d.path(), port);
+        wait_for("a report over FIPS TLS", 60, || !stored(d.path(), "master-0").is_empty());
+        return;
     }
-    for gone in ["pki", "ignition", ".hardshift/create.json"] {
-        assert!(!d.path().join(gone).exists(), "{gone} written by a refused run");
-    }
+    let (mut a, log) = fips_agent(d.path(), port);
+    let status = a.0.wait().unwrap();
+    let err = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("fips = true, but this build has no FIPS-validated crypto module"),
+        "{err}"
+    );
 }

@@ -359,6 +359,7 @@ pub fn diagnose(node: &str, role: &str, r: &NodeReport, seen_ago_ms: i64) -> Vec
             "etcd" => "etcd did not become healthy: `hardshift logs NODE etcd-members`, and its static pod's log",
             "kube-apiserver" => "the API server did not become ready: its container log (`hardshift logs NODE --container kube-system/bootstrap-kube-apiserver-NODE/kube-apiserver`), etcd and its certificates",
             "crds-established" => "a CRD was not Established: check the bundle's crds/ (the release's CRDs) with `oc get crd`",
+            "manifests-after-cvo" => "the cluster-version-operator did not install the CRD of an object applied after it (the fips MachineConfigs need the MCO's): `oc get clusterversion`, and the CVO's pod log",
             _ => "`hardshift logs NODE bootkube`",
         };
         if c.health == Health::Failing as i32 {

@@ -39,18 +39,18 @@ static MODULE_MARKER: [u8; 31] = *b"hardshift-crypto-module=aws-lc;";
 /// What the process's crypto is, for `--version`, `verify` and logs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Module {
+    /// Built with AWS-LC's FIPS module.
+    pub fips_build: bool,
     /// AWS-LC's FIPS module, in FIPS mode (its power-on self tests passed).
     pub fips: bool,
 }
 
 impl Module {
     pub fn name(self) -> &'static str {
-        if self.fips {
-            "AWS-LC FIPS module (FIPS mode)"
-        } else if FIPS_BUILD {
-            "AWS-LC FIPS module (NOT in FIPS mode)"
-        } else {
-            "AWS-LC (not FIPS)"
+        match (self.fips_build, self.fips) {
+            (true, true) => "AWS-LC FIPS module (FIPS mode)",
+            (true, false) => "AWS-LC FIPS module (NOT in FIPS mode)",
+            (false, _) => "AWS-LC (not FIPS)",
         }
     }
 }
@@ -76,7 +76,10 @@ pub enum FipsError {
 pub fn module() -> Module {
     // Read the marker, so the linker keeps it in every binary that asks which module it runs.
     std::hint::black_box(&MODULE_MARKER);
-    Module { fips: fips_mode().is_ok() }
+    Module {
+        fips_build: FIPS_BUILD,
+        fips: fips_mode().is_ok(),
+    }
 }
 
 /// Ok when the process's crypto is AWS-LC's FIPS module in FIPS mode.
@@ -107,10 +110,18 @@ pub fn install() {
 /// (not an agent of this version).
 pub fn module_of_binary(bytes: &[u8]) -> Option<Module> {
     let has = |m: &[u8]| bytes.windows(m.len()).any(|w| w == m);
+    // A binary's mode shows only when it runs: a FIPS build's module enters FIPS mode unless its
+    // self tests fail, and then the binary refuses to run.
     if has(FIPS_MARKER) {
-        Some(Module { fips: true })
+        Some(Module {
+            fips_build: true,
+            fips: true,
+        })
     } else if has(PLAIN_MARKER) {
-        Some(Module { fips: false })
+        Some(Module {
+            fips_build: false,
+            fips: false,
+        })
     } else {
         None
     }
@@ -122,7 +133,13 @@ mod tests {
 
     #[test]
     fn the_marker_names_this_build() {
-        assert_eq!(module_of_binary(&MODULE_MARKER), Some(Module { fips: FIPS_BUILD }));
+        assert_eq!(
+            module_of_binary(&MODULE_MARKER),
+            Some(Module {
+                fips_build: FIPS_BUILD,
+                fips: FIPS_BUILD
+            })
+        );
         assert_eq!(module_of_binary(b"no marker here"), None);
         assert_eq!(module().fips, FIPS_BUILD, "{}", module());
     }

@@ -79,7 +79,7 @@ pub fn inputs(c: &Cluster, pki: &Pki) -> Vec<McoFile> {
     }
     // The MCO's bootstrap reads MachineConfigs from the manifests, as bootkube.sh gives it the
     // installer's openshift/99_openshift-machineconfig_*.yaml.
-    for mc in all.iter().filter(|(f, _)| f == "12-machineconfig-fips.yaml").flat_map(|(_, o)| o) {
+    for mc in manifests::after_cvo(c).iter().flat_map(|(_, o)| o) {
         let name = mc["metadata"]["name"].as_str().unwrap_or_default();
         add(&format!("manifests/99_openshift-machineconfig_{name}.yaml"), 0o644, yaml(mc));
     }

@@ -127,7 +127,12 @@ pub fn agent_bin() -> PathBuf {
             cmd.env_remove(k);
         }
     }
-    let status = cmd.args(["build", "-q", "-p", "hardshift-agent"]).status().unwrap();
+    cmd.args(["build", "-q", "-p", "hardshift-agent"]);
+    // The agent of a FIPS build (`--features fips`) is a FIPS agent too.
+    if hardshift_crypto::FIPS_BUILD {
+        cmd.args(["--features", "fips"]);
+    }
+    let status = cmd.status().unwrap();
     assert!(status.success(), "building hardshift-agent");
     Path::new(env!("CARGO_BIN_EXE_hardshift")).with_file_name("hardshift-agent")
 }

@@ -40,16 +40,17 @@ wait_for() {{
     record done
 }}
 
-# apply_dir STAGE DIR: apply every file, in name order, retrying while the API settles.
+# apply_dir STAGE DIR [TRIES]: apply every file, in name order, retrying (every 5 s, 60 times by
+# default) while the API settles.
 apply_dir() {{
-    stage=$1; local dir=$2 f out
+    stage=$1; local dir=$2 max=${{3:-60}} f out
     record running
     for f in "$dir"/*.yaml; do
         [ -e "$f" ] || continue
         local tries=0
         until out=$("$OC" apply -f "$f" 2>&1); do
             tries=$((tries + 1))
-            if (( tries > 60 )); then record failed "$(basename "$f"): $out"; exit 1; fi
+            if (( tries > max )); then record failed "$(basename "$f"): $out"; exit 1; fi
             sleep 5
         done
     done
@@ -92,6 +93,11 @@ fi
 stage=cluster-version-operator
 cp "{CVO_STAGED}" "{STATIC_PODS}/cvo-bootstrap.yaml"
 record done
+# Objects whose CRDs the CVO installs from the release (the fips MachineConfigs): retried for up to
+# 40 minutes while it does.
+if compgen -G "$ASSETS/{AFTER_CVO}/*.yaml" >/dev/null; then
+    apply_dir manifests-after-cvo "$ASSETS/{AFTER_CVO}" 480
+fi
 
 stage=complete
 record done

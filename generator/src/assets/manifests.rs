@@ -293,12 +293,6 @@ pub fn manifests(c: &Cluster, pki: &Pki, kubeadmin: Option<&crate::kubeadmin::Ku
         add("11-kubeadmin.yaml", vec![typed(&crate::kubeadmin::secret(k))]);
     }
 
-    if c.fips {
-        add(
-            "12-machineconfig-fips.yaml",
-            ["master", "worker"].iter().map(|r| fips_machine_config(r)).collect(),
-        );
-    }
     if !c.mirrors.is_empty() {
         let m: Vec<Value> = c
             .mirrors
@@ -312,6 +306,18 @@ pub fn manifests(c: &Cluster, pki: &Pki, kubeadmin: Option<&crate::kubeadmin::Ku
                 "spec": {"imageDigestMirrors": m}}),
             ],
         );
+    }
+    out
+}
+
+/// Objects whose CRDs the cluster-version-operator installs from the release (the MCO's
+/// MachineConfig): bootkube applies them once the CVO runs, as cluster-bootstrap retries the
+/// installer's `openshift/` manifests until their CRDs exist.
+pub fn after_cvo(c: &Cluster) -> Vec<(String, Vec<Value>)> {
+    let mut out = Vec::new();
+    if c.fips {
+        let mcs = ["master", "worker"].iter().map(|r| fips_machine_config(r)).collect();
+        out.push(("99-machineconfig-fips.yaml".to_string(), mcs));
     }
     out
 }

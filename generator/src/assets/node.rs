@@ -250,6 +250,13 @@ fn bootstrap_files(c: &Cluster, pki: &Pki, extras: &Extras) -> Vec<NodeFile> {
             manifests::render(&objs),
         ));
     }
+    for (name, objs) in manifests::after_cvo(c) {
+        f.push(NodeFile::new(
+            format!("{ASSET_DIR}/{AFTER_CVO}/{name}"),
+            PUBLIC,
+            manifests::render(&objs),
+        ));
+    }
     let status = serde_json::to_string_pretty(&manifests::infrastructure_status(c, pki)).expect("json");
     f.push(NodeFile::new(
         format!("{ASSET_DIR}/infrastructure-status.json"),

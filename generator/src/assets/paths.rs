@@ -7,6 +7,9 @@ pub const KUBECONFIGS_DIR: &str = "/etc/kubernetes/kubeconfigs";
 pub const KUBECONFIGS_MOUNT: &str = "/etc/kubernetes/kubeconfigs";
 pub const STATIC_PODS: &str = "/etc/kubernetes/manifests";
 pub const ASSET_DIR: &str = "/opt/openshift";
+/// Under ASSET_DIR: what bootkube applies once the cluster-version-operator has installed the
+/// release's CRDs (`manifests::after_cvo`).
+pub const AFTER_CVO: &str = "manifests-after-cvo";
 pub const CVO_STAGED: &str = "/opt/openshift/cvo/cvo-bootstrap.yaml";
 pub const BOOTKUBE: &str = "/usr/local/bin/bootkube.sh";
 pub const BOOTKUBE_PROGRESS: &str = "/var/lib/hardshift/bootkube.json";
