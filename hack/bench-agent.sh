@@ -42,5 +42,5 @@ cpu() { awk -v t="$1" -v hz="$hz" -v d="$DURATION" 'BEGIN {printf "%.3f", 100 * 
 printf '%-24s %14s %12s\n' process "max RSS (KB)" "CPU (%core)"
 printf '%-24s %14s %12s\n' hardshift-agent "$amax" "$(cpu $(( $(ticks $agent) - a0 )))"
 printf '%-24s %14s %12s\n' prometheus-node-exporter "$nmax" "$(cpu $(( $(ticks $ne) - n0 )))"
-echo "agent binary: $(stat -c %s target/release/hardshift-agent) bytes (glibc build; needs GLIBC_$(objdump -T target/release/hardshift-agent | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -V | tail -1))"
+echo "agent binary: $(stat -c %s target/release/hardshift-agent) bytes (goal: under 8,000,000; glibc build; needs GLIBC_$(objdump -T target/release/hardshift-agent | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -V | tail -1))"
 echo "reports stored: $(target/release/hardshift status --dir "$work/b" -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["reports"])')"

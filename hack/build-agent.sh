@@ -9,7 +9,7 @@ if ! rustup target list --installed | grep -qx "$target"; then
   rustup target add "$target" || { echo "build-agent: cannot add the $target target (no network to the Rust dist server?)" >&2; exit 1; }
 fi
 command -v musl-gcc >/dev/null || { DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends musl-tools >/dev/null; }
-# ring and sqlite are C: compile them with musl's gcc wrapper.
+# AWS-LC and sqlite are C: compile them with musl's gcc wrapper.
 CC_x86_64_unknown_linux_musl=musl-gcc cargo build --release --locked -p hardshift-agent --target "$target" --quiet
 bin=target/$target/release/hardshift-agent
 file "$bin" | grep -q "static" || { echo "build-agent: $bin is not static" >&2; exit 1; }

@@ -167,14 +167,19 @@ enum Command {
 fn logging(verbose: u8) {
     use std::io::IsTerminal;
     let level = ["info", "debug", "trace"][usize::from(verbose.min(2))];
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("warn,hardshift_agent={level}")));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    // `Targets` reads RUST_LOG's `target=level` lists without a regex engine (EnvFilter's would
+    // add half a megabyte to a binary embedded in every node's config).
+    let filter: tracing_subscriber::filter::Targets = std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| format!("warn,hardshift_agent={level}").parse().expect("a valid filter"));
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_target(false)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
+        .with_ansi(std::io::stderr().is_terminal());
+    tracing_subscriber::registry().with(fmt).with(filter).init();
 }
 
 fn main() -> std::process::ExitCode {
