@@ -445,3 +445,32 @@ fn helper_network_script_sets_up_the_helper_once_and_haproxy_answers_on_the_vip(
         assert!(connects(&net, "client", vip, port), "{vip}:{port}");
     }
 }
+
+/// A mirror named inside the cluster's zone needs a record in the lab's DNS, which serves that zone
+/// alone: without one, nodes cannot pull (what a real boot found with the example's mirror).
+#[test]
+fn a_mirror_inside_the_zone_without_a_record_is_named() {
+    let d = example_copy();
+    let err = text(&create(d.path(), &["--no-agent"]).stderr);
+    let want =
+        "warning: mirror registry.ocp4.example.com is inside ocp4.example.com, which the lab's DNS serves alone, and has no record there";
+    assert_eq!(err.matches(want).count(), 1, "once, though two sources name it:\n{err}");
+    // The zone really has no answer for it: the generated dnsmasq config, served and asked.
+    let conf = std::fs::read_to_string(d.path().join("lab/dnsmasq/ocp4-dns.conf")).unwrap();
+    assert!(
+        conf.contains("local=/ocp4.example.com/") && !conf.contains("registry.ocp4.example.com"),
+        "{conf}"
+    );
+    // Outside the zone: nothing to say.
+    let d = example_copy();
+    for _ in 0..2 {
+        edit(
+            d.path(),
+            "install-config.yaml",
+            "registry.ocp4.example.com:5000/",
+            "mirror.example.net:5000/",
+        );
+    }
+    let err = text(&create(d.path(), &["--no-agent"]).stderr);
+    assert!(!err.contains("warning: mirror"), "{err}");
+}

@@ -746,6 +746,9 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     for m in hardshift_generator::release::missing_for_mco(&cluster.release) {
         eprintln!("warning: {m}");
     }
+    for m in hardshift_generator::lab::dns::unresolvable_mirrors(&cluster) {
+        eprintln!("warning: {m}");
+    }
     tracing::debug!(ms = t.elapsed().as_millis(), "read the inputs");
     // Inputs are read and checked; from here on the bundle is read and written: one run at a time.
     let _lock = fsio::lock(&a.input.dir, "create").map_err(Failure::other)?;
