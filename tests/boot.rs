@@ -15,7 +15,6 @@ mod common;
 use common::netns::Netns;
 use common::*;
 use sha2::{Digest, Sha256, Sha512};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -44,48 +43,11 @@ fn inventory(dir: &Path) -> Vec<Node> {
         .collect()
 }
 
-/// The bytes of an Ignition `contents` (a data URL, maybe gzip-compressed).
+/// The bytes of an Ignition `contents` (a data URL, maybe gzip-compressed), decoded as the
+/// generator's own reader does; the test compares them with what the real Ignition wrote.
 fn contents(c: &serde_json::Value) -> Vec<u8> {
-    use base64::Engine;
-    let src = c["source"].as_str().expect("data URL");
-    let (head, data) = src.strip_prefix("data:").unwrap().split_once(',').unwrap();
-    let raw = if head.ends_with(";base64") {
-        base64::engine::general_purpose::STANDARD.decode(data).unwrap()
-    } else {
-        percent_decode(data)
-    };
-    if c["compression"].as_str() != Some("gzip") {
-        return raw;
-    }
-    let mut gz = Command::new("gzip")
-        .arg("-dc")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Written from another thread: gzip's output fills its pipe before all its input is in.
-    let mut stdin = gz.stdin.take().unwrap();
-    let writer = std::thread::spawn(move || stdin.write_all(&raw));
-    let out = gz.wait_with_output().unwrap();
-    writer.join().unwrap().unwrap();
-    assert!(out.status.success(), "gzip -dc");
-    out.stdout
-}
-
-fn percent_decode(s: &str) -> Vec<u8> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            out.push(u8::from_str_radix(&s[i + 1..i + 3], 16).unwrap());
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    out
+    let c: hardshift_generator::ignition::Contents = serde_json::from_value(c.clone()).expect("Ignition contents");
+    hardshift_generator::ignition::decode(&c).expect("a data URL")
 }
 
 fn hex(b: &[u8]) -> String {

@@ -106,32 +106,9 @@ fn a_fips_bundle_boots_every_node_in_fips_mode_and_tells_the_mco() {
 }
 
 fn agent_toml_has_fips(file: &Value) -> bool {
-    let src = file["contents"]["source"].as_str().unwrap();
-    let text = match src.strip_prefix("data:,") {
-        Some(t) => urlencoding_decode(t),
-        None => {
-            use base64::Engine;
-            let b64 = src.split_once("base64,").unwrap().1;
-            String::from_utf8(base64::engine::general_purpose::STANDARD.decode(b64).unwrap()).unwrap()
-        }
-    };
+    let c: hardshift_generator::ignition::Contents = serde_json::from_value(file["contents"].clone()).unwrap();
+    let text = String::from_utf8(hardshift_generator::ignition::decode(&c).unwrap()).unwrap();
     text.lines().any(|l| l.trim() == "fips = true")
-}
-
-fn urlencoding_decode(s: &str) -> String {
-    let mut out = Vec::new();
-    let b = s.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' && i + 2 < b.len() + 1 {
-            out.push(u8::from_str_radix(&s[i + 1..i + 3], 16).unwrap());
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).unwrap()
 }
 
 /// The CLI: without the FIPS module, refused at the line of `fips` with nothing written; with it,
