@@ -18,12 +18,23 @@ else
 fi
 # CI fuzzes reproducibly: a fixed seed and number of inputs per target (a time limit alone would
 # explore further on a faster machine than the run that was checked).
+# Disk is the scarce resource on a CI machine (a run ran out of it): no incremental caches (a
+# fresh run builds once) and line tables only for the workspace's own crates (backtraces keep
+# file:line; dependencies carry no debug info at all, see Cargo.toml). Same settings for every
+# pass below, so no pass rebuilds what another built.
+export CARGO_INCREMENTAL=0 CARGO_PROFILE_DEV_DEBUG=line-tables-only
+disk() { echo "test.sh: disk after $1: target $(du -sh target 2>/dev/null | cut -f1), $(df -h --output=avail . | tail -1 | xargs) free"; }
 export HARDSHIFT_FUZZ_SECS=${HARDSHIFT_FUZZ_SECS:-60} HARDSHIFT_FUZZ_SEED=${HARDSHIFT_FUZZ_SEED:-1} HARDSHIFT_FUZZ_RUNS=${HARDSHIFT_FUZZ_RUNS:-20000}
 failed=0
 main=passed
 cargo test --workspace --locked --no-fail-fast || { failed=1; main=FAILED; }
+disk "the tests"
 # Coverage-guided fuzzing (libFuzzer through bolero, on stable), HARDSHIFT_FUZZ_SECS per target.
 hack/fuzz.sh || { failed=1; main=FAILED; }
+disk "fuzzing"
+# The instrumented build is only for fuzzing; drop it unless asked to keep it (a rerun of
+# hack/fuzz.sh rebuilds it in about a minute).
+[ -n "${HARDSHIFT_KEEP_FUZZ_BUILD:-}" ] || rm -rf target/fuzz-cov
 # The same keys, bundle and TLS on AWS-LC's FIPS module (`--features fips`: cmake and Go, from
 # hack/setup-fips.sh): fips: true honoured end to end, every key through openssl and FIPS 186-5.
 fips=passed
@@ -32,6 +43,7 @@ if gobin=$(hack/setup-fips.sh | tail -1); then
 else
   failed=1; fips="FAILED (hack/setup-fips.sh)"
 fi
+disk "the FIPS build"
 
 summary=()
 while IFS='|' read -r var programs targets; do
