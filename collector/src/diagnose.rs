@@ -69,6 +69,23 @@ fn failing(c: Option<&ComponentState>) -> bool {
     c.is_some_and(|c| c.health == Health::Failing as i32 || c.health == Health::Absent as i32)
 }
 
+/// What systemd's own codes say of a unit that does not run because the machine lacks it: not
+/// installed, or its program missing (status 203/EXEC). Not a config problem: the machine is not
+/// the OS the bundle is for (RHCOS ships the kubelet and CRI-O).
+fn lacks_program(c: &ComponentState) -> Option<String> {
+    if c.health == Health::Absent as i32 {
+        return Some(format!("{} is not installed on this machine (RHCOS ships it)", c.name));
+    }
+    (c.details.get("ExecMainStatus").map(String::as_str) == Some("203")).then(|| {
+        format!(
+            "systemd cannot execute {}'s program (exit status 203/EXEC): it is missing or not executable (RHCOS ships it)",
+            c.name
+        )
+    })
+}
+
+const NOT_RHCOS_FIX: &str = "boot the node from the release's RHCOS (coreos-installer, lab/scripts/): this machine lacks the program, so no config change can start it";
+
 fn said(c: &ComponentState) -> String {
     if c.reason.is_empty() {
         format!("{}: {}", c.name, c.state)
@@ -162,24 +179,34 @@ pub fn diagnose(node: &str, role: &str, r: &NodeReport, seen_ago_ms: i64) -> Vec
         );
     }
     let kubelet_unit = comp(r, "kubelet.service");
-    if failing(kubelet_unit) {
+    if let Some(u) = kubelet_unit.filter(|u| failing(Some(u))) {
+        let lacks = lacks_program(u);
         add(
             "HS020",
             Severity::Critical,
             "kubelet.service is not running".into(),
-            vec![said(kubelet_unit.unwrap())],
-            "read why: `hardshift logs NODE kubelet` (its config, its certificates, the runtime socket)",
+            [said(u)].into_iter().chain(lacks.clone()).collect(),
+            if lacks.is_some() {
+                NOT_RHCOS_FIX
+            } else {
+                "read why: `hardshift logs NODE kubelet` (its config, its certificates, the runtime socket)"
+            },
             &["HS021", "HS030", "HS041", "HS043"],
         );
     }
     let crio_unit = comp(r, "crio.service");
-    if failing(crio_unit) {
+    if let Some(u) = crio_unit.filter(|u| failing(Some(u))) {
+        let lacks = lacks_program(u);
         add(
             "HS022",
             Severity::Critical,
             "crio.service is not running".into(),
-            vec![said(crio_unit.unwrap())],
-            "read why: `hardshift logs NODE crio` (storage, registries.conf, the pull secret)",
+            [said(u)].into_iter().chain(lacks.clone()).collect(),
+            if lacks.is_some() {
+                NOT_RHCOS_FIX
+            } else {
+                "read why: `hardshift logs NODE crio` (storage, registries.conf, the pull secret)"
+            },
             &["HS040", "HS021", "HS041", "HS042", "HS043"],
         );
     }
@@ -513,6 +540,34 @@ mod tests {
         let f = diagnose("master-0", "master", &r, 1000);
         assert_eq!(ids(&f), vec!["HS020"], "{f:#?}");
         assert!(f[0].evidence[0].contains("failed/failed"));
+    }
+
+    #[test]
+    fn a_unit_whose_program_is_missing_is_named_as_such() {
+        let mut k = c(
+            "kubelet.service",
+            Health::Failing,
+            "activating/auto-restart",
+            "crash-looping: 8 restarts, last result exit-code (exit status 203)",
+        );
+        k.details.insert("ExecMainStatus".into(), "203".into());
+        let f = diagnose(
+            "master-0",
+            "master",
+            &report(vec![
+                k.clone(),
+                c("crio.service", Health::Absent, "inactive/dead", "unit not found"),
+            ]),
+            0,
+        );
+        assert_eq!(ids(&f), vec!["HS020", "HS022"], "{f:#?}");
+        assert!(f[0].evidence[1].contains("203/EXEC") && f[0].fix.contains("RHCOS"), "{f:#?}");
+        assert!(f[1].evidence[1].contains("crio.service is not installed"), "{f:#?}");
+        // Any other exit status is a config or runtime problem: read its journal.
+        k.details.insert("ExecMainStatus".into(), "1".into());
+        let f = diagnose("master-0", "master", &report(vec![k]), 0);
+        assert_eq!(f[0].evidence.len(), 1, "{f:#?}");
+        assert!(f[0].fix.contains("hardshift logs"), "{f:#?}");
     }
 
     #[test]

@@ -12,34 +12,14 @@ pub struct Args {
 
 const HEALTH: [&str; 5] = ["unknown", "ok", "warning", "failing", "absent"];
 
-/// One row per node from the collector's store.
+/// One row per node from the collector's store, then a row for each node of the bundle that never
+/// reported (a machine that did not boot, fetch its config or reach the collector).
 pub fn run(a: Args) -> Result<u8, Failure> {
     let store = a.store.open()?;
     let rows = store.nodes().map_err(Failure::other)?;
     let now = hardshift_collector::now_ms();
     let sums: Vec<hardshift_collector::summary::Summary> = rows.iter().map(|r| hardshift_collector::summary::summarize(r, now)).collect();
-    if a.output == super::Output::Json {
-        let v: Vec<serde_json::Value> = rows
-            .iter()
-            .zip(&sums)
-            .map(|(r, s)| {
-                let comps: Vec<serde_json::Value> = r
-                    .last
-                    .iter()
-                    .flat_map(|l| &l.components)
-                    .map(|c| serde_json::json!({"name": c.name, "health": HEALTH.get(c.health as usize).unwrap_or(&"unknown"), "state": c.state, "reason": c.reason, "details": c.details}))
-                    .collect();
-                let mut v = serde_json::to_value(s).unwrap_or_default();
-                v["boot_id"] = r.boot_id.clone().into();
-                v["last_seq"] = r.last_seq.into();
-                v["components"] = comps.into();
-                v
-            })
-            .collect();
-        println!("{}", serde_json::to_string_pretty(&v).map_err(Failure::other)?);
-        return Ok(0);
-    }
-    // Where the install is, when the bundle's inputs are here to name its nodes.
+    // The bundle's nodes, when its inputs are here to name them.
     let rec = super::create::recorded(&a.store.dir);
     let overrides = hardshift_generator::config::Overrides {
         release_image: rec.release_image,
@@ -51,16 +31,58 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         .map(|c| {
             c.nodes
                 .iter()
-                .map(|n| hardshift_collector::phase::Member {
-                    name: n.hostname.clone(),
-                    role: n.role.as_str().to_string(),
+                .map(|n| {
+                    (
+                        hardshift_collector::phase::Member {
+                            name: n.hostname.clone(),
+                            role: n.role.as_str().to_string(),
+                        },
+                        n.ip.to_string(),
+                    )
                 })
                 .collect::<Vec<_>>()
         });
-    if let Some(inv) = inventory {
+    let silent: Vec<&(hardshift_collector::phase::Member, String)> = inventory
+        .iter()
+        .flatten()
+        .filter(|(m, _)| !rows.iter().any(|r| r.node == m.name))
+        .collect();
+    if a.output == super::Output::Json {
+        let mut v: Vec<serde_json::Value> = rows
+            .iter()
+            .zip(&sums)
+            .map(|(r, s)| {
+                let comps: Vec<serde_json::Value> = r
+                    .last
+                    .iter()
+                    .flat_map(|l| &l.components)
+                    .map(|c| serde_json::json!({"name": c.name, "health": HEALTH.get(c.health as usize).unwrap_or(&"unknown"), "state": c.state, "reason": c.reason, "details": c.details}))
+                    .collect();
+                let host = r.last.as_ref().and_then(|l| l.host.as_ref());
+                let mut v = serde_json::to_value(s).unwrap_or_default();
+                v["reported"] = true.into();
+                v["boot_id"] = r.boot_id.clone().into();
+                v["last_seq"] = r.last_seq.into();
+                v["hostname"] = host.map(|h| h.hostname.clone()).unwrap_or_default().into();
+                v["addresses"] = host.map(|h| h.addresses.clone()).unwrap_or_default().into();
+                v["uptime_s"] = host.map(|h| h.uptime_seconds).unwrap_or_default().into();
+                v["components"] = comps.into();
+                v
+            })
+            .collect();
+        v.extend(
+            silent
+                .iter()
+                .map(|(m, ip)| serde_json::json!({"node": m.name, "role": m.role, "reported": false, "inventory_address": ip})),
+        );
+        println!("{}", serde_json::to_string_pretty(&v).map_err(Failure::other)?);
+        return Ok(0);
+    }
+    if let Some(inv) = &inventory {
+        let members: Vec<hardshift_collector::phase::Member> = inv.iter().map(|(m, _)| m.clone()).collect();
         let api = store.api_objects().map_err(Failure::other)?;
         let contact = store.api_status().map_err(Failure::other)?;
-        let checks = hardshift_collector::phase::checks(&inv, &rows, &api, &contact, now);
+        let checks = hardshift_collector::phase::checks(&members, &rows, &api, &contact, now);
         let done = checks.iter().take_while(|c| c.met).count();
         match hardshift_collector::phase::phase(&checks) {
             None => println!("PHASE complete ({done}/{})", checks.len()),
@@ -73,26 +95,41 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         }
     }
     println!(
-        "{:<18} {:<9} {:>6}  {:<18} {:<22} {:<18} {:>4}  WARNINGS",
-        "NODE", "ROLE", "SEEN", "KUBELET", "CRI", "ETCD", "PODS"
+        "{:<18} {:<9} {:<16} {:>6}  {:<18} {:<22} {:<18} {:>4}  WARNINGS",
+        "NODE", "ROLE", "ADDRESS", "SEEN", "KUBELET", "CRI", "ETCD", "PODS"
     );
-    for s in &sums {
+    // Every field may quote a node: escaped and scrubbed, never printed as is.
+    let clean = hardshift_collector::scrub::for_terminal;
+    for (r, s) in rows.iter().zip(&sums) {
         // The root cause first (see `hardshift diagnose`), then every warning.
         let mut parts: Vec<String> = s.root_cause.iter().map(|c| format!("CAUSE {c}")).collect();
         parts.extend(s.warnings.iter().cloned());
         let warn = if parts.is_empty() { "-".to_string() } else { parts.join("; ") };
-        // Every field may quote a node: escaped and scrubbed, never printed as is.
-        let clean = hardshift_collector::scrub::for_terminal;
+        // The node's first address as it reports it (without the prefix length).
+        let addr = r
+            .last
+            .as_ref()
+            .and_then(|l| l.host.as_ref())
+            .and_then(|h| h.addresses.first())
+            .map(|a| a.split('/').next().unwrap_or_default().to_string())
+            .unwrap_or_else(|| "-".into());
         println!(
-            "{:<18} {:<9} {:>5}s  {:<18} {:<22} {:<18} {:>4}  {}",
+            "{:<18} {:<9} {:<16} {:>5}s  {:<18} {:<22} {:<18} {:>4}  {}",
             clean(&s.node),
             clean(&s.role),
+            clean(&addr),
             s.seen_ago_s,
             clean(&s.kubelet),
             clean(&s.cri),
             clean(&s.etcd),
             s.pods_not_running.len(),
             clean(&warn)
+        );
+    }
+    for (m, ip) in silent {
+        println!(
+            "{:<18} {:<9} {:<16} {:>6}  {:<18} {:<22} {:<18} {:>4}  NEVER REPORTED: no DHCP, no Ignition, or no route to the collector; `hardshift diagnose {}`",
+            m.name, m.role, ip, "never", "-", "-", "-", "-", m.name
         );
     }
     Ok(0)

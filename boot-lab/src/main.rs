@@ -1,0 +1,154 @@
+//! `hardshift-boot-lab` (run by hack/boot-lab.sh): boot nodes of a bundle through the bundle's own
+//! lab and wait until each reports. Exit 0 when every node reported; 1 naming who did not and the
+//! last thing seen of it; 2 on bad arguments.
+
+use clap::Parser;
+use hardshift_boot_lab::lab::{Lab, Options};
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Parser)]
+#[command(
+    version,
+    about = "Boot nodes of a bundle under QEMU through its own lab (needs root), and wait for their reports"
+)]
+struct Args {
+    /// The bundle (`hardshift create` has run).
+    #[arg(long)]
+    dir: PathBuf,
+    /// Nodes to boot, by hostname: bootstrap,master-0.
+    #[arg(long, value_delimiter = ',', required = true)]
+    nodes: Vec<String>,
+    /// The machine image (hack/boot-image.sh prints its directory).
+    #[arg(long)]
+    image: PathBuf,
+    /// The hardshift binary whose collector receives the reports.
+    #[arg(long)]
+    hardshift: PathBuf,
+    /// Seconds to wait for every report.
+    #[arg(long, default_value_t = 900)]
+    timeout: u64,
+    /// Logs, consoles and what the helper serves (default: DIR/boot-lab, emptied first).
+    #[arg(long)]
+    work: Option<PathBuf>,
+}
+
+fn main() {
+    let a = Args::parse();
+    std::process::exit(match run(a) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            2
+        }
+    });
+}
+
+fn secs(d: Option<Duration>) -> String {
+    d.map(|d| format!("{:.1}s", d.as_secs_f64())).unwrap_or_else(|| "-".into())
+}
+
+fn run(a: Args) -> Result<i32, String> {
+    if !nix_is_root() {
+        return Err("the boot lab needs root (network namespaces, taps, dnsmasq on port 67)".into());
+    }
+    for f in ["vmlinuz", "initramfs.img", "disk.raw"] {
+        if !a.image.join(f).is_file() {
+            return Err(format!(
+                "--image {}: no {f} (hack/boot-image.sh prints the directory to give)",
+                a.image.display()
+            ));
+        }
+    }
+    let work = a.work.clone().unwrap_or_else(|| a.dir.join("boot-lab"));
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
+    let mut lab = Lab::start(Options {
+        dir: a.dir.clone(),
+        image: a.image.clone(),
+        hardshift: a.hardshift.clone(),
+        work: work.clone(),
+        tag: "bl".into(),
+        drop_dns: vec![],
+        collector: true,
+        web: None,
+    })?;
+    for n in &a.nodes {
+        lab.machine(n)?;
+    }
+    eprintln!(
+        "boot-lab: {} lab up ({}); booting {} under {}",
+        a.dir.display(),
+        work.display(),
+        a.nodes.join(", "),
+        lab.accel
+    );
+    for n in &a.nodes {
+        lab.boot(n, None)?;
+    }
+    // Print each step as it is first seen; stop when every node reported or failed for good.
+    let mut shown: Vec<String> = vec![String::new(); a.nodes.len()];
+    let all = lab.wait_until(Duration::from_secs(a.timeout), |lab| {
+        for (i, vm) in lab.vms.iter().enumerate() {
+            let now = lab.last_seen(vm);
+            if now != shown[i] {
+                eprintln!("boot-lab: {} at {:.0}s: {now}", vm.name, vm.started.elapsed().as_secs_f64());
+                shown[i] = now;
+            }
+        }
+        lab.vms.iter().all(|v| v.seen.report.is_some() || v.seen.failed.is_some())
+    });
+    if !all {
+        eprintln!("boot-lab: {}s passed (--timeout)", a.timeout);
+    }
+    println!(
+        "{:<14} {:>8} {:>8} {:>9} {:>8}  LAST SEEN",
+        "NODE", "LEASE", "FETCHED", "IGNITION", "REPORT"
+    );
+    for vm in &lab.vms {
+        let s = &vm.seen;
+        println!(
+            "{:<14} {:>8} {:>8} {:>9} {:>8}  {}",
+            vm.name,
+            secs(s.lease),
+            secs(s.fetched),
+            secs(s.ignition_done),
+            secs(s.report),
+            lab.last_seen(vm)
+        );
+    }
+    let status = std::process::Command::new(&a.hardshift)
+        .args(["status", "--dir"])
+        .arg(&a.dir)
+        .output()
+        .map_err(|e| format!("{}: {e}", a.hardshift.display()))?;
+    println!("\n{}", String::from_utf8_lossy(&status.stdout));
+    let missing: Vec<&str> = lab
+        .vms
+        .iter()
+        .filter(|v| v.seen.report.is_none())
+        .map(|v| v.name.as_str())
+        .collect();
+    if missing.is_empty() {
+        println!("boot-lab: every node reported (logs and consoles: {})", work.display());
+        Ok(0)
+    } else {
+        println!(
+            "boot-lab: no report from {} (logs and consoles: {})",
+            missing.join(", "),
+            work.display()
+        );
+        Ok(1)
+    }
+}
+
+fn nix_is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .map(|l| l.split_whitespace().nth(1) == Some("0"))
+        })
+        .unwrap_or(false)
+}

@@ -1,0 +1,188 @@
+//! What a booting machine has got to, read from what the lab's own programs log: dnsmasq's DHCP
+//! log, the HTTP server's access log, the VM's serial console and the collector's store. Pure
+//! functions of those texts, so each rule is tested on the lines the real programs print.
+
+use std::time::Duration;
+
+/// When (after power-on) each step of a boot was first seen.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Milestones {
+    /// The firmware's DHCP request was answered with the node's reservation.
+    pub lease: Option<Duration>,
+    /// The helper served the node's Ignition config.
+    pub fetched: Option<Duration>,
+    /// Ignition finished every stage (ignition-complete.target).
+    pub ignition_done: Option<Duration>,
+    /// The collector stored the node's first report.
+    pub report: Option<Duration>,
+    /// dnsmasq saw the machine's MAC and had no reservation for it.
+    pub unserved: bool,
+    /// The console line that says Ignition (or the boot) failed.
+    pub failed: Option<String>,
+}
+
+impl Milestones {
+    /// The furthest point reached, as a person reads it: what `boot-lab` prints for a node that
+    /// did not report.
+    pub fn last_seen(&self, name: &str, mac: &str, inventory_mac: &str) -> String {
+        if self.report.is_some() {
+            return "reported".into();
+        }
+        if let Some(line) = &self.failed {
+            return format!("Ignition failed: {line}");
+        }
+        if self.ignition_done.is_some() {
+            return "Ignition done, no report yet (is the agent running, can it reach the collector? see the console)".into();
+        }
+        if self.fetched.is_some() {
+            return "fetched its Ignition config; Ignition has not finished".into();
+        }
+        if self.lease.is_some() {
+            return format!("DHCP lease, but no Ignition fetch: nothing asked the helper for /ignition/{name}.ign");
+        }
+        if self.unserved {
+            let why = if mac.eq_ignore_ascii_case(inventory_mac) {
+                "the lab's DHCP config has no reservation for it".to_string()
+            } else {
+                format!("the inventory (agent-config.yaml) says {inventory_mac}: fix the MAC there and run create again")
+            };
+            return format!("no DHCP: dnsmasq answered no address to {mac}: {why}");
+        }
+        "no DHCP request seen (did the firmware boot from the network?)".into()
+    }
+}
+
+/// The address dnsmasq acknowledged to `mac`: `... DHCPACK(eth0) 192.168.126.100 52:54:00:... host`.
+pub fn lease(dnsmasq_log: &str, mac: &str) -> Option<String> {
+    dnsmasq_log.lines().find_map(|l| {
+        let rest = &l[l.find("DHCPACK(")?..];
+        let mut w = rest.split_whitespace().skip(1);
+        let (ip, m) = (w.next()?, w.next()?);
+        m.eq_ignore_ascii_case(mac).then(|| ip.to_string())
+    })
+}
+
+/// dnsmasq saw `mac` and had nothing for it: `DHCPDISCOVER(eth0) 52:54:00:... no address available`.
+pub fn unserved(dnsmasq_log: &str, mac: &str) -> bool {
+    dnsmasq_log.lines().any(|l| {
+        l.contains("DHCPDISCOVER(") && l.contains("no address available") && l.to_ascii_lowercase().contains(&mac.to_ascii_lowercase())
+    })
+}
+
+/// The HTTP server (Python's http.server) served `/ignition/<name>.ign` with 200.
+pub fn fetched(http_log: &str, name: &str) -> bool {
+    let get = format!("\"GET /ignition/{name}.ign HTTP/1.1\" 200");
+    http_log.lines().any(|l| l.contains(&get))
+}
+
+/// systemd in the initramfs reached ignition-complete.target: every Ignition stage ran.
+pub fn ignition_done(console: &str) -> bool {
+    console
+        .lines()
+        .any(|l| l.contains("Reached target") && (l.contains("ignition-complete.target") || l.contains("Ignition Complete")))
+}
+
+/// The first console line that says the boot failed, without terminal escapes.
+pub fn failure(console: &str) -> Option<String> {
+    const SIGNS: [&str; 5] = [
+        "hash verification failed",
+        "Ignition failed",
+        "Failed to start ignition",
+        "emergency mode",
+        "failed to fetch config",
+    ];
+    console
+        .lines()
+        .map(plain)
+        .find(|l| SIGNS.iter().any(|s| l.contains(s)))
+        .map(|l| l.trim().chars().take(300).collect())
+}
+
+/// A console line without ANSI escape sequences (systemd colours its status).
+fn plain(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            if chars.peek() == Some(&'[') {
+                chars.next();
+                for d in chars.by_ref() {
+                    if d.is_ascii_alphabetic() {
+                        break;
+                    }
+                }
+            }
+        } else if c != '\r' {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Lines as dnsmasq 2.89 (Debian 12) prints them with --log-dhcp.
+    const DNSMASQ: &str = "dnsmasq-dhcp[77]: 1370611318 DHCPDISCOVER(eth0) 52:54:00:aa:bb:01
+dnsmasq-dhcp[77]: 1370611318 DHCPOFFER(eth0) 192.168.126.100 52:54:00:aa:bb:01
+dnsmasq-dhcp[77]: 1370611318 DHCPACK(eth0) 192.168.126.100 52:54:00:aa:bb:01 bootstrap
+dnsmasq-dhcp[77]: 2877044526 DHCPDISCOVER(eth0) 52:54:00:de:ad:01 no address available
+";
+
+    #[test]
+    fn a_lease_is_the_ack_for_that_mac() {
+        assert_eq!(lease(DNSMASQ, "52:54:00:AA:BB:01").as_deref(), Some("192.168.126.100"));
+        assert_eq!(lease(DNSMASQ, "52:54:00:aa:bb:02"), None);
+        assert_eq!(lease(DNSMASQ, "52:54:00:de:ad:01"), None);
+    }
+
+    #[test]
+    fn a_mac_without_reservation_is_unserved() {
+        assert!(unserved(DNSMASQ, "52:54:00:de:ad:01"));
+        assert!(!unserved(DNSMASQ, "52:54:00:aa:bb:01"));
+    }
+
+    #[test]
+    fn only_a_200_for_the_nodes_own_config_is_a_fetch() {
+        let log = "192.168.126.100 - - [27/Nov/2026 11:15:00] \"GET /ignition/bootstrap.ign HTTP/1.1\" 200 -\n\
+                   192.168.126.101 - - [27/Nov/2026 11:15:01] \"GET /ignition/master-0.ign HTTP/1.1\" 404 -\n";
+        assert!(fetched(log, "bootstrap"));
+        assert!(!fetched(log, "master-0"));
+        assert!(!fetched(log, "master-1"));
+    }
+
+    #[test]
+    fn ignition_is_done_at_its_target_and_failures_are_named() {
+        let ok = "[  \u{1b}[0;32mOK\u{1b}[0m  ] Reached target \u{1b}[0;1;39mignition-complete.target\u{1b}[0m - Ignition Complete.\n";
+        assert!(ignition_done(ok));
+        assert!(!ignition_done("[  OK  ] Reached target initrd.target\n"));
+        let bad = "ignition[412]: failed to fetch config: hash verification failed\n\u{1b}[0;1;31mYou are in emergency mode.\u{1b}[0m\n";
+        assert_eq!(
+            failure(bad).as_deref(),
+            Some("ignition[412]: failed to fetch config: hash verification failed")
+        );
+        assert_eq!(failure(ok), None);
+    }
+
+    #[test]
+    fn the_last_thing_seen_names_the_furthest_step() {
+        let mut m = Milestones::default();
+        assert!(m
+            .last_seen("w", "52:54:00:00:00:01", "52:54:00:00:00:01")
+            .starts_with("no DHCP request"));
+        m.unserved = true;
+        let s = m.last_seen("w", "52:54:00:00:00:09", "52:54:00:00:00:01");
+        assert!(
+            s.contains("52:54:00:00:00:09") && s.contains("inventory") && s.contains("52:54:00:00:00:01"),
+            "{s}"
+        );
+        m.lease = Some(Duration::from_secs(3));
+        assert!(m.last_seen("w", "a", "a").contains("/ignition/w.ign"));
+        m.fetched = Some(Duration::from_secs(9));
+        m.failed = Some("hash verification failed".into());
+        assert_eq!(m.last_seen("w", "a", "a"), "Ignition failed: hash verification failed");
+        m.report = Some(Duration::from_secs(60));
+        assert_eq!(m.last_seen("w", "a", "a"), "reported");
+    }
+}
