@@ -25,7 +25,7 @@ fn identity(path: &Path) -> Option<(u64, u64)> {
 }
 
 /// The last report of a node, for `hardshift status`.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct NodeRow {
     pub node: String,
     pub role: String,

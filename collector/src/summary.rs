@@ -41,10 +41,20 @@ pub fn summarize(r: &NodeRow, now_ms: i64) -> Summary {
     let find = |n: &str| comps.iter().find(|c| c.name == n);
     let mut warnings: Vec<(i32, String)> = comps
         .iter()
-        .filter(|c| c.health == Health::Failing as i32 || c.health == Health::Warning as i32)
+        .filter(|c| {
+            [Health::Failing, Health::Warning, Health::Absent]
+                .map(|h| h as i32)
+                .contains(&c.health)
+        })
         .map(|c| {
             let why = if c.reason.is_empty() { c.state.clone() } else { c.reason.clone() };
-            (c.health, format!("{}: {why}", c.name))
+            // A watched unit that is not there cannot run: it ranks with the failures.
+            let rank = if c.health == Health::Absent as i32 {
+                Health::Failing as i32
+            } else {
+                c.health
+            };
+            (rank, format!("{}: {why}", c.name))
         })
         .collect();
     let seen_ago_s = (now_ms - r.last_seen_ms).max(0) / 1000;
@@ -166,6 +176,29 @@ mod tests {
             silent.warnings.iter().any(|w| w.starts_with("silent for 90s")),
             "{:?}",
             silent.warnings
+        );
+    }
+
+    #[test]
+    fn a_watched_unit_that_is_not_there_is_warned_of_with_the_failures() {
+        let row = NodeRow {
+            node: "w".into(),
+            last_seen_ms: 10_000,
+            last: Some(NodeReport {
+                components: vec![
+                    comp("cri", Health::Warning, "0/0 running", "NetworkReady=false: x"),
+                    comp("chronyd.service", Health::Absent, "inactive/dead", "unit not found"),
+                ],
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let s = summarize(&row, 10_000);
+        assert_eq!(
+            s.warnings.first().map(String::as_str),
+            Some("chronyd.service: unit not found"),
+            "{:?}",
+            s.warnings
         );
     }
 }

@@ -159,7 +159,10 @@ fn node_view(row: &NodeRow, api: &[ApiObject], now_ms: i64) -> NodeView {
             fix: f.fix,
         })
         .collect();
-    let mut health = components.iter().fold("ok", |h, c| worst(h, c.health));
+    // A watched unit that is not there cannot run: as bad as one that fails.
+    let mut health = components
+        .iter()
+        .fold("ok", |h, c| worst(h, if c.health == "absent" { "failing" } else { c.health }));
     if components.is_empty() {
         health = "unknown";
     }
@@ -306,5 +309,19 @@ mod tests {
         assert_eq!(v.nodes[0].health, "failing");
         assert_eq!(v.nodes[0].components[0].health, "failing");
         assert!(v.checks.is_empty());
+    }
+
+    #[test]
+    fn a_watched_unit_that_is_not_there_makes_the_node_failing() {
+        let rows = vec![row(
+            "w",
+            "worker",
+            1_000,
+            &[("chronyd.service", Health::Absent), ("cri", Health::Ok)],
+        )];
+        let v = build(&rows, None, &[], &ApiContact::default(), 1_000);
+        let unit = v.nodes[0].components.iter().find(|c| c.name == "chronyd.service").unwrap();
+        assert_eq!(unit.health, "absent");
+        assert_eq!(v.nodes[0].health, "failing");
     }
 }
