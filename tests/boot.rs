@@ -148,6 +148,13 @@ fn bundle_boots_and_reports() {
     for n in good.iter().chain([&bad]) {
         lab.boot(n, None).unwrap();
     }
+    // The generated HAProxy took its config and listens for the API and the machine-config server.
+    let (ok, listening) = lab.exec("ss", &["-ltnH"]);
+    assert!(
+        ok && [":6443 ", ":22623 ", ":443 "].iter().all(|p| listening.contains(p)),
+        "{listening}\n{}",
+        lab.tails()
+    );
     phase(&mut t, "lab up");
 
     // Booted: the collector stored the agent's reports, sshd answers, and master-1 stopped. A boot that ends in
@@ -191,6 +198,8 @@ fn bundle_boots_and_reports() {
         let m = lab.machine(n).unwrap();
         let row = row(&rows, n);
         assert_eq!(row["reported"], true, "{row}");
+        assert_eq!(row["hostname"], n, "{row}");
+        assert!(row["uptime_s"].as_u64().unwrap() > 0, "{row}");
         let (_, boot_id) = ssh(&lab, &key, &m.ip, "cat /proc/sys/kernel/random/boot_id");
         assert_eq!(row["boot_id"].as_str(), Some(boot_id.trim()), "{n}");
         assert!(
