@@ -407,6 +407,17 @@ fn the_release_comes_from_the_mirror_and_stays_in_the_cache() {
         "{out}"
     );
 
+    // The same as JSON, for scripts: every tag with where it is pulled from.
+    let (code, out) = run_hs(&["release", "show", "--dir", ds, "--release-image", &image, "-o", "json"]);
+    assert_eq!(code, 0, "{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(v["version"], "4.18.0", "{v}");
+    let etcd = v["images"].as_array().unwrap().iter().find(|i| i["tag"] == "etcd").expect("etcd");
+    assert!(
+        etcd["pull_from"].as_str().unwrap().starts_with(&format!("127.0.0.1:{}/", reg.port)),
+        "{etcd}"
+    );
+
     // mirror-check names the one image never mirrored, with the registry's words, and exits 1.
     let t = std::time::Instant::now();
     let (code, out) = run_hs(&["mirror-check", "--dir", ds, "--release-image", &image]);
@@ -415,6 +426,14 @@ fn the_release_comes_from_the_mirror_and_stays_in_the_cache() {
     assert!(out.contains("NOT PULLABLE never-mirrored"), "{out}");
     assert!(out.contains("missing:") && out.contains("MANIFEST_UNKNOWN"), "{out}");
     assert!(out.contains("11 of 12 images pullable"), "{out}");
+    let (code, out) = run_hs(&["mirror-check", "--dir", ds, "--release-image", &image, "-o", "json"]);
+    assert_eq!(code, 1, "{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!((v["pullable"].as_u64(), v["total"].as_u64()), (Some(11), Some(12)), "{v}");
+    let bad: Vec<&serde_json::Value> = v["images"].as_array().unwrap().iter().filter(|i| i["pullable"] == false).collect();
+    assert_eq!(bad.len(), 1, "{v}");
+    assert_eq!(bad[0]["tag"], "never-mirrored", "{v}");
+    assert!(bad[0]["errors"][0]["error"].as_str().unwrap().contains("MANIFEST_UNKNOWN"), "{v}");
 
     // create uses what was pulled (references and CRDs); offline by default, it checks the
     // mirror only when asked.

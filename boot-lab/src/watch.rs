@@ -35,10 +35,10 @@ impl Milestones {
             return "Ignition done, no report yet (is the agent running, can it reach the collector? see the console)".into();
         }
         if self.fetched.is_some() {
-            return "fetched its Ignition config; Ignition has not finished".into();
+            return "fetched its Ignition config; Ignition has not finished yet".into();
         }
         if self.lease.is_some() {
-            return format!("DHCP lease, but no Ignition fetch: nothing asked the helper for /ignition/{name}.ign");
+            return format!("DHCP lease; nothing has asked the helper for /ignition/{name}.ign yet (the kernel and initramfs load first)");
         }
         if self.unserved {
             let why = if mac.eq_ignore_ascii_case(inventory_mac) {
@@ -48,7 +48,7 @@ impl Milestones {
             };
             return format!("no DHCP: dnsmasq answered no address to {mac}: {why}");
         }
-        "no DHCP request seen (did the firmware boot from the network?)".into()
+        "no DHCP request seen yet (does the firmware boot from the network?)".into()
     }
 }
 

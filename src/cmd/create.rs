@@ -96,7 +96,7 @@ fn mirror_check(a: &Args, rt: &tokio::runtime::Runtime, acc: Option<super::relea
         println!("mirror-check: skipped, {host} is not reachable from here (run `hardshift mirror-check` where it is)");
         return;
     }
-    match super::release::check_and_report(&a.input.dir, rt, &acc, 16) {
+    match super::release::check_and_report(&a.input.dir, rt, &acc, 16, super::Output::Table) {
         Ok(0) => {}
         Ok(_) => println!("WARNING: the mirror lacks images the nodes will pull (above): mirror them before booting"),
         Err(f) => println!("mirror-check: {}", f.message),

@@ -20,7 +20,15 @@ enum What {
     /// Pull the release's image-references and CRDs into DIR/release/ (cached by digest).
     Pull(Common),
     /// The release: version, tags, and each image's pullspec through the mirrors.
-    Show(Common),
+    Show(ShowArgs),
+}
+
+#[derive(clap::Args)]
+pub struct ShowArgs {
+    #[command(flatten)]
+    common: Common,
+    #[arg(short, long, value_enum, default_value_t = super::Output::Table)]
+    output: super::Output,
 }
 
 #[derive(clap::Args, Clone)]
@@ -39,6 +47,8 @@ pub struct CheckArgs {
     /// HEAD requests in flight at once.
     #[arg(long, default_value_t = 16)]
     concurrency: usize,
+    #[arg(short, long, value_enum, default_value_t = super::Output::Table)]
+    output: super::Output,
 }
 
 /// What reaching the registry takes, from the inputs in `dir`.
@@ -183,13 +193,29 @@ pub fn run(a: Args) -> Result<u8, Failure> {
             println!("{}", pull_into(&c.dir, &rt, &acc)?);
             Ok(0)
         }
-        What::Show(c) => {
+        What::Show(ShowArgs { common: c, output }) => {
             let acc = access(&c.dir, c.release_image.as_deref())?;
             let (version, imgs, _) = images(&c.dir, &acc)?;
+            let rows: Vec<(String, Reference, String)> = imgs
+                .into_iter()
+                .map(|(tag, r)| {
+                    let via = hardshift_registry::mirror::candidates(&acc.sources, &r);
+                    let first = via.first().map(|v| v.to_string()).unwrap_or_default();
+                    (tag, r, first)
+                })
+                .collect();
+            if output == super::Output::Json {
+                let images: Vec<serde_json::Value> = rows
+                    .iter()
+                    .map(|(tag, r, via)| serde_json::json!({"tag": tag, "image": r.to_string(), "pull_from": via}))
+                    .collect();
+                let v = serde_json::json!({"version": version, "images": images});
+                println!("{}", serde_json::to_string_pretty(&v).map_err(Failure::other)?);
+                return Ok(0);
+            }
             println!("version: {}", version.as_deref().unwrap_or("(not named in image-references)"));
-            for (tag, r) in imgs {
-                let via = hardshift_registry::mirror::candidates(&acc.sources, &r);
-                println!("{tag:<40} {}", via.first().map(|v| v.to_string()).unwrap_or_default());
+            for (tag, _, via) in rows {
+                println!("{tag:<40} {via}");
             }
             Ok(0)
         }
@@ -201,14 +227,18 @@ pub fn run(a: Args) -> Result<u8, Failure> {
 pub fn mirror_check(a: CheckArgs) -> Result<u8, Failure> {
     let acc = access(&a.common.dir, a.common.release_image.as_deref())?;
     let rt = runtime()?;
-    check_and_report(&a.common.dir, &rt, &acc, a.concurrency)
+    check_and_report(&a.common.dir, &rt, &acc, a.concurrency, a.output)
 }
 
-pub fn check_and_report(dir: &Path, rt: &tokio::runtime::Runtime, acc: &Access, concurrency: usize) -> Result<u8, Failure> {
+pub fn check_and_report(
+    dir: &Path,
+    rt: &tokio::runtime::Runtime,
+    acc: &Access,
+    concurrency: usize,
+    output: super::Output,
+) -> Result<u8, Failure> {
     let (_, imgs, rel) = images(dir, acc)?;
-    for m in hardshift_generator::release::missing_for_mco(&rel) {
-        println!("MISSING {m}");
-    }
+    let missing = hardshift_generator::release::missing_for_mco(&rel);
     let tags: std::collections::BTreeMap<String, String> = imgs.iter().map(|(t, r)| (r.to_string(), t.clone())).collect();
     let mut unique: Vec<Reference> = imgs.into_iter().map(|(_, r)| r).collect();
     unique.sort_by_key(|r| r.to_string());
@@ -216,6 +246,40 @@ pub fn check_and_report(dir: &Path, rt: &tokio::runtime::Runtime, acc: &Access, 
     let t = std::time::Instant::now();
     let outcomes = rt.block_on(check::check(&acc.client, &acc.sources, unique, concurrency));
     let bad: Vec<&check::Outcome> = outcomes.iter().filter(|o| o.result.is_err()).collect();
+    let code = if bad.is_empty() { 0 } else { 1 };
+    if output == super::Output::Json {
+        let images: Vec<serde_json::Value> = outcomes
+            .iter()
+            .map(|o| {
+                let errors: Vec<serde_json::Value> = o
+                    .result
+                    .as_ref()
+                    .err()
+                    .into_iter()
+                    .flatten()
+                    .map(|e| serde_json::json!({"kind": e.kind(), "error": e.to_string()}))
+                    .collect();
+                serde_json::json!({
+                    "tag": tags.get(&o.image.to_string()).cloned().unwrap_or_default(),
+                    "image": o.image.to_string(),
+                    "pullable": o.result.is_ok(),
+                    "errors": errors,
+                })
+            })
+            .collect();
+        let v = serde_json::json!({
+            "missing": missing.iter().map(|m| m.to_string()).collect::<Vec<_>>(),
+            "pullable": outcomes.len() - bad.len(),
+            "total": outcomes.len(),
+            "seconds": t.elapsed().as_secs_f64(),
+            "images": images,
+        });
+        println!("{}", serde_json::to_string_pretty(&v).map_err(Failure::other)?);
+        return Ok(code);
+    }
+    for m in missing {
+        println!("MISSING {m}");
+    }
     for o in &bad {
         let tag = tags.get(&o.image.to_string()).map(String::as_str).unwrap_or("?");
         println!("NOT PULLABLE {tag} {}", o.image);
@@ -229,5 +293,5 @@ pub fn check_and_report(dir: &Path, rt: &tokio::runtime::Runtime, acc: &Access, 
         outcomes.len(),
         t.elapsed().as_secs_f64()
     );
-    Ok(if bad.is_empty() { 0 } else { 1 })
+    Ok(code)
 }
