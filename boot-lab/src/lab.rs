@@ -49,6 +49,9 @@ pub struct Vm {
     pub started: Instant,
     pub seen: Milestones,
     pub console: PathBuf,
+    /// The node's boot the collector knew before this VM powered on (a report of that one is
+    /// not this VM's).
+    earlier_boot: Option<String>,
     child: Child,
 }
 
@@ -81,7 +84,11 @@ pub struct Lab {
 const HELPER_HOST: &str = "helper";
 
 impl Lab {
-    pub fn start(o: Options) -> Result<Lab, String> {
+    pub fn start(mut o: Options) -> Result<Lab, String> {
+        // Absolute paths: dnsmasq changes to / and the servers run in other namespaces.
+        for p in [&mut o.dir, &mut o.image, &mut o.hardshift, &mut o.work] {
+            *p = std::path::absolute(&*p).map_err(|e| format!("{}: {e}", p.display()))?;
+        }
         let sources = hardshift_generator::config::read_sources(&o.dir, None).map_err(|e| format!("{}: {e}", o.dir.display()))?;
         let c = hardshift_generator::config::build(&sources, &Default::default()).map_err(|e| format!("{}: {e}", o.dir.display()))?;
         let machines: Vec<Machine> = c
@@ -136,7 +143,11 @@ impl Lab {
         }
 
         let addr_refs: Vec<&str> = addrs.iter().map(String::as_str).collect();
-        let net = Netns::new(&o.tag, &[(HELPER_HOST, &addr_refs)]);
+        for ns in crate::netns::reap_stale(&o.tag) {
+            eprintln!("boot-lab: removed {ns}, left by a lab that was killed");
+        }
+        let mut net = Netns::new(&o.tag, &[(HELPER_HOST, &addr_refs)]);
+        net.die_with_parent = true;
         let mut lab = Lab {
             net,
             machines,
@@ -172,7 +183,7 @@ impl Lab {
             .collect();
         write(&o.work.join("dnsmasq.conf"), format!("{dhcp}{dns}").as_bytes())?;
         let s = |p: &Path| p.display().to_string();
-        lab.net.spawn_logged(
+        let dnsmasq = lab.net.spawn_logged(
             HELPER_HOST,
             "dnsmasq",
             &[
@@ -191,7 +202,7 @@ impl Lab {
             &[],
             &o.work.join("dnsmasq.log"),
         );
-        lab.net.spawn_logged(
+        let http = lab.net.spawn_logged(
             HELPER_HOST,
             "python3",
             &[
@@ -207,7 +218,7 @@ impl Lab {
             &o.work.join("http.log"),
         );
         // The generated HAProxy, in the foreground (-db): api/api-int :6443 and :22623, ingress.
-        lab.net.spawn_logged(
+        let haproxy = lab.net.spawn_logged(
             HELPER_HOST,
             "haproxy",
             &["-db".into(), "-f".into(), s(&o.dir.join("lab/haproxy/haproxy.cfg"))],
@@ -216,6 +227,20 @@ impl Lab {
         );
         if o.collector {
             lab.start_collector();
+        }
+        // A server that refuses its config or its port stops at once: say which, with its words.
+        std::thread::sleep(Duration::from_millis(1500));
+        for (pid, what, log) in [
+            (dnsmasq, "dnsmasq", "dnsmasq.log"),
+            (http, "the HTTP server", "http.log"),
+            (haproxy, "haproxy", "haproxy.log"),
+        ]
+        .into_iter()
+        .chain(lab.collector.map(|p| (p, "hardshift collector", "collector.log")))
+        {
+            if let Some(status) = lab.net.exited(pid) {
+                return Err(format!("{what} stopped at start ({status}):\n{}", tail(&o.work.join(log), 10)));
+            }
         }
         lab.accel = accelerator(&o.work);
         Ok(lab)
@@ -273,15 +298,20 @@ impl Lab {
             }
         }
         let console = self.work.join(format!("{name}.console"));
-        let child = vm_command(&br, &self.image, self.accel, &tap, name, &mac, &console)
-            .spawn()
-            .map_err(|e| format!("qemu-system-x86_64: {e}"))?;
+        let _ = std::fs::remove_file(&console);
+        let earlier_boot = self.store().and_then(|st| st.boot_of(name).ok().flatten());
+        let mut cmd = vm_command(&br, &self.image, self.accel, &tap, name, &mac, &console);
+        if self.net.die_with_parent {
+            crate::netns::die_with_parent(&mut cmd);
+        }
+        let child = cmd.spawn().map_err(|e| format!("qemu-system-x86_64: {e}"))?;
         self.vms.push(Vm {
             name: name.to_string(),
             mac,
             started: Instant::now(),
             seen: Milestones::default(),
             console,
+            earlier_boot,
             child,
         });
         Ok(())
@@ -291,8 +321,7 @@ impl Lab {
     pub fn poll(&mut self) {
         let dnsmasq = read_lossy(&self.work.join("dnsmasq.log"));
         let http = read_lossy(&self.work.join("http.log"));
-        let db = self.dir.join("collector/reports.db");
-        let store = db.exists().then(|| hardshift_collector::store::Store::open(&db).ok()).flatten();
+        let store = self.store();
         for vm in &mut self.vms {
             let at = vm.started.elapsed();
             let console = read_lossy(&vm.console);
@@ -310,10 +339,17 @@ impl Lab {
             if s.failed.is_none() {
                 s.failed = watch::failure(&console);
             }
-            if s.report.is_none() && store.as_ref().is_some_and(|st| st.boot_of(&vm.name).ok().flatten().is_some()) {
+            let boot = store.as_ref().and_then(|st| st.boot_of(&vm.name).ok().flatten());
+            if s.report.is_none() && boot.is_some() && boot != vm.earlier_boot {
                 s.report = Some(at);
             }
         }
+    }
+
+    /// The collector's store, once it exists.
+    fn store(&self) -> Option<hardshift_collector::store::Store> {
+        let db = self.dir.join("collector/reports.db");
+        db.exists().then(|| hardshift_collector::store::Store::open(&db).ok()).flatten()
     }
 
     /// Poll until `done` holds or `timeout` passes; whether it held.

@@ -5,7 +5,25 @@
 use clap::Parser;
 use hardshift_boot_lab::lab::{Lab, Options};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+
+/// Set by SIGINT, SIGTERM or SIGHUP: stop waiting, and stop every VM and server on the way out.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: nix::libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+fn catch_signals() -> Result<(), String> {
+    use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
+    let action = SigAction::new(SigHandler::Handler(on_signal), SaFlags::empty(), SigSet::empty());
+    for sig in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
+        // SAFETY: the handler only stores to an atomic.
+        unsafe { sigaction(sig, &action) }.map_err(|e| format!("sigaction {sig}: {e}"))?;
+    }
+    Ok(())
+}
 
 #[derive(Parser)]
 #[command(
@@ -60,6 +78,7 @@ fn run(a: Args) -> Result<i32, String> {
             ));
         }
     }
+    catch_signals()?;
     let work = a.work.clone().unwrap_or_else(|| a.dir.join("boot-lab"));
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
@@ -96,8 +115,13 @@ fn run(a: Args) -> Result<i32, String> {
                 shown[i] = now;
             }
         }
-        lab.vms.iter().all(|v| v.seen.report.is_some() || v.seen.failed.is_some())
+        STOP.load(Ordering::SeqCst) || lab.vms.iter().all(|v| v.seen.report.is_some() || v.seen.failed.is_some())
     });
+    if STOP.load(Ordering::SeqCst) {
+        eprintln!("boot-lab: interrupted: stopping every VM and server");
+        drop(lab);
+        return Ok(130);
+    }
     if !all {
         eprintln!("boot-lab: {}s passed (--timeout)", a.timeout);
     }

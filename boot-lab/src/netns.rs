@@ -15,6 +15,9 @@ pub fn run(program: &str, args: &[&str]) -> (bool, String) {
 
 pub struct Netns {
     pub prefix: String,
+    /// Programs started here get SIGKILL when the thread that started them ends, so a killed
+    /// boot lab leaves no VM or server running (set it only where that thread lives as long).
+    pub die_with_parent: bool,
     hosts: Vec<String>,
     children: Vec<Child>,
     etc: Vec<std::path::PathBuf>,
@@ -31,6 +34,7 @@ impl Netns {
         let prefix = format!("hs{}{tag}", std::process::id() % 100000);
         let mut me = Netns {
             prefix: prefix.clone(),
+            die_with_parent: false,
             hosts: vec![],
             children: vec![],
             etc: vec![],
@@ -102,8 +106,11 @@ impl Netns {
     /// Like `spawn`, with environment variables and output to `log`; returns the PID.
     pub fn spawn_logged(&mut self, name: &str, program: &str, args: &[String], env: &[(String, String)], log: &std::path::Path) -> u32 {
         let out = std::fs::OpenOptions::new().create(true).append(true).open(log).expect("log file");
-        let child = self
-            .command(name, program)
+        let mut cmd = self.command(name, program);
+        if self.die_with_parent {
+            die_with_parent(&mut cmd);
+        }
+        let child = cmd
             .args(args)
             .envs(env.iter().map(|(k, v)| (k, v)))
             .stdout(out.try_clone().unwrap())
@@ -113,6 +120,14 @@ impl Netns {
         let pid = child.id();
         self.children.push(child);
         pid
+    }
+
+    /// Whether a program started here has exited (and how), without waiting.
+    pub fn exited(&mut self, pid: u32) -> Option<std::process::ExitStatus> {
+        self.children
+            .iter_mut()
+            .find(|c| c.id() == pid)
+            .and_then(|c| c.try_wait().ok().flatten())
     }
 
     /// Stop one program started here (SIGKILL, then reap).
@@ -168,4 +183,41 @@ impl Drop for Netns {
             let _ = run("ip", &["netns", "del", h]);
         }
     }
+}
+
+/// SIGKILL for `cmd`'s process when the thread that spawns it ends (prctl PR_SET_PDEATHSIG; it
+/// survives the execs of `ip netns exec`, nsenter and unshare, which exec without forking).
+pub fn die_with_parent(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs between fork and exec and only makes one async-signal-safe
+    // system call.
+    unsafe {
+        cmd.pre_exec(|| nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL).map_err(std::io::Error::from));
+    }
+}
+
+/// Remove what a killed run with this `tag` left (SIGKILL runs no destructor): namespaces
+/// `hs<PID><tag>-*` whose PID is gone, and every process still in them. A namespace of a run
+/// still alive is left alone.
+pub fn reap_stale(tag: &str) -> Vec<String> {
+    let (_, list) = run("ip", &["netns", "list"]);
+    let mut reaped = Vec::new();
+    for ns in list.lines().filter_map(|l| l.split_whitespace().next()) {
+        let Some(rest) = ns.strip_prefix("hs") else { continue };
+        let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+        let after = &rest[digits.len()..];
+        if digits.is_empty() || !after.starts_with(&format!("{tag}-")) {
+            continue;
+        }
+        if std::path::Path::new(&format!("/proc/{digits}")).exists() {
+            continue;
+        }
+        let (_, pids) = run("ip", &["netns", "pids", ns]);
+        for pid in pids.split_whitespace().filter_map(|p| p.parse::<i32>().ok()) {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+        }
+        let _ = run("ip", &["netns", "del", ns]);
+        reaped.push(ns.to_string());
+    }
+    reaped
 }

@@ -95,7 +95,15 @@ pub fn failure(console: &str) -> Option<String> {
         .lines()
         .map(plain)
         .find(|l| SIGNS.iter().any(|s| l.contains(s)))
-        .map(|l| l.trim().chars().take(300).collect())
+        .map(|l| without_timestamp(l.trim()).chars().take(300).collect())
+}
+
+/// A kernel console line without its `[   21.649177] ` timestamp.
+fn without_timestamp(line: &str) -> &str {
+    match line.strip_prefix('[').and_then(|r| r.split_once(']')) {
+        Some((t, rest)) if t.trim().chars().all(|c| c.is_ascii_digit() || c == '.') => rest.trim_start(),
+        _ => line,
+    }
 }
 
 /// A console line without ANSI escape sequences (systemd colours its status).
@@ -163,6 +171,11 @@ dnsmasq-dhcp[77]: 2877044526 DHCPDISCOVER(eth0) 52:54:00:de:ad:01 no address ava
             Some("ignition[412]: failed to fetch config: hash verification failed")
         );
         assert_eq!(failure(ok), None);
+        let stamped = "[   21.649177] ignition[272]: Ignition failed: unsupported config version\n";
+        assert_eq!(
+            failure(stamped).as_deref(),
+            Some("ignition[272]: Ignition failed: unsupported config version")
+        );
     }
 
     #[test]
