@@ -411,6 +411,38 @@ fn cases() -> Vec<Case> {
             "neither an IP address nor a DNS name",
             Edit,
         ),
+        case(
+            HS,
+            "  - name: registry.ocp4.example.com",
+            "  - name: registry.example.net",
+            "dns.records[0].name",
+            "registry.example.net is outside ocp4.example.com, the zone the lab's DNS serves",
+            Edit,
+        ),
+        case(
+            HS,
+            "  - name: registry.ocp4.example.com",
+            "  - name: api-int.ocp4.example.com",
+            "dns.records[0].name",
+            "api-int.ocp4.example.com is one of the records the lab's DNS already has",
+            Edit,
+        ),
+        case(
+            HS,
+            "    ip: 192.168.126.1         # the helper",
+            "    ip: 192.168.126.300       # the helper",
+            "dns.records[0].ip",
+            "\"192.168.126.300\" is not an IP address",
+            Edit,
+        ),
+        case(
+            HS,
+            "    ip: 192.168.126.1         # the helper",
+            "    ip: 192.168.126.1\n  - name: REGISTRY.ocp4.example.com.\n    ip: 192.168.126.2  #",
+            "dns.records[1].name",
+            "registry.ocp4.example.com is listed twice",
+            Line("  - name: REGISTRY.ocp4.example.com."),
+        ),
     ]
 }
 

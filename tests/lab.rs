@@ -450,7 +450,23 @@ fn helper_network_script_sets_up_the_helper_once_and_haproxy_answers_on_the_vip(
 /// alone: without one, nodes cannot pull (what a real boot found with the example's mirror).
 #[test]
 fn a_mirror_inside_the_zone_without_a_record_is_named() {
+    // The example gives its mirror an address (dns.records): served, and nothing to warn of.
     let d = example_copy();
+    let err = text(&create(d.path(), &["--no-agent"]).stderr);
+    assert!(!err.contains("warning: mirror"), "{err}");
+    let conf = std::fs::read_to_string(d.path().join("lab/dnsmasq/ocp4-dns.conf")).unwrap();
+    assert!(conf.contains("address=/registry.ocp4.example.com/192.168.126.1\n"), "{conf}");
+    let zone = std::fs::read_dir(d.path().join("lab/bind"))
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .collect::<String>();
+    assert!(zone.contains("\nregistry IN A 192.168.126.1\n"), "{zone}");
+    // Without that record, the warning, once.
+    let d = example_copy();
+    let hs = std::fs::read_to_string(d.path().join("hardshift.yaml")).unwrap();
+    let start = hs.find("dns:\n").unwrap();
+    let end = hs.find("release:").unwrap();
+    std::fs::write(d.path().join("hardshift.yaml"), format!("{}{}", &hs[..start], &hs[end..])).unwrap();
     let err = text(&create(d.path(), &["--no-agent"]).stderr);
     let want =
         "warning: mirror registry.ocp4.example.com is inside ocp4.example.com, which the lab's DNS serves alone, and has no record there";

@@ -96,6 +96,12 @@ pub struct ClusterNetwork {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DnsRecord {
+    pub name: String,
+    pub ip: IpAddr,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Mirror {
     pub source: String,
     pub mirrors: Vec<String>,
@@ -127,6 +133,8 @@ pub struct Cluster {
     pub collector_address: String,
     pub collector_port: u16,
     pub collector_extra_sans: Vec<String>,
+    /// hardshift.yaml `dns.records`: more names of the cluster's zone the lab's DNS answers.
+    pub dns_records: Vec<DnsRecord>,
     /// Bootstrap first, then masters, then workers, each in agent-config order.
     pub nodes: Vec<Node>,
     #[serde(skip)]

@@ -22,6 +22,24 @@ pub struct HardshiftConfig {
     pub lab: Lab,
     #[serde(default)]
     pub release: ReleaseRef,
+    #[serde(default)]
+    pub dns: Dns,
+}
+
+/// More names the lab's DNS answers, inside the cluster's zone (the mirror registry, say: the
+/// zone is served alone, so a name it lacks does not resolve at all).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Dns {
+    #[serde(default)]
+    pub records: Vec<DnsRecord>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DnsRecord {
+    pub name: String,
+    pub ip: String,
 }
 
 /// The release image pullspec (what the cluster-version-operator runs).

@@ -268,6 +268,7 @@ pub const HARDSHIFT_CONFIG: Shape = Map(&[
         ]),
     ),
     ("release", Map(&[("image", Any)])),
+    ("dns", Map(&[("records", List(&Map(&[("name", Any), ("ip", Any)])))])),
 ]);
 
 /// Report every key of `doc` that `shape` does not allow, with a "did you mean".

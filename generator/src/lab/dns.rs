@@ -58,6 +58,12 @@ pub fn records(c: &Cluster) -> Records {
     let d = c.domain();
     let mut a = api_records(c, &d).to_vec();
     a.extend(c.nodes.iter().map(|n| node_record(n, &d)));
+    // hardshift.yaml dns.records (the mirror registry, say): A only, a PTR is its owner's business.
+    a.extend(c.dns_records.iter().map(|r| A {
+        name: r.name.clone(),
+        ip: r.ip,
+        ptr: false,
+    }));
     let mut srv = Vec::new();
     for m in c.nodes_with_role(Role::Master) {
         let etcd = format!("etcd-{}.{d}", m.index);
@@ -186,8 +192,7 @@ pub fn unresolvable_mirrors(c: &Cluster) -> Vec<String> {
         let inside = host == d || host.ends_with(&format!(".{d}"));
         let known = r.a.iter().any(|a| a.name == host) || host.ends_with(&apps);
         let line = format!(
-            "mirror {host} is inside {d}, which the lab's DNS serves alone, and has no record there: nodes using that DNS cannot resolve it and cannot pull; add its address to the lab's DNS (dnsmasq: `host-record={host},ADDRESS` beside lab/dnsmasq/{}-dns.conf), or name the mirror outside {d}",
-            c.name
+            "mirror {host} is inside {d}, which the lab's DNS serves alone, and has no record there: nodes using that DNS cannot resolve it and cannot pull; give it an address in hardshift.yaml (dns.records: [{{name: {host}, ip: ADDRESS}}]) and run create again, or name the mirror outside {d}"
         );
         if inside && !known && !out.contains(&line) {
             out.push(line);

@@ -109,7 +109,9 @@ pub(super) fn hardshift(hs: &HardshiftConfig, ic: &InstallConfig, nets: &Network
             r.error(field, "must be greater than 0", None);
         }
     }
+    let dns_records = dns_records(hs, ic, r);
     Settings {
+        dns_records,
         api_vip,
         ingress_vip,
         helper_ip,
@@ -122,4 +124,51 @@ pub(super) fn hardshift(hs: &HardshiftConfig, ic: &InstallConfig, nets: &Network
             leaf_validity_days: leaf_days,
         },
     }
+}
+
+/// `dns.records`: names inside the cluster's zone (the lab's DNS serves that zone alone, and a BIND
+/// zone file holds only its own names), each once, none that the lab already answers.
+fn dns_records(hs: &HardshiftConfig, ic: &InstallConfig, r: &mut Reporter) -> Vec<DnsRecord> {
+    let domain = format!("{}.{}", ic.metadata.name, ic.base_domain);
+    let generated = |n: &str| {
+        let rel = n.strip_suffix(&format!(".{domain}")).unwrap_or(n);
+        ["api", "api-int", "ns1"].contains(&rel) || rel == "apps" || rel.ends_with(".apps") || rel.starts_with("etcd-")
+    };
+    let mut out: Vec<DnsRecord> = Vec::new();
+    for (i, rec) in hs.dns.records.iter().enumerate() {
+        let name = rec.name.trim_end_matches('.').to_ascii_lowercase();
+        let path = format!("dns.records[{i}]");
+        if let Err(e) = rules::dns1123_subdomain(&name) {
+            r.error(&format!("{path}.name"), format!("{:?} is not a DNS name: {e}", rec.name), None);
+            continue;
+        }
+        if !name.ends_with(&format!(".{domain}")) {
+            r.error(
+                &format!("{path}.name"),
+                format!("{name} is outside {domain}, the zone the lab's DNS serves"),
+                Some(format!(
+                    "name it inside {domain} (e.g. registry.{domain}), or serve it from your own DNS"
+                )),
+            );
+            continue;
+        }
+        if generated(&name) {
+            r.error(
+                &format!("{path}.name"),
+                format!("{name} is one of the records the lab's DNS already has (api, api-int, *.apps, etcd-N, ns1)"),
+                None,
+            );
+            continue;
+        }
+        let Ok(ip) = rec.ip.parse::<IpAddr>() else {
+            r.error(&format!("{path}.ip"), format!("{:?} is not an IP address", rec.ip), None);
+            continue;
+        };
+        if out.iter().any(|o| o.name == name) {
+            r.error(&format!("{path}.name"), format!("{name} is listed twice"), None);
+            continue;
+        }
+        out.push(DnsRecord { name, ip });
+    }
+    out
 }

@@ -82,6 +82,7 @@ pub(super) fn validate(
         collector_address: settings.collector_address,
         collector_port: settings.collector_port,
         collector_extra_sans: hs.collector.extra_sans.clone(),
+        dns_records: settings.dns_records,
         nodes,
         pull_secret: ic.pull_secret.clone(),
         ssh_keys: ic
@@ -133,6 +134,7 @@ struct Settings {
     pub(super) collector_address: String,
     pub(super) collector_port: u16,
     pub(super) pki: PkiSettings,
+    pub(super) dns_records: Vec<DnsRecord>,
 }
 
 pub(super) fn join(nets: &[IpNet]) -> String {
