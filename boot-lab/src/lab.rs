@@ -339,8 +339,10 @@ impl Lab {
             if s.failed.is_none() {
                 s.failed = watch::failure(&console);
             }
+            // A report of this boot stored (the agent's hello alone names the boot).
             let boot = store.as_ref().and_then(|st| st.boot_of(&vm.name).ok().flatten());
-            if s.report.is_none() && boot.is_some() && boot != vm.earlier_boot {
+            let stored = |b: &String| store.as_ref().is_some_and(|st| st.seqs(&vm.name, b).is_ok_and(|q| !q.is_empty()));
+            if s.report.is_none() && boot.as_ref().is_some_and(|b| Some(b) != vm.earlier_boot.as_ref() && stored(b)) {
                 s.report = Some(at);
             }
         }

@@ -37,6 +37,7 @@ pub struct Finding {
 /// The rules, in cause-before-consequence order (the order findings are shown in, within a severity).
 pub const RULES: &[(&str, &str)] = &[
     ("HS001", "the node is silent"),
+    ("HS002", "the agent connected but no report is stored"),
     ("HS010", "clock skew"),
     ("HS070", "the hostname is not the node's name"),
     ("HS071", "DNS answers differ from the bundle's zones"),
@@ -95,6 +96,20 @@ fn said(c: &ComponentState) -> String {
 }
 
 /// Findings for one node, root causes first. `seen_ago_ms`: since its newest report arrived.
+/// A node whose agent said hello (its boot is known) but whose first report never arrived: the
+/// agent stopped, or its reports are refused. Nothing else can be said of it.
+pub fn no_report(node: &str, seen_ago_ms: i64) -> Vec<Finding> {
+    vec![Finding {
+        id: "HS002",
+        severity: if seen_ago_ms > SILENT_AFTER_MS { Severity::Critical } else { Severity::Warning },
+        node: node.to_string(),
+        title: format!("{node}'s agent connected {} s ago but no report of it is stored", seen_ago_ms / 1000),
+        evidence: vec!["the collector knows its boot from the agent's hello, and has no report of that boot".into()],
+        fix: "wait one report interval (5 s); if it stays so: `hardshift logs NODE hardshift-agent`, the collector's log (refused reports), the node's console".into(),
+        explains: &[],
+    }]
+}
+
 pub fn diagnose(node: &str, role: &str, r: &NodeReport, seen_ago_ms: i64) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut add = |id: &'static str, severity, title: String, evidence: Vec<String>, fix: &str, explains: &'static [&'static str]| {
@@ -540,6 +555,13 @@ mod tests {
         let f = diagnose("master-0", "master", &r, 1000);
         assert_eq!(ids(&f), vec!["HS020"], "{f:#?}");
         assert!(f[0].evidence[0].contains("failed/failed"));
+    }
+
+    #[test]
+    fn a_node_without_a_report_is_not_called_healthy() {
+        let f = no_report("bootstrap", 2_000);
+        assert_eq!((ids(&f), f[0].severity), (vec!["HS002"], Severity::Warning));
+        assert_eq!(no_report("bootstrap", SILENT_AFTER_MS + 1)[0].severity, Severity::Critical);
     }
 
     #[test]

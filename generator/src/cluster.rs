@@ -134,6 +134,8 @@ pub struct Cluster {
     pub collector_port: u16,
     pub collector_extra_sans: Vec<String>,
     /// hardshift.yaml `dns.records`: more names of the cluster's zone the lab's DNS answers.
+    /// (Not recorded when empty: bundles written before it existed still verify.)
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub dns_records: Vec<DnsRecord>,
     /// Bootstrap first, then masters, then workers, each in agent-config order.
     pub nodes: Vec<Node>,

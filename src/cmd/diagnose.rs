@@ -32,7 +32,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         .filter(|r| a.node.as_ref().is_none_or(|n| &r.node == n))
         .flat_map(|r| match &r.last {
             Some(l) => diagnose::diagnose(&r.node, &r.role, l, now - r.last_seen_ms),
-            None => vec![],
+            None => diagnose::no_report(&r.node, now - r.last_seen_ms),
         })
         .collect();
     if a.output == super::Output::Json {
