@@ -320,7 +320,7 @@ fn every_kubeconfig_authenticates_as_its_identity() {
 }
 
 /// The kubelet's KubeletConfiguration with the node's paths mapped under the scratch root, on
-/// containerd's socket, and with what this machine differs in (README): no systemd as PID 1, so
+/// containerd's socket, and with what this machine differs in (docs/testing.md): no systemd as PID 1, so
 /// the cgroupfs driver (containerd here uses it too); cgroup v1, so failCgroupV1 off.
 fn map_kubelet_config(root: &NodeRoot, path: &str, cri: &std::path::Path) {
     let mapped = root.map(path);
