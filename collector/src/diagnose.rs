@@ -38,6 +38,7 @@ pub struct Finding {
 pub const RULES: &[(&str, &str)] = &[
     ("HS001", "the node is silent"),
     ("HS002", "the agent connected but no report is stored"),
+    ("HS003", "a node of the bundle never reported"),
     ("HS010", "clock skew"),
     ("HS070", "the hostname is not the node's name"),
     ("HS071", "DNS answers differ from the bundle's zones"),
@@ -108,6 +109,21 @@ pub fn no_report(node: &str, seen_ago_ms: i64) -> Vec<Finding> {
         fix: "wait one report interval (5 s); if it stays so: `hardshift logs NODE hardshift-agent`, the collector's log (refused reports), the node's console".into(),
         explains: &[],
     }]
+}
+
+/// A node of the bundle the collector never heard from: it did not boot through the lab, Ignition
+/// refused its config, or its agent cannot reach the collector. The collector cannot tell which;
+/// the places that can are named.
+pub fn never_reported(node: &str, role: &str) -> Finding {
+    Finding {
+        id: "HS003",
+        severity: Severity::Warning,
+        node: node.to_string(),
+        title: format!("{node} ({role}) has never reported"),
+        evidence: vec!["no hello and no report from its agent since the collector's store began".into()],
+        fix: "look where it stopped: its console (Ignition errors, e.g. `hash verification failed`: the config served is not the one create wrote), the helper's DHCP log (no lease: a MAC that differs from agent-config.yaml) and HTTP log (no GET /ignition/NODE.ign), then the agent (`systemctl status hardshift-agent`, a route to the collector)".into(),
+        explains: &[],
+    }
 }
 
 pub fn diagnose(node: &str, role: &str, r: &NodeReport, seen_ago_ms: i64) -> Vec<Finding> {

@@ -18,23 +18,42 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     let store = a.store.open()?;
     let now = hardshift_collector::now_ms();
     let rows = store.nodes().map_err(Failure::other)?;
+    // The bundle's nodes (name, role), when its inputs are here: those that never reported are
+    // findings too.
+    let inventory = super::inventory(&a.store.dir);
     if let Some(n) = &a.node {
-        if !rows.iter().any(|r| &r.node == n) {
-            let known: Vec<&str> = rows.iter().map(|r| r.node.as_str()).collect();
+        let known = rows.iter().any(|r| &r.node == n) || inventory.iter().any(|(name, _)| name == n);
+        if !known {
+            let mut names: Vec<&str> = inventory.iter().map(|(name, _)| name.as_str()).collect();
+            names.extend(
+                rows.iter()
+                    .map(|r| r.node.as_str())
+                    .filter(|r| !inventory.iter().any(|(n, _)| n == r)),
+            );
+            let hint = hardshift_generator::config::schema::did_you_mean(n, &names)
+                .map(|m| format!("; did you mean {m:?}?"))
+                .unwrap_or_default();
             return Err(Failure::input(format!(
-                "no reports from {n:?} (nodes reporting: {})",
-                known.join(", ")
+                "{n:?} is not a node of this bundle and never reported (its nodes: {}){hint}",
+                names.join(", ")
             )));
         }
     }
-    let findings: Vec<Finding> = rows
+    let wanted = |n: &str| a.node.as_ref().is_none_or(|w| w == n);
+    let mut findings: Vec<Finding> = rows
         .iter()
-        .filter(|r| a.node.as_ref().is_none_or(|n| &r.node == n))
+        .filter(|r| wanted(&r.node))
         .flat_map(|r| match &r.last {
             Some(l) => diagnose::diagnose(&r.node, &r.role, l, now - r.last_seen_ms),
             None => diagnose::no_report(&r.node, now - r.last_seen_ms),
         })
         .collect();
+    findings.extend(
+        inventory
+            .iter()
+            .filter(|(n, _)| wanted(n) && !rows.iter().any(|r| &r.node == n))
+            .map(|(n, role)| diagnose::never_reported(n, role)),
+    );
     if a.output == super::Output::Json {
         println!("{}", serde_json::to_string_pretty(&findings).map_err(Failure::other)?);
         return Ok(0);

@@ -50,6 +50,20 @@ impl ClusterArgs {
     }
 }
 
+/// The bundle's nodes as (hostname, role), read with what `create` recorded; empty when the
+/// inputs are not in `dir` (a collector's store copied elsewhere, say).
+pub fn inventory(dir: &Path) -> Vec<(String, String)> {
+    let rec = create::recorded(dir);
+    let overrides = config::Overrides {
+        release_image: rec.release_image,
+        key_algorithm: rec.key_algorithm,
+        crypto_fips: None,
+    };
+    load_cluster(dir, rec.release_refs.as_deref(), &overrides)
+        .map(|c| c.nodes.iter().map(|n| (n.hostname.clone(), n.role.as_str().to_string())).collect())
+        .unwrap_or_default()
+}
+
 /// Read and validate the inputs in `dir`.
 pub fn load_cluster(dir: &Path, release_refs: Option<&Path>, overrides: &config::Overrides) -> Result<Cluster, Failure> {
     let sources = config::read_sources(dir, release_refs).map_err(Failure::input)?;
