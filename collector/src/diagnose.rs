@@ -4,6 +4,7 @@
 //! "the kubelet does not answer"). Pure: the report and its age in, findings out.
 
 use hardshift_proto::v1::{ComponentState, Health, NodeReport};
+use hardshift_proto::vocab::{state, unit, Component};
 use serde::Serialize;
 
 use crate::summary::{CLOCK_SKEW_WARN_MS as CLOCK_SKEW_MS, SILENT_AFTER_MS};
@@ -63,7 +64,12 @@ pub const RULES: &[(&str, &str)] = &[
     ("HS081", "bootkube is still working"),
 ];
 
-fn comp<'a>(r: &'a NodeReport, name: &str) -> Option<&'a ComponentState> {
+fn comp(r: &NodeReport, c: Component) -> Option<&ComponentState> {
+    c.in_report(&r.components)
+}
+
+/// A watched systemd unit in a report (`vocab::unit`).
+fn unit<'a>(r: &'a NodeReport, name: &str) -> Option<&'a ComponentState> {
     r.components.iter().find(|c| c.name == name)
 }
 
@@ -150,8 +156,8 @@ pub fn diagnose(node: &str, role: &str, r: &NodeReport, seen_ago_ms: i64) -> Vec
         );
     }
     let host = r.host.clone().unwrap_or_default();
-    let cert = comp(r, "kubelet-cert");
-    let not_yet_valid = cert.is_some_and(|c| c.state == "not yet valid");
+    let cert = comp(r, Component::KubeletCert);
+    let not_yet_valid = cert.is_some_and(|c| c.state == state::NOT_YET_VALID);
     if (host.clock_offset_known && host.clock_offset_ms.abs() > CLOCK_SKEW_MS) || not_yet_valid {
         let mut ev = Vec::new();
         if host.clock_offset_known {
@@ -189,7 +195,7 @@ pub fn diagnose(node: &str, role: &str, r: &NodeReport, seen_ago_ms: i64) -> Vec
             &["HS030"],
         );
     }
-    if let Some(c) = comp(r, "dns").filter(|c| c.health == Health::Failing as i32) {
+    if let Some(c) = comp(r, Component::Dns).filter(|c| c.health == Health::Failing as i32) {
         add(
             "HS071",
             Severity::Critical,
@@ -199,7 +205,7 @@ pub fn diagnose(node: &str, role: &str, r: &NodeReport, seen_ago_ms: i64) -> Vec
             &["HS030", "HS072", "HS044"],
         );
     }
-    if let Some(c) = comp(r, "lb").filter(|c| c.health == Health::Failing as i32) {
+    if let Some(c) = comp(r, Component::Lb).filter(|c| c.health == Health::Failing as i32) {
         add(
             "HS072",
             Severity::Critical,
@@ -209,7 +215,7 @@ pub fn diagnose(node: &str, role: &str, r: &NodeReport, seen_ago_ms: i64) -> Vec
             &["HS030"],
         );
     }
-    let kubelet_unit = comp(r, "kubelet.service");
+    let kubelet_unit = unit(r, unit::KUBELET);
     if let Some(u) = kubelet_unit.filter(|u| failing(Some(u))) {
         let lacks = lacks_program(u);
         add(
@@ -225,7 +231,7 @@ pub fn diagnose(node: &str, role: &str, r: &NodeReport, seen_ago_ms: i64) -> Vec
             &["HS021", "HS030", "HS041", "HS043"],
         );
     }
-    let crio_unit = comp(r, "crio.service");
+    let crio_unit = unit(r, unit::CRIO);
     if let Some(u) = crio_unit.filter(|u| failing(Some(u))) {
         let lacks = lacks_program(u);
         add(
@@ -241,7 +247,7 @@ pub fn diagnose(node: &str, role: &str, r: &NodeReport, seen_ago_ms: i64) -> Vec
             &["HS040", "HS021", "HS041", "HS042", "HS043"],
         );
     }
-    let cri = comp(r, "cri");
+    let cri = comp(r, Component::Cri);
     if let Some(c) = cri.filter(|c| c.health == Health::Failing as i32) {
         add(
             "HS040",
@@ -252,7 +258,7 @@ pub fn diagnose(node: &str, role: &str, r: &NodeReport, seen_ago_ms: i64) -> Vec
             &["HS021", "HS041", "HS043"],
         );
     }
-    if let Some(c) = comp(r, "etcd-disk").filter(|c| c.health == Health::Warning as i32) {
+    if let Some(c) = comp(r, Component::EtcdDisk).filter(|c| c.health == Health::Warning as i32) {
         add(
             "HS051",
             Severity::Warning,
@@ -262,7 +268,7 @@ pub fn diagnose(node: &str, role: &str, r: &NodeReport, seen_ago_ms: i64) -> Vec
             &[],
         );
     }
-    let etcd = comp(r, "etcd");
+    let etcd = comp(r, Component::Etcd);
     if let Some(c) = etcd.filter(|c| c.health == Health::Failing as i32) {
         add(
             "HS050",
@@ -309,7 +315,7 @@ pub fn diagnose(node: &str, role: &str, r: &NodeReport, seen_ago_ms: i64) -> Vec
             &[],
         );
     }
-    if let Some(c) = comp(r, "registry").filter(|c| c.health == Health::Failing as i32) {
+    if let Some(c) = comp(r, Component::Registry).filter(|c| c.health == Health::Failing as i32) {
         let fix = if c.reason.starts_with("auth") {
             "the pull secret on the node (install-config pullSecret) lacks or has wrong credentials for the mirror: fix pullSecret and re-create the bundle, or fix /var/lib/kubelet/config.json on the node"
         } else if c.reason.starts_with("tls") {
@@ -344,7 +350,7 @@ pub fn diagnose(node: &str, role: &str, r: &NodeReport, seen_ago_ms: i64) -> Vec
             &["HS043"],
         );
     }
-    if let Some(c) = cert.filter(|c| c.health == Health::Failing as i32 && c.state != "not yet valid") {
+    if let Some(c) = cert.filter(|c| c.health == Health::Failing as i32 && c.state != state::NOT_YET_VALID) {
         add(
             "HS031",
             Severity::Critical,
@@ -354,7 +360,7 @@ pub fn diagnose(node: &str, role: &str, r: &NodeReport, seen_ago_ms: i64) -> Vec
             &["HS021"],
         );
     }
-    if let Some(c) = cert.filter(|c| c.state == "expiring") {
+    if let Some(c) = cert.filter(|c| c.state == state::EXPIRING) {
         add(
             "HS032",
             Severity::Warning,
@@ -364,7 +370,7 @@ pub fn diagnose(node: &str, role: &str, r: &NodeReport, seen_ago_ms: i64) -> Vec
             &[],
         );
     }
-    if let Some(c) = cert.filter(|c| c.state == "bootstrapping") {
+    if let Some(c) = cert.filter(|c| c.state == state::BOOTSTRAPPING) {
         add(
             "HS030",
             Severity::Warning,
@@ -374,7 +380,7 @@ pub fn diagnose(node: &str, role: &str, r: &NodeReport, seen_ago_ms: i64) -> Vec
             &["HS021", "HS041"],
         );
     }
-    let kubelet = comp(r, "kubelet");
+    let kubelet = comp(r, Component::Kubelet);
     if let Some(c) = kubelet.filter(|c| c.health != Health::Ok as i32 && c.health != Health::Unknown as i32) {
         add(
             "HS021",
@@ -385,10 +391,8 @@ pub fn diagnose(node: &str, role: &str, r: &NodeReport, seen_ago_ms: i64) -> Vec
             &[],
         );
     }
-    let crashing: Vec<String> = r
-        .containers
-        .iter()
-        .filter(|c| c.state == "exited" && c.exit_code != 0)
+    let crashing: Vec<String> = hardshift_proto::vocab::failing_containers(&r.containers)
+        .into_iter()
         .map(|c| format!("{}/{}: exit {} {} (attempt {})", c.pod, c.name, c.exit_code, c.reason, c.attempt))
         .collect();
     if !crashing.is_empty() {
@@ -411,7 +415,7 @@ pub fn diagnose(node: &str, role: &str, r: &NodeReport, seen_ago_ms: i64) -> Vec
             &[],
         );
     }
-    if let Some(c) = comp(r, "bootkube") {
+    if let Some(c) = comp(r, Component::Bootkube) {
         let stage = c.details.get("stage").cloned().unwrap_or_default();
         let fix = match stage.as_str() {
             "etcd" => "etcd did not become healthy: `hardshift logs NODE etcd-members`, and its static pod's log",
@@ -429,7 +433,7 @@ pub fn diagnose(node: &str, role: &str, r: &NodeReport, seen_ago_ms: i64) -> Vec
                 fix,
                 &[],
             );
-        } else if c.health == Health::Warning as i32 && c.state != "not started" {
+        } else if c.health == Health::Warning as i32 && c.state != state::NOT_STARTED {
             add("HS081", Severity::Info, format!("bootkube is at {stage}"), vec![said(c)], fix, &[]);
         }
     }

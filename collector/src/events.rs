@@ -1,6 +1,7 @@
 //! State changes over time ("kubelet healthy → not listening"), derived from the stored reports.
 
 use hardshift_proto::v1::NodeReport;
+use hardshift_proto::vocab::state;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -73,12 +74,12 @@ pub fn changes(node: &str, reports: &[(String, NodeReport)]) -> Vec<Event> {
         // Keyed apart from components so a container named like a component cannot collide.
         for k in &r.containers {
             let now = match k.state.as_str() {
-                "exited" => format!("exited ({})", k.exit_code),
+                state::EXITED => format!("exited ({})", k.exit_code),
                 s => s.to_string(),
             };
             let now = format!("{now} #{}", k.attempt);
             let prev = containers.insert(format!("{}/{}", k.pod, k.name), now.clone());
-            if prev.as_ref() != Some(&now) && !(prev.is_none() && k.state == "running" && k.attempt == 0) {
+            if prev.as_ref() != Some(&now) && !(prev.is_none() && k.state == state::RUNNING && k.attempt == 0) {
                 out.push(Event {
                     node: node.into(),
                     time_ms: r.time_ms,

@@ -2,7 +2,8 @@
 //! the process, and gauges read from the dashboard's view at each scrape (the store is the
 //! truth, so a restarted collector shows every node again at once).
 
-use crate::view::{View, HEALTH};
+use crate::view::View;
+use hardshift_proto::v1::Health;
 use prometheus_client::encoding::text::{encode_eof, encode_registry};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -96,7 +97,7 @@ pub fn render(m: &Metrics, view: &View, live: &Live) -> String {
         let node = || vec![("node", n.name.clone()), ("role", n.role.clone())];
         node_health
             .get_or_create(&node())
-            .set(HEALTH.iter().position(|h| *h == n.health).unwrap_or(0) as i64);
+            .set(Health::of_label(n.health).unwrap_or(Health::Unknown) as i64);
         if let Some(s) = n.seen_ago_s {
             age.get_or_create(&node()).set(s as f64);
         }
@@ -106,7 +107,7 @@ pub fn render(m: &Metrics, view: &View, live: &Live) -> String {
             l.push(("component", c.name.clone()));
             health
                 .get_or_create(&l)
-                .set(HEALTH.iter().position(|h| *h == c.health).unwrap_or(0) as i64);
+                .set(Health::of_label(c.health).unwrap_or(Health::Unknown) as i64);
         }
         for c in &n.causes {
             let mut l = node();

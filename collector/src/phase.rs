@@ -6,6 +6,7 @@
 use crate::api::ApiObject;
 use crate::store::{ApiContact, NodeRow};
 use hardshift_proto::v1::{ComponentState, Health};
+use hardshift_proto::vocab::{state, Component};
 use serde::Serialize;
 
 /// A node of the bundle: its name and role (bootstrap, master, worker).
@@ -59,8 +60,8 @@ pub const TARGETS: [&str; 3] = ["bootstrap-complete", "pivot-ready", "install-co
 /// The API is taken as answering when /readyz said ok within this long, and after any error.
 const API_FRESH_MS: i64 = 30_000;
 
-fn comp<'a>(row: Option<&'a NodeRow>, name: &str) -> Option<&'a ComponentState> {
-    row?.last.as_ref()?.components.iter().find(|c| c.name == name)
+fn comp(row: Option<&NodeRow>, c: Component) -> Option<&ComponentState> {
+    c.in_report(&row?.last.as_ref()?.components)
 }
 
 fn said(c: &ComponentState) -> String {
@@ -137,7 +138,7 @@ pub fn checks(inventory: &[Member], rows: &[NodeRow], api: &[ApiObject], contact
         ),
         (Some(b), Some(r)) => push("bootstrap-booted", vec![], vec![format!("{b}: {} reports", r.reports)]),
     }
-    let etcd = comp(boot_row, "etcd");
+    let etcd = comp(boot_row, Component::Etcd);
     match etcd {
         _ if pivoted => push("bootstrap-etcd", vec![], history()),
         c if ok(c) => push("bootstrap-etcd", vec![], vec![c.map(said).unwrap_or_default()]),
@@ -157,9 +158,9 @@ pub fn checks(inventory: &[Member], rows: &[NodeRow], api: &[ApiObject], contact
         (_, Some(e)) => push("api", vec![e.clone()], vec![]),
         (Some(t), None) => push("api", vec![format!("no answer for {} s", (now_ms - t) / 1000)], vec![]),
     }
-    match comp(boot_row, "bootkube") {
+    match comp(boot_row, Component::Bootkube) {
         _ if pivoted => push("bootkube", vec![], history()),
-        Some(c) if c.state == "complete" => push("bootkube", vec![], vec!["stage complete".into()]),
+        Some(c) if c.state == state::COMPLETE => push("bootkube", vec![], vec!["stage complete".into()]),
         Some(c) => push("bootkube", vec![format!("bootkube: {}", said(c))], vec![]),
         None => push(
             "bootkube",
@@ -184,8 +185,8 @@ pub fn checks(inventory: &[Member], rows: &[NodeRow], api: &[ApiObject], contact
         .iter()
         .filter_map(|m| match row(&m.name) {
             None => Some(format!("{}: has never reported", m.name)),
-            Some(_) if ok(comp(row(&m.name), "kubelet")) => None,
-            Some(r) => Some(match comp(Some(r), "kubelet") {
+            Some(_) if ok(comp(row(&m.name), Component::Kubelet)) => None,
+            Some(r) => Some(match comp(Some(r), Component::Kubelet) {
                 Some(c) => format!("{}: kubelet {}", m.name, said(c)),
                 None => format!("{}: no kubelet report", m.name),
             }),
@@ -248,7 +249,7 @@ pub fn checks(inventory: &[Member], rows: &[NodeRow], api: &[ApiObject], contact
         .map(|m| m.name.as_str())
         .chain(bootstrap)
         .filter_map(|n| {
-            let c = comp(row(n), "etcd").filter(|c| c.health == Health::Ok as i32)?;
+            let c = comp(row(n), Component::Etcd).filter(|c| c.health == Health::Ok as i32)?;
             let list = c.details.get("members")?;
             Some((n.to_string(), list.split(',').filter(|s| !s.is_empty()).map(String::from).collect()))
         })

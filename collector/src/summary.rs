@@ -3,6 +3,7 @@
 
 use crate::store::NodeRow;
 use hardshift_proto::v1::{ComponentState, Health};
+use hardshift_proto::vocab::Component;
 use serde::Serialize;
 
 /// Clock drift beyond this breaks TLS handshakes and certificate validity windows sooner or later.
@@ -98,9 +99,9 @@ pub fn summarize(r: &NodeRow, now_ms: i64) -> Summary {
         role: r.role.clone(),
         last_seen_ms: r.last_seen_ms,
         seen_ago_s,
-        kubelet: short(find("kubelet")),
-        cri: short(find("cri")),
-        etcd: short(find("etcd")),
+        kubelet: short(find(Component::Kubelet.name())),
+        cri: short(find(Component::Cri.name())),
+        etcd: short(find(Component::Etcd.name())),
         pods_not_running,
         clock_offset_ms,
         root_cause: r.last.as_ref().and_then(|l| {

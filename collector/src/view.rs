@@ -8,28 +8,13 @@ use crate::phase::{self, Check, Member};
 use crate::store::{ApiContact, NodeRow};
 use crate::summary::SILENT_AFTER_MS;
 use hardshift_proto::v1::{Health, NodeReport};
+use hardshift_proto::vocab::Component;
 use serde::Serialize;
 
-/// Health as the page and the metrics name it; the number is the gauge's value.
-pub const HEALTH: [&str; 5] = ["unknown", "ok", "warning", "failing", "absent"];
-
+/// Health as the page and the metrics name it (`Health::label`; the gauge's value is the wire number).
 pub fn health_name(h: i32) -> &'static str {
-    HEALTH.get(h as usize).copied().unwrap_or("unknown")
+    Health::of(h).label()
 }
-
-/// Components shown first, in this order; others follow by name.
-const PREFERRED: [&str; 10] = [
-    "kubelet",
-    "cri",
-    "etcd",
-    "kubelet-cert",
-    "etcd-disk",
-    "dns",
-    "lb",
-    "registry",
-    "bootkube",
-    "systemd",
-];
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Comp {
@@ -87,19 +72,11 @@ impl View {
     }
 }
 
-fn worst(a: &'static str, b: &'static str) -> &'static str {
-    let rank = |h: &str| match h {
-        "failing" => 4,
-        "warning" => 3,
-        "unknown" => 2,
-        "ok" => 1,
-        _ => 0,
-    };
-    if rank(b) > rank(a) {
-        b
-    } else {
-        a
-    }
+/// Where a component goes among the columns: the vocabulary's order, then others (units) by name.
+fn order(name: &str) -> usize {
+    Component::of(name)
+        .map(|c| Component::ALL.iter().position(|x| *x == c).unwrap_or(0))
+        .unwrap_or(Component::ALL.len())
 }
 
 fn node_phase(row: &NodeRow, last: &NodeReport, silent: bool, api_node: Option<&ApiObject>) -> String {
@@ -109,13 +86,12 @@ fn node_phase(row: &NodeRow, last: &NodeReport, silent: bool, api_node: Option<&
     if let Some(n) = api_node.filter(|n| !n.deleted) {
         return if n.is_true("Ready") { "Ready".into() } else { "NotReady".into() };
     }
-    let comp = |n: &str| last.components.iter().find(|c| c.name == n);
     if row.role == "bootstrap" {
-        if let Some(b) = comp("bootkube") {
+        if let Some(b) = Component::Bootkube.in_report(&last.components) {
             return format!("bootkube: {}", b.state);
         }
     }
-    match comp("kubelet") {
+    match Component::Kubelet.in_report(&last.components) {
         Some(k) if k.health == Health::Ok as i32 => "kubelet running".into(),
         Some(_) => "kubelet not running".into(),
         None => "booted".into(),
@@ -143,12 +119,7 @@ fn node_view(row: &NodeRow, api: &[ApiObject], now_ms: i64) -> NodeView {
             }
         })
         .collect();
-    components.sort_by_key(|c| {
-        (
-            PREFERRED.iter().position(|p| *p == c.name).unwrap_or(PREFERRED.len()),
-            c.name.clone(),
-        )
-    });
+    components.sort_by_key(|c| (order(&c.name), c.name.clone()));
     let causes: Vec<Cause> = diagnose::diagnose(&row.node, &row.role, last, ago)
         .into_iter()
         .map(|f| Cause {
@@ -159,13 +130,14 @@ fn node_view(row: &NodeRow, api: &[ApiObject], now_ms: i64) -> NodeView {
             fix: f.fix,
         })
         .collect();
-    // A watched unit that is not there cannot run: as bad as one that fails.
-    let mut health = components
-        .iter()
-        .fold("ok", |h, c| worst(h, if c.health == "absent" { "failing" } else { c.health }));
-    if components.is_empty() {
-        health = "unknown";
-    }
+    // The worst component decides (Health::badness); a watched unit that is not there cannot
+    // run, so the node is failing, though the unit's own cell says absent.
+    let worst = last.components.iter().map(|c| Health::of(c.health)).max_by_key(|h| h.badness());
+    let mut health = match worst {
+        None => "unknown",
+        Some(Health::Absent) => Health::Failing.label(),
+        Some(h) => h.label(),
+    };
     if silent || causes.iter().any(|c| c.severity == Severity::Critical) {
         health = "failing";
     }
@@ -227,7 +199,7 @@ pub fn build(rows: &[NodeRow], inventory: Option<&[Member]>, api: &[ApiObject], 
             }
         }
     }
-    columns.sort_by_key(|c| (PREFERRED.iter().position(|p| p == c).unwrap_or(PREFERRED.len()), c.clone()));
+    columns.sort_by_key(|c| (order(c), c.clone()));
     let checks = match inventory {
         Some(inv) => phase::checks(inv, rows, api, contact, now_ms),
         None => vec![],

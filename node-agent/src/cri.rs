@@ -7,7 +7,8 @@ use hardshift_proto::cri::{
     StatusRequest, VersionRequest,
 };
 use hardshift_proto::v1::{ComponentState, ContainerInfo, Health, PodInfo};
-use std::collections::{BTreeMap, HashMap};
+use hardshift_proto::vocab::{state, Component};
+use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -18,8 +19,8 @@ const MAX_STATUS_CALLS: usize = 64;
 fn state_name(s: i32) -> &'static str {
     match ContainerState::try_from(s) {
         Ok(ContainerState::ContainerCreated) => "created",
-        Ok(ContainerState::ContainerRunning) => "running",
-        Ok(ContainerState::ContainerExited) => "exited",
+        Ok(ContainerState::ContainerRunning) => state::RUNNING,
+        Ok(ContainerState::ContainerExited) => state::EXITED,
         _ => "unknown",
     }
 }
@@ -135,20 +136,13 @@ async fn read(socket: &Path) -> Result<Snapshot, String> {
 /// Containers that failed: exited non-zero, and only the newest attempt of each (an older attempt
 /// that failed is history once a newer one runs).
 pub fn failing(containers: &[ContainerInfo]) -> Vec<&ContainerInfo> {
-    let mut newest: BTreeMap<(&str, &str), &ContainerInfo> = BTreeMap::new();
-    for c in containers {
-        let k = (c.pod.as_str(), c.name.as_str());
-        if newest.get(&k).is_none_or(|o| o.attempt <= c.attempt) {
-            newest.insert(k, c);
-        }
-    }
-    newest.into_values().filter(|c| c.state == "exited" && c.exit_code != 0).collect()
+    hardshift_proto::vocab::failing_containers(containers)
 }
 
 /// Judge a snapshot: the runtime component, as the status table shows it.
 pub fn judge(s: &Snapshot) -> ComponentState {
     let cond = |t: &str| s.conditions.iter().find(|c| c.0 == t);
-    let running = s.containers.iter().filter(|c| c.state == "running").count();
+    let running = s.containers.iter().filter(|c| c.state == state::RUNNING).count();
     let ready_pods = s.pods.iter().filter(|p| p.ready).count();
     let failed = failing(&s.containers);
     let mut details = HashMap::from([
@@ -192,7 +186,7 @@ pub fn judge(s: &Snapshot) -> ComponentState {
         _ => (Health::Ok, String::new()),
     };
     ComponentState {
-        name: "cri".into(),
+        name: Component::Cri.name().into(),
         health: health as i32,
         state,
         reason,
@@ -214,7 +208,7 @@ pub async fn probe(socket: &Path) -> (ComponentState, Vec<PodInfo>, Vec<Containe
                 ("unreachable", "the runtime does not answer on its socket")
             };
             let c = ComponentState {
-                name: "cri".into(),
+                name: Component::Cri.name().into(),
                 health: Health::Failing as i32,
                 state: state.into(),
                 reason: format!("{why}: {e}"),
@@ -224,7 +218,7 @@ pub async fn probe(socket: &Path) -> (ComponentState, Vec<PodInfo>, Vec<Containe
         }
         Err(_) => {
             let c = ComponentState {
-                name: "cri".into(),
+                name: Component::Cri.name().into(),
                 health: Health::Failing as i32,
                 state: "timeout".into(),
                 reason: format!("{} did not answer within {}s", socket.display(), (TIMEOUT * 2).as_secs()),

@@ -4,6 +4,7 @@
 //! scale-out. The probe writes at most SAMPLES × 2300 bytes for at most BUDGET, then removes its file.
 
 use hardshift_proto::v1::{ComponentState, Health};
+use hardshift_proto::vocab::Component;
 use std::collections::HashMap;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
@@ -64,7 +65,7 @@ fn ms(d: Duration) -> String {
 /// The `etcd-disk` component from a probe's result. Pure.
 pub fn component(dir: &Path, result: &Result<Vec<Duration>, String>) -> ComponentState {
     let mut c = ComponentState {
-        name: "etcd-disk".into(),
+        name: Component::EtcdDisk.name().into(),
         ..Default::default()
     };
     match result {

@@ -10,6 +10,7 @@ use hardshift_proto::etcd::kv_client::KvClient;
 use hardshift_proto::etcd::maintenance_client::MaintenanceClient;
 use hardshift_proto::etcd::{AlarmMember, AlarmRequest, AlarmType, Member, MemberListRequest, RangeRequest, StatusRequest, StatusResponse};
 use hardshift_proto::v1::{ComponentState, Health};
+use hardshift_proto::vocab::Component;
 use std::collections::HashMap;
 use std::time::Duration;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
@@ -145,7 +146,7 @@ pub fn judge(s: &Snapshot) -> ComponentState {
         (Health::Ok, String::new())
     };
     ComponentState {
-        name: "etcd".into(),
+        name: Component::Etcd.name().into(),
         health: health as i32,
         state,
         reason,
@@ -185,7 +186,7 @@ pub async fn members(cfg: &EtcdConfig) -> Result<Vec<String>, String> {
 
 pub async fn probe(cfg: &EtcdConfig) -> ComponentState {
     let mut c = ComponentState {
-        name: "etcd".into(),
+        name: Component::Etcd.name().into(),
         ..Default::default()
     };
     // Before etcd runs here (a master before the cluster-etcd-operator rolls it out) its

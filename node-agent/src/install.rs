@@ -3,6 +3,7 @@
 //! the kubelet and CRI-O resolve, compared with the addresses the bundle's zones give.
 
 use hardshift_proto::v1::{ComponentState, Health};
+use hardshift_proto::vocab::{state, Component};
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -26,7 +27,7 @@ struct Progress {
 /// bootkube.sh's record (`{"stage","result","lastError","time"}`), as a component.
 pub fn bootkube(path: &Path) -> ComponentState {
     let mut c = ComponentState {
-        name: "bootkube".into(),
+        name: Component::Bootkube.name().into(),
         ..Default::default()
     };
     let text = match std::fs::read(path) {
@@ -39,7 +40,7 @@ pub fn bootkube(path: &Path) -> ComponentState {
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             c.health = Health::Warning as i32;
-            c.state = "not started".into();
+            c.state = state::NOT_STARTED.into();
             c.reason = format!("{} absent: bootkube.service has not run yet", path.display());
             return c;
         }
@@ -60,7 +61,7 @@ pub fn bootkube(path: &Path) -> ComponentState {
         }
     };
     (c.health, c.state) = match (p.stage.as_str(), p.result.as_str()) {
-        ("complete", _) => (Health::Ok as i32, "complete".into()),
+        (state::COMPLETE, _) => (Health::Ok as i32, state::COMPLETE.into()),
         (s, "failed") => (Health::Failing as i32, format!("{s}: failed")),
         (s, r) => (Health::Warning as i32, format!("{s}: {r}")),
     };
@@ -141,7 +142,7 @@ pub fn lb(eps: &[Endpoint], results: &[Result<Duration, String>]) -> ComponentSt
         ),
     };
     ComponentState {
-        name: "lb".into(),
+        name: Component::Lb.name().into(),
         health: health as i32,
         state,
         reason,
@@ -175,7 +176,7 @@ pub fn dns(checks: &[DnsCheck], answers: &[(String, Result<Vec<IpAddr>, String>)
         wrong.extend(line);
     }
     ComponentState {
-        name: "dns".into(),
+        name: Component::Dns.name().into(),
         health: if wrong.is_empty() { Health::Ok } else { Health::Failing } as i32,
         state: if wrong.is_empty() {
             format!("{} names ok", checks.len())

@@ -20,6 +20,7 @@ mod seq_state;
 mod systemd;
 
 use hardshift_proto::v1::{ComponentState, NodeReport};
+use hardshift_proto::vocab::Component;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -58,7 +59,7 @@ async fn report(cfg: &config::Config, bus: Option<&zbus::Connection>, clock: Opt
                 out
             }
             None if !cfg.units.is_empty() => vec![hardshift_proto::v1::ComponentState {
-                name: "systemd".into(),
+                name: Component::Systemd.name().into(),
                 health: hardshift_proto::v1::Health::Unknown as i32,
                 state: "unreachable".into(),
                 reason: format!("cannot reach the D-Bus {} bus", cfg.systemd_bus),
@@ -207,11 +208,7 @@ fn main() -> std::process::ExitCode {
         Command::Status { json } => {
             let r = rt.block_on(async { report(&cfg, bus(&cfg).await.as_ref(), None, vec![]).await });
             if json {
-                let comps: Vec<serde_json::Value> = r
-                    .components
-                    .iter()
-                    .map(|c| serde_json::json!({"name": c.name, "health": c.health, "state": c.state, "reason": c.reason, "details": c.details}))
-                    .collect();
+                let comps: Vec<serde_json::Value> = r.components.iter().map(hardshift_proto::vocab::component_json).collect();
                 let pods: Vec<serde_json::Value> = r
                     .pods
                     .iter()

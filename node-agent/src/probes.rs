@@ -1,6 +1,7 @@
 //! Component probes. Each has a timeout: a hung component never hangs the agent.
 
 use hardshift_proto::v1::{ComponentState, Health};
+use hardshift_proto::vocab::{state, Component};
 use std::time::Duration;
 
 const TIMEOUT: Duration = Duration::from_secs(2);
@@ -78,21 +79,26 @@ pub async fn read_healthz(addr: &str) -> Healthz {
 pub fn judge_healthz(h: &Healthz) -> ComponentState {
     match h {
         Healthz::Timeout => state(
-            "kubelet",
+            Component::Kubelet.name(),
             Health::Failing,
             "healthz timeout",
             "kubelet /healthz did not answer within 2s",
         ),
         Healthz::Refused => state(
-            "kubelet",
+            Component::Kubelet.name(),
             Health::Failing,
             "not listening",
             "kubelet /healthz: connection refused (kubelet not running?)",
         ),
-        Healthz::Error(e) => state("kubelet", Health::Failing, "healthz error", &format!("kubelet /healthz: {e}")),
-        Healthz::Answer { status: 200, body } if body.trim() == "ok" => state("kubelet", Health::Ok, "healthy", ""),
+        Healthz::Error(e) => state(
+            Component::Kubelet.name(),
+            Health::Failing,
+            "healthz error",
+            &format!("kubelet /healthz: {e}"),
+        ),
+        Healthz::Answer { status: 200, body } if body.trim() == "ok" => state(Component::Kubelet.name(), Health::Ok, "healthy", ""),
         Healthz::Answer { status, body } => state(
-            "kubelet",
+            Component::Kubelet.name(),
             Health::Warning,
             "unhealthy",
             &format!("kubelet /healthz: HTTP {status}: {}", body.lines().next().unwrap_or("").trim()),
@@ -108,14 +114,14 @@ pub async fn kubelet_healthz(addr: &str) -> ComponentState {
 /// still bootstrapping, its CSR waiting for approval; a validity window that does not contain
 /// now means a clock or rotation problem.
 pub fn kubelet_cert(path: &std::path::Path, now_s: i64) -> ComponentState {
-    let name = "kubelet-cert";
+    let name = Component::KubeletCert.name();
     let pem = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return state(
                 name,
                 Health::Warning,
-                "bootstrapping",
+                state::BOOTSTRAPPING,
                 &format!(
                     "{} absent: the kubelet's client CSR waits for approval (`oc get csr`, then `oc adm certificate approve`)",
                     path.display()
@@ -145,7 +151,7 @@ pub fn kubelet_cert(path: &std::path::Path, now_s: i64) -> ComponentState {
         state(
             name,
             Health::Failing,
-            "not yet valid",
+            state::NOT_YET_VALID,
             &format!(
                 "valid only from {} s from now: this node's clock is behind (check chrony/NTP)",
                 nb - now_s
@@ -155,7 +161,7 @@ pub fn kubelet_cert(path: &std::path::Path, now_s: i64) -> ComponentState {
         state(
             name,
             Health::Failing,
-            "expired",
+            state::EXPIRED,
             &format!(
                 "expired {} s ago: the kubelet could not rotate it (pending CSR?) or the clock is ahead",
                 now_s - na
@@ -165,7 +171,7 @@ pub fn kubelet_cert(path: &std::path::Path, now_s: i64) -> ComponentState {
         state(
             name,
             Health::Warning,
-            "expiring",
+            state::EXPIRING,
             &format!("expires in {} h: its rotation CSR needs approval", (na - now_s) / 3600),
         )
     } else {

@@ -3,6 +3,7 @@
 //! bundle: the mirror check of `hardshift mirror-check`, from the node's view. Never a pull.
 
 use hardshift_proto::v1::{ComponentState, Health};
+use hardshift_proto::vocab::Component;
 use hardshift_registry::{auth::Auths, check, client::Client, mirror::DigestSource, reference::Reference};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -12,7 +13,7 @@ pub use hardshift_agent_config::RegistryConfig;
 
 fn state(health: Health, state: String, reason: String, details: HashMap<String, String>) -> ComponentState {
     ComponentState {
-        name: "registry".into(),
+        name: Component::Registry.name().into(),
         health: health as i32,
         state,
         reason,

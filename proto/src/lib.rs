@@ -15,6 +15,8 @@ pub fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
+pub mod vocab;
+
 pub mod v1 {
     tonic::include_proto!("hardshift.agent.v1");
 }

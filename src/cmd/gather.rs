@@ -96,13 +96,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         if let Some(last) = &r.last {
             let findings = diagnose::diagnose(n, &r.role, last, now - r.last_seen_ms);
             ar.text(format!("{n}/diagnose.json"), "hardshift diagnose", &json(&findings), &mut budget);
-            let comps: Vec<serde_json::Value> = last
-                .components
-                .iter()
-                .map(
-                    |c| serde_json::json!({"name": c.name, "health": c.health, "state": c.state, "reason": c.reason, "details": c.details}),
-                )
-                .collect();
+            let comps: Vec<serde_json::Value> = last.components.iter().map(hardshift_proto::vocab::component_json).collect();
             let containers: Vec<serde_json::Value> = last
                 .containers
                 .iter()
@@ -152,8 +146,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         let failing = r
             .last
             .iter()
-            .flat_map(|l| &l.containers)
-            .filter(|c| c.state == "exited" && c.exit_code != 0);
+            .flat_map(|l| hardshift_proto::vocab::failing_containers(&l.containers));
         for c in failing.take(MAX_CONTAINERS) {
             let sel = format!("{}/{}", c.pod, c.name);
             asks.push((

@@ -10,8 +10,6 @@ pub struct Args {
     output: super::Output,
 }
 
-const HEALTH: [&str; 5] = ["unknown", "ok", "warning", "failing", "absent"];
-
 /// One row per node from the collector's store, then a row for each node of the bundle that never
 /// reported (a machine that did not boot, fetch its config or reach the collector).
 pub fn run(a: Args) -> Result<u8, Failure> {
@@ -56,7 +54,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
                     .last
                     .iter()
                     .flat_map(|l| &l.components)
-                    .map(|c| serde_json::json!({"name": c.name, "health": HEALTH.get(c.health as usize).unwrap_or(&"unknown"), "state": c.state, "reason": c.reason, "details": c.details}))
+                    .map(hardshift_proto::vocab::component_json)
                     .collect();
                 let host = r.last.as_ref().and_then(|l| l.host.as_ref());
                 let mut v = serde_json::to_value(s).unwrap_or_default();
