@@ -201,7 +201,11 @@ fn unit_states_from_a_real_systemd() {
         .unwrap();
     assert!(n2 > n1, "NRestarts must rise: {n1} then {n2}");
     let s = component(&v, "stopped.service");
-    assert_eq!((s["state"].as_str(), s["health"].as_str()), (Some("inactive/dead"), Some("failing")), "{s}");
+    assert_eq!(
+        (s["state"].as_str(), s["health"].as_str()),
+        (Some("inactive/dead"), Some("failing")),
+        "{s}"
+    );
     assert_eq!(component(&v, "missing.service")["health"], "absent");
 }
 

@@ -3,7 +3,7 @@
 //! explains, and those are dropped (a stopped kubelet is the cause, not also "a CSR waits" and
 //! "the kubelet does not answer"). Pure: the report and its age in, findings out.
 
-use hardshift_proto::v1::{ComponentState, Health, NodeReport};
+use hardshift_proto::v1::{ComponentState, Health, HostState, NodeReport};
 use hardshift_proto::vocab::{state, unit, Component};
 use serde::Serialize;
 
@@ -35,46 +35,106 @@ pub struct Finding {
     pub explains: &'static [&'static str],
 }
 
-/// The rules, in cause-before-consequence order (the order findings are shown in, within a severity).
-pub const RULES: &[(&str, &str)] = &[
-    ("HS001", "the node is silent"),
-    ("HS002", "the agent connected but no report is stored"),
-    ("HS003", "a node of the bundle never reported"),
-    ("HS010", "clock skew"),
-    ("HS070", "the hostname is not the node's name"),
-    ("HS071", "DNS answers differ from the bundle's zones"),
-    ("HS072", "the load balancer does not forward the API"),
-    ("HS020", "kubelet.service is not running"),
-    ("HS022", "crio.service is not running"),
-    ("HS040", "the container runtime is not ready"),
-    ("HS051", "the disk under etcd is too slow"),
-    ("HS050", "etcd is unhealthy"),
-    ("HS060", "/var is nearly full"),
-    ("HS061", "less memory than OpenShift's minimum"),
-    ("HS062", "fewer CPUs than OpenShift's minimum"),
-    ("HS044", "the node cannot pull from its registry"),
-    ("HS042", "images cannot be pulled"),
-    ("HS031", "the kubelet's client certificate is not valid"),
-    ("HS032", "the kubelet's client certificate expires soon"),
-    ("HS030", "the kubelet's client CSR waits for approval"),
-    ("HS021", "the kubelet does not answer /healthz"),
-    ("HS043", "containers keep failing"),
-    ("HS041", "no CNI network yet"),
-    ("HS080", "bootkube failed"),
-    ("HS081", "bootkube is still working"),
-];
-
-fn comp(r: &NodeReport, c: Component) -> Option<&ComponentState> {
-    c.in_report(&r.components)
+/// What a rule reads: one node's newest report and how long ago it arrived.
+pub struct Seen<'a> {
+    pub node: &'a str,
+    pub role: &'a str,
+    pub report: &'a NodeReport,
+    pub host: HostState,
+    pub seen_ago_ms: i64,
 }
 
-/// A watched systemd unit in a report (`vocab::unit`).
-fn unit<'a>(r: &'a NodeReport, name: &str) -> Option<&'a ComponentState> {
-    r.components.iter().find(|c| c.name == name)
+impl Seen<'_> {
+    fn comp(&self, c: Component) -> Option<&ComponentState> {
+        c.in_report(&self.report.components)
+    }
+    fn comp_with(&self, c: Component, h: Health) -> Option<&ComponentState> {
+        self.comp(c).filter(|c| c.health == h as i32)
+    }
+    /// A watched systemd unit (`vocab::unit`).
+    fn unit(&self, name: &str) -> Option<&ComponentState> {
+        self.report.components.iter().find(|c| c.name == name)
+    }
+}
+
+/// What a rule says when it fires; its id, severity and what it explains are its table row's.
+pub struct Said {
+    pub title: String,
+    pub evidence: Vec<String>,
+    pub fix: String,
+}
+
+fn said_as(title: impl Into<String>, evidence: Vec<String>, fix: impl Into<String>) -> Option<Said> {
+    Some(Said {
+        title: title.into(),
+        evidence,
+        fix: fix.into(),
+    })
+}
+
+/// One rule: its id and subject, how bad it is, the findings it explains (dropped while it
+/// stands: the cause→consequence graph, as data) and its check. Adding a rule is adding a row.
+pub struct Rule {
+    pub id: &'static str,
+    pub about: &'static str,
+    pub severity: Severity,
+    pub explains: &'static [&'static str],
+    pub check: fn(&Seen) -> Option<Said>,
+}
+
+use Severity::{Critical, Info, Warning};
+
+/// The rules, in cause-before-consequence order (the order findings are shown in, within a
+/// severity). One row each.
+#[rustfmt::skip]
+pub const RULES: &[Rule] = &[
+    Rule { id: "HS001", about: "the node is silent", severity: Critical, explains: &[], check: silent },
+    Rule { id: "HS002", about: "the agent connected but no report is stored", severity: Warning, explains: &[], check: without_a_report },
+    Rule { id: "HS003", about: "a node of the bundle never reported", severity: Warning, explains: &[], check: without_a_report },
+    Rule { id: "HS010", about: "clock skew", severity: Critical, explains: &["HS031", "HS021", "HS030"], check: clock_skew },
+    Rule { id: "HS070", about: "the hostname is not the node's name", severity: Critical, explains: &["HS030"], check: wrong_hostname },
+    Rule { id: "HS071", about: "DNS answers differ from the bundle's zones", severity: Critical, explains: &["HS030", "HS072", "HS044"], check: wrong_dns },
+    Rule { id: "HS072", about: "the load balancer does not forward the API", severity: Critical, explains: &["HS030"], check: lb_down },
+    Rule { id: "HS020", about: "kubelet.service is not running", severity: Critical, explains: &["HS021", "HS030", "HS041", "HS043"], check: kubelet_unit_down },
+    Rule { id: "HS022", about: "crio.service is not running", severity: Critical, explains: &["HS040", "HS021", "HS041", "HS042", "HS043"], check: crio_unit_down },
+    Rule { id: "HS040", about: "the container runtime is not ready", severity: Critical, explains: &["HS021", "HS041", "HS043"], check: runtime_not_ready },
+    Rule { id: "HS051", about: "the disk under etcd is too slow", severity: Warning, explains: &[], check: slow_etcd_disk },
+    Rule { id: "HS050", about: "etcd is unhealthy", severity: Critical, explains: &[], check: etcd_unhealthy },
+    Rule { id: "HS060", about: "/var is nearly full", severity: Critical, explains: &["HS042", "HS043"], check: var_full },
+    Rule { id: "HS061", about: "less memory than OpenShift's minimum", severity: Warning, explains: &[], check: too_little_memory },
+    Rule { id: "HS062", about: "fewer CPUs than OpenShift's minimum", severity: Warning, explains: &[], check: too_few_cpus },
+    Rule { id: "HS044", about: "the node cannot pull from its registry", severity: Critical, explains: &["HS042"], check: registry_refuses },
+    Rule { id: "HS042", about: "images cannot be pulled", severity: Critical, explains: &["HS043"], check: pulls_fail },
+    Rule { id: "HS031", about: "the kubelet's client certificate is not valid", severity: Critical, explains: &["HS021"], check: cert_invalid },
+    Rule { id: "HS032", about: "the kubelet's client certificate expires soon", severity: Warning, explains: &[], check: cert_expiring },
+    Rule { id: "HS030", about: "the kubelet's client CSR waits for approval", severity: Warning, explains: &["HS021", "HS041"], check: csr_waits },
+    Rule { id: "HS021", about: "the kubelet does not answer /healthz", severity: Critical, explains: &[], check: kubelet_silent },
+    Rule { id: "HS043", about: "containers keep failing", severity: Warning, explains: &[], check: containers_fail },
+    Rule { id: "HS041", about: "no CNI network yet", severity: Info, explains: &[], check: no_cni },
+    Rule { id: "HS080", about: "bootkube failed", severity: Critical, explains: &[], check: bootkube_failed },
+    Rule { id: "HS081", about: "bootkube is still working", severity: Info, explains: &[], check: bootkube_working },
+];
+
+fn rule(id: &str) -> &'static Rule {
+    RULES.iter().find(|r| r.id == id).expect("a rule of the table")
+}
+
+impl Rule {
+    fn finding(&self, node: &str, s: Said) -> Finding {
+        Finding {
+            id: self.id,
+            severity: self.severity,
+            node: node.to_string(),
+            title: s.title,
+            evidence: s.evidence,
+            fix: s.fix,
+            explains: self.explains,
+        }
+    }
 }
 
 fn failing(c: Option<&ComponentState>) -> bool {
-    c.is_some_and(|c| c.health == Health::Failing as i32 || c.health == Health::Absent as i32)
+    c.is_some_and(|c| Health::of(c.health).is_down())
 }
 
 /// What systemd's own codes say of a unit that does not run because the machine lacks it: not
@@ -102,345 +162,338 @@ fn said(c: &ComponentState) -> String {
     }
 }
 
-/// Findings for one node, root causes first. `seen_ago_ms`: since its newest report arrived.
+/// HS002 and HS003 speak of nodes without a report (`no_report`, `never_reported`): there is
+/// nothing for a check to read.
+fn without_a_report(_: &Seen) -> Option<Said> {
+    None
+}
+
+fn silent(s: &Seen) -> Option<Said> {
+    (s.seen_ago_ms > SILENT_AFTER_MS).then_some(())?;
+    said_as(
+        format!("{} has not reported for {} s", s.node, s.seen_ago_ms / 1000),
+        vec!["what follows is from its last report".into()],
+        "the node is down, rebooting or cut off from the collector: check its console, its network and `systemctl status hardshift-agent`",
+    )
+}
+
+fn clock_skew(s: &Seen) -> Option<Said> {
+    let cert = s.comp(Component::KubeletCert).filter(|c| c.state == state::NOT_YET_VALID);
+    let off = s.host.clock_offset_known && s.host.clock_offset_ms.abs() > CLOCK_SKEW_MS;
+    if !off && cert.is_none() {
+        return None;
+    }
+    let mut ev = Vec::new();
+    if s.host.clock_offset_known {
+        ev.push(format!(
+            "clock offset to the collector: {:+.1} s",
+            s.host.clock_offset_ms as f64 / 1000.0
+        ));
+    }
+    ev.extend(cert.map(said));
+    said_as(
+        format!("{}'s clock is off: certificates look not yet valid or expired", s.node),
+        ev,
+        "point chrony at a reachable NTP server (a chrony MachineConfig, or the helper) and check `chronyc tracking`",
+    )
+}
+
+/// The kubelet registers, and asks for certificates, under the hostname: a wrong one is a Node
+/// nobody expects and CSRs the approver refuses.
+fn wrong_hostname(s: &Seen) -> Option<Said> {
+    let h = &s.host.hostname;
+    let short = h.split('.').next().unwrap_or("");
+    if h.is_empty() || short == s.node {
+        return None;
+    }
+    let local = matches!(short, "localhost" | "localhost6" | "fedora" | "");
+    said_as(
+        format!("{}'s hostname is {h:?}", s.node),
+        vec![format!(
+            "the kubelet will register as {short:?} and its CSRs will name it, not {}{}",
+            s.node,
+            if local { " (no name came from DHCP, DNS or the Ignition config)" } else { "" }
+        )],
+        "give the node its name: a DHCP host entry or reverse DNS for its address (the lab's dnsmasq/dhcpd configs), or `hostnamectl set-hostname NODE`, then reboot",
+    )
+}
+
+fn wrong_dns(s: &Seen) -> Option<Said> {
+    let c = s.comp_with(Component::Dns, Health::Failing)?;
+    said_as(
+        format!("{} resolves {}", s.node, c.state),
+        c.reason.split("; ").map(String::from).collect(),
+        "serve the bundle's zone (lab/dns: dnsmasq or BIND) and point the node's resolver at it (DHCP option 6, or its NetworkManager config); `dig @SERVER NAME` from the node",
+    )
+}
+
+fn lb_down(s: &Seen) -> Option<Said> {
+    let c = s.comp_with(Component::Lb, Health::Failing)?;
+    said_as(
+        format!("{} cannot reach the API through the load balancer", s.node),
+        vec![c.reason.clone()],
+        "start HAProxy on the helper with the bundle's lab/haproxy/haproxy.cfg (`haproxy -c -f` it first), check the VIPs are on the helper (scripts/helper-network.sh) and that 6443 and 22623 are open",
+    )
+}
+
+/// A watched unit that is down: its state, and when the machine lacks its program, that.
+fn unit_down(s: &Seen, name: &str, fix: &str) -> Option<Said> {
+    let u = s.unit(name).filter(|u| failing(Some(u)))?;
+    let lacks = lacks_program(u);
+    let fix = if lacks.is_some() { NOT_RHCOS_FIX } else { fix };
+    said_as(format!("{name} is not running"), [said(u)].into_iter().chain(lacks).collect(), fix)
+}
+
+fn kubelet_unit_down(s: &Seen) -> Option<Said> {
+    unit_down(
+        s,
+        unit::KUBELET,
+        "read why: `hardshift logs NODE kubelet` (its config, its certificates, the runtime socket)",
+    )
+}
+
+fn crio_unit_down(s: &Seen) -> Option<Said> {
+    unit_down(
+        s,
+        unit::CRIO,
+        "read why: `hardshift logs NODE crio` (storage, registries.conf, the pull secret)",
+    )
+}
+
+fn runtime_not_ready(s: &Seen) -> Option<Said> {
+    let c = s.comp_with(Component::Cri, Health::Failing)?;
+    said_as(
+        "the container runtime is not ready",
+        vec![said(c)],
+        "check the runtime: `hardshift logs NODE crio`",
+    )
+}
+
+fn slow_etcd_disk(s: &Seen) -> Option<Said> {
+    let c = s.comp_with(Component::EtcdDisk, Health::Warning)?;
+    said_as(
+        format!("the disk under etcd is too slow on {}", s.node),
+        vec![said(c)],
+        "give etcd an SSD or NVMe disk (on KVM: cache=none, io=native, not a qcow2 on a spinning disk); etcd's own check is `fio --rw=write --ioengine=sync --fdatasync=1 --bs=2300 --size=22m`",
+    )
+}
+
+fn etcd_unhealthy(s: &Seen) -> Option<Said> {
+    let c = s.comp_with(Component::Etcd, Health::Failing)?;
+    said_as(
+        "etcd is unhealthy",
+        vec![said(c)],
+        "`hardshift logs NODE etcd-members`; a slow disk (fdatasync over 10 ms) or a lost quorum are the usual causes",
+    )
+}
+
+fn var_full(s: &Seen) -> Option<Said> {
+    let h = &s.host;
+    (h.var_free_bytes > 0 && h.var_free_bytes < MIN_VAR_FREE).then_some(())?;
+    said_as(
+        format!("/var has {} MiB free", h.var_free_bytes >> 20),
+        vec![format!(
+            "/var free: {} MiB, / free: {} MiB",
+            h.var_free_bytes >> 20,
+            h.root_free_bytes >> 20
+        )],
+        "give the node a bigger disk (images and etcd live in /var): 100 GiB is the tutorial's size",
+    )
+}
+
+fn too_little_memory(s: &Seen) -> Option<Said> {
+    let min = if s.role == "worker" {
+        MIN_MEMORY_COMPUTE
+    } else {
+        MIN_MEMORY_CONTROL
+    };
+    let have = s.host.memory_total_bytes;
+    (have > 0 && have < min * 95 / 100).then_some(())?;
+    said_as(
+        format!("{} has {} MiB of memory", s.node, have >> 20),
+        vec![format!("a {} needs at least {} GiB", s.role, min >> 30)],
+        "give the VM more memory",
+    )
+}
+
+fn too_few_cpus(s: &Seen) -> Option<Said> {
+    let min = if s.role == "worker" { 2 } else { 4 };
+    (s.host.cpus > 0 && s.host.cpus < min).then_some(())?;
+    said_as(
+        format!("{} has {} CPUs", s.node, s.host.cpus),
+        vec![format!("a {} needs at least {min} vCPUs", s.role)],
+        "give the VM more vCPUs (etcd and the API server starve first)",
+    )
+}
+
+fn registry_refuses(s: &Seen) -> Option<Said> {
+    let c = s.comp_with(Component::Registry, Health::Failing)?;
+    let fix = if c.reason.starts_with("auth") {
+        "the pull secret on the node (install-config pullSecret) lacks or has wrong credentials for the mirror: fix pullSecret and re-create the bundle, or fix /var/lib/kubelet/config.json on the node"
+    } else if c.reason.starts_with("tls") {
+        "the node does not trust the mirror's certificate: put its CA in install-config additionalTrustBundle"
+    } else if c.reason.starts_with("missing") {
+        "the mirror lacks the image: mirror the release again (`oc adm release mirror`), then `hardshift mirror-check`"
+    } else {
+        "the node cannot reach the mirror: check its DNS name and the route from the node"
+    };
+    said_as(
+        format!("{} cannot pull from its registry", s.node),
+        c.reason.split("; ").map(String::from).collect(),
+        fix,
+    )
+}
+
+fn pulls_fail(s: &Seen) -> Option<Said> {
+    let pulls: Vec<String> = s
+        .report
+        .containers
+        .iter()
+        .filter(|c| c.reason.contains("ImagePull") || c.reason.contains("ErrImage") || c.message.contains("pull"))
+        .map(|c| format!("{}/{}: {} {}", c.pod, c.name, c.reason, c.image))
+        .collect();
+    (!pulls.is_empty()).then_some(())?;
+    said_as(
+        "images cannot be pulled",
+        pulls,
+        "check the mirror (`hardshift mirror-check`), the pull secret and /etc/containers/registries.conf on the node",
+    )
+}
+
+fn cert_invalid(s: &Seen) -> Option<Said> {
+    let c = s
+        .comp_with(Component::KubeletCert, Health::Failing)
+        .filter(|c| c.state != state::NOT_YET_VALID)?;
+    said_as(
+        format!("the kubelet's client certificate is {}", c.state),
+        vec![said(c)],
+        "approve its renewal CSR (`hardshift approve-csrs`), or check the clock",
+    )
+}
+
+fn cert_expiring(s: &Seen) -> Option<Said> {
+    let c = s.comp(Component::KubeletCert).filter(|c| c.state == state::EXPIRING)?;
+    said_as(
+        "the kubelet's client certificate expires soon",
+        vec![said(c)],
+        "its renewal CSR waits: `hardshift approve-csrs --dir DIR` (after the pivot, the machine-approver does it)",
+    )
+}
+
+fn csr_waits(s: &Seen) -> Option<Said> {
+    let c = s.comp(Component::KubeletCert).filter(|c| c.state == state::BOOTSTRAPPING)?;
+    said_as(
+        "the kubelet's client CSR waits for approval",
+        vec![said(c)],
+        "`hardshift approve-csrs --dir DIR` approves it if it is this node's (the machine-approver's rules)",
+    )
+}
+
+fn kubelet_silent(s: &Seen) -> Option<Said> {
+    let c = s
+        .comp(Component::Kubelet)
+        .filter(|c| !matches!(Health::of(c.health), Health::Ok | Health::Unknown))?;
+    said_as(
+        "the kubelet does not answer /healthz",
+        vec![said(c)],
+        "`hardshift logs NODE kubelet`",
+    )
+}
+
+fn containers_fail(s: &Seen) -> Option<Said> {
+    let crashing: Vec<String> = hardshift_proto::vocab::failing_containers(&s.report.containers)
+        .into_iter()
+        .map(|c| format!("{}/{}: exit {} {} (attempt {})", c.pod, c.name, c.exit_code, c.reason, c.attempt))
+        .collect();
+    (!crashing.is_empty()).then_some(())?;
+    said_as(
+        format!("{} containers exited with an error", crashing.len()),
+        crashing,
+        "`hardshift logs NODE --container NS/POD/NAME`",
+    )
+}
+
+fn no_cni(s: &Seen) -> Option<Said> {
+    let c = s.comp(Component::Cri).filter(|c| c.reason.contains("NetworkReady=false"))?;
+    said_as(
+        "no CNI network yet",
+        vec![said(c)],
+        "expected until the network operator runs on this node (after the control plane is up); if it stays, look at the network operator's pods",
+    )
+}
+
+/// bootkube's stage, and what to look at when it stops there.
+fn bootkube_stage<'a>(s: &'a Seen) -> Option<(&'a ComponentState, String, &'static str)> {
+    let c = s.comp(Component::Bootkube)?;
+    let stage = c.details.get("stage").cloned().unwrap_or_default();
+    let fix = match stage.as_str() {
+        "etcd" => "etcd did not become healthy: `hardshift logs NODE etcd-members`, and its static pod's log",
+        "kube-apiserver" => "the API server did not become ready: its container log (`hardshift logs NODE --container kube-system/bootstrap-kube-apiserver-NODE/kube-apiserver`), etcd and its certificates",
+        "crds-established" => "a CRD was not Established: check the bundle's crds/ (the release's CRDs) with `oc get crd`",
+        "manifests-after-cvo" => "the cluster-version-operator did not install the CRD of an object applied after it (the fips MachineConfigs need the MCO's): `oc get clusterversion`, and the CVO's pod log",
+        _ => "`hardshift logs NODE bootkube`",
+    };
+    Some((c, stage, fix))
+}
+
+fn bootkube_failed(s: &Seen) -> Option<Said> {
+    let (c, stage, fix) = bootkube_stage(s).filter(|(c, _, _)| c.health == Health::Failing as i32)?;
+    said_as(format!("bootkube failed at {stage}"), vec![said(c)], fix)
+}
+
+fn bootkube_working(s: &Seen) -> Option<Said> {
+    let (c, stage, fix) = bootkube_stage(s).filter(|(c, _, _)| c.health == Health::Warning as i32 && c.state != state::NOT_STARTED)?;
+    said_as(format!("bootkube is at {stage}"), vec![said(c)], fix)
+}
+
 /// A node whose agent said hello (its boot is known) but whose first report never arrived: the
 /// agent stopped, or its reports are refused. Nothing else can be said of it.
 pub fn no_report(node: &str, seen_ago_ms: i64) -> Vec<Finding> {
-    vec![Finding {
-        id: "HS002",
-        severity: if seen_ago_ms > SILENT_AFTER_MS { Severity::Critical } else { Severity::Warning },
-        node: node.to_string(),
-        title: format!("{node}'s agent connected {} s ago but no report of it is stored", seen_ago_ms / 1000),
-        evidence: vec!["the collector knows its boot from the agent's hello, and has no report of that boot".into()],
-        fix: "wait one report interval (5 s); if it stays so: `hardshift logs NODE hardshift-agent`, the collector's log (refused reports), the node's console".into(),
-        explains: &[],
-    }]
+    let mut f = rule("HS002").finding(
+        node,
+        Said {
+            title: format!("{node}'s agent connected {} s ago but no report of it is stored", seen_ago_ms / 1000),
+            evidence: vec!["the collector knows its boot from the agent's hello, and has no report of that boot".into()],
+            fix: "wait one report interval (5 s); if it stays so: `hardshift logs NODE hardshift-agent`, the collector's log (refused reports), the node's console".into(),
+        },
+    );
+    if seen_ago_ms > SILENT_AFTER_MS {
+        f.severity = Critical;
+    }
+    vec![f]
 }
 
 /// A node of the bundle the collector never heard from: it did not boot through the lab, Ignition
 /// refused its config, or its agent cannot reach the collector. The collector cannot tell which;
 /// the places that can are named.
 pub fn never_reported(node: &str, role: &str) -> Finding {
-    Finding {
-        id: "HS003",
-        severity: Severity::Warning,
-        node: node.to_string(),
-        title: format!("{node} ({role}) has never reported"),
-        evidence: vec!["no hello and no report from its agent since the collector's store began".into()],
-        fix: "look where it stopped: its console (Ignition errors, e.g. `hash verification failed`: the config served is not the one create wrote), the helper's DHCP log (no lease: a MAC that differs from agent-config.yaml) and HTTP log (no GET /ignition/NODE.ign), then the agent (`systemctl status hardshift-agent`, a route to the collector)".into(),
-        explains: &[],
-    }
+    rule("HS003").finding(
+        node,
+        Said {
+            title: format!("{node} ({role}) has never reported"),
+            evidence: vec!["no hello and no report from its agent since the collector's store began".into()],
+            fix: "look where it stopped: its console (Ignition errors, e.g. `hash verification failed`: the config served is not the one create wrote), the helper's DHCP log (no lease: a MAC that differs from agent-config.yaml) and HTTP log (no GET /ignition/NODE.ign), then the agent (`systemctl status hardshift-agent`, a route to the collector)".into(),
+        },
+    )
 }
 
+/// Findings for one node, root causes first. `seen_ago_ms`: since its newest report arrived.
 pub fn diagnose(node: &str, role: &str, r: &NodeReport, seen_ago_ms: i64) -> Vec<Finding> {
-    let mut out = Vec::new();
-    let mut add = |id: &'static str, severity, title: String, evidence: Vec<String>, fix: &str, explains: &'static [&'static str]| {
-        out.push(Finding {
-            id,
-            severity,
-            node: node.to_string(),
-            title,
-            evidence,
-            fix: fix.to_string(),
-            explains,
-        })
+    let seen = Seen {
+        node,
+        role,
+        report: r,
+        host: r.host.clone().unwrap_or_default(),
+        seen_ago_ms,
     };
-    if seen_ago_ms > SILENT_AFTER_MS {
-        add(
-            "HS001",
-            Severity::Critical,
-            format!("{node} has not reported for {} s", seen_ago_ms / 1000),
-            vec!["what follows is from its last report".into()],
-            "the node is down, rebooting or cut off from the collector: check its console, its network and `systemctl status hardshift-agent`",
-            &[],
-        );
-    }
-    let host = r.host.clone().unwrap_or_default();
-    let cert = comp(r, Component::KubeletCert);
-    let not_yet_valid = cert.is_some_and(|c| c.state == state::NOT_YET_VALID);
-    if (host.clock_offset_known && host.clock_offset_ms.abs() > CLOCK_SKEW_MS) || not_yet_valid {
-        let mut ev = Vec::new();
-        if host.clock_offset_known {
-            ev.push(format!(
-                "clock offset to the collector: {:+.1} s",
-                host.clock_offset_ms as f64 / 1000.0
-            ));
-        }
-        if let Some(c) = cert.filter(|_| not_yet_valid) {
-            ev.push(said(c));
-        }
-        add(
-            "HS010",
-            Severity::Critical,
-            format!("{node}'s clock is off: certificates look not yet valid or expired"),
-            ev,
-            "point chrony at a reachable NTP server (a chrony MachineConfig, or the helper) and check `chronyc tracking`",
-            &["HS031", "HS021", "HS030"],
-        );
-    }
-    // The kubelet registers, and asks for certificates, under the hostname: a wrong one is a
-    // Node nobody expects and CSRs the approver refuses.
-    let short = host.hostname.split('.').next().unwrap_or("");
-    if !host.hostname.is_empty() && short != node {
-        let local = matches!(short, "localhost" | "localhost6" | "fedora" | "");
-        add(
-            "HS070",
-            Severity::Critical,
-            format!("{node}'s hostname is {:?}", host.hostname),
-            vec![format!(
-                "the kubelet will register as {short:?} and its CSRs will name it, not {node}{}",
-                if local { " (no name came from DHCP, DNS or the Ignition config)" } else { "" }
-            )],
-            "give the node its name: a DHCP host entry or reverse DNS for its address (the lab's dnsmasq/dhcpd configs), or `hostnamectl set-hostname NODE`, then reboot",
-            &["HS030"],
-        );
-    }
-    if let Some(c) = comp(r, Component::Dns).filter(|c| c.health == Health::Failing as i32) {
-        add(
-            "HS071",
-            Severity::Critical,
-            format!("{node} resolves {}", c.state),
-            c.reason.split("; ").map(String::from).collect(),
-            "serve the bundle's zone (lab/dns: dnsmasq or BIND) and point the node's resolver at it (DHCP option 6, or its NetworkManager config); `dig @SERVER NAME` from the node",
-            &["HS030", "HS072", "HS044"],
-        );
-    }
-    if let Some(c) = comp(r, Component::Lb).filter(|c| c.health == Health::Failing as i32) {
-        add(
-            "HS072",
-            Severity::Critical,
-            format!("{node} cannot reach the API through the load balancer"),
-            vec![c.reason.clone()],
-            "start HAProxy on the helper with the bundle's lab/haproxy/haproxy.cfg (`haproxy -c -f` it first), check the VIPs are on the helper (scripts/helper-network.sh) and that 6443 and 22623 are open",
-            &["HS030"],
-        );
-    }
-    let kubelet_unit = unit(r, unit::KUBELET);
-    if let Some(u) = kubelet_unit.filter(|u| failing(Some(u))) {
-        let lacks = lacks_program(u);
-        add(
-            "HS020",
-            Severity::Critical,
-            "kubelet.service is not running".into(),
-            [said(u)].into_iter().chain(lacks.clone()).collect(),
-            if lacks.is_some() {
-                NOT_RHCOS_FIX
-            } else {
-                "read why: `hardshift logs NODE kubelet` (its config, its certificates, the runtime socket)"
-            },
-            &["HS021", "HS030", "HS041", "HS043"],
-        );
-    }
-    let crio_unit = unit(r, unit::CRIO);
-    if let Some(u) = crio_unit.filter(|u| failing(Some(u))) {
-        let lacks = lacks_program(u);
-        add(
-            "HS022",
-            Severity::Critical,
-            "crio.service is not running".into(),
-            [said(u)].into_iter().chain(lacks.clone()).collect(),
-            if lacks.is_some() {
-                NOT_RHCOS_FIX
-            } else {
-                "read why: `hardshift logs NODE crio` (storage, registries.conf, the pull secret)"
-            },
-            &["HS040", "HS021", "HS041", "HS042", "HS043"],
-        );
-    }
-    let cri = comp(r, Component::Cri);
-    if let Some(c) = cri.filter(|c| c.health == Health::Failing as i32) {
-        add(
-            "HS040",
-            Severity::Critical,
-            "the container runtime is not ready".into(),
-            vec![said(c)],
-            "check the runtime: `hardshift logs NODE crio`",
-            &["HS021", "HS041", "HS043"],
-        );
-    }
-    if let Some(c) = comp(r, Component::EtcdDisk).filter(|c| c.health == Health::Warning as i32) {
-        add(
-            "HS051",
-            Severity::Warning,
-            format!("the disk under etcd is too slow on {node}"),
-            vec![said(c)],
-            "give etcd an SSD or NVMe disk (on KVM: cache=none, io=native, not a qcow2 on a spinning disk); etcd's own check is `fio --rw=write --ioengine=sync --fdatasync=1 --bs=2300 --size=22m`",
-            &[],
-        );
-    }
-    let etcd = comp(r, Component::Etcd);
-    if let Some(c) = etcd.filter(|c| c.health == Health::Failing as i32) {
-        add(
-            "HS050",
-            Severity::Critical,
-            "etcd is unhealthy".into(),
-            vec![said(c)],
-            "`hardshift logs NODE etcd-members`; a slow disk (fdatasync over 10 ms) or a lost quorum are the usual causes",
-            &[],
-        );
-    }
-    if host.var_free_bytes > 0 && host.var_free_bytes < MIN_VAR_FREE {
-        add(
-            "HS060",
-            Severity::Critical,
-            format!("/var has {} MiB free", host.var_free_bytes >> 20),
-            vec![format!(
-                "/var free: {} MiB, / free: {} MiB",
-                host.var_free_bytes >> 20,
-                host.root_free_bytes >> 20
-            )],
-            "give the node a bigger disk (images and etcd live in /var): 100 GiB is the tutorial's size",
-            &["HS042", "HS043"],
-        );
-    }
-    let min_mem = if role == "worker" { MIN_MEMORY_COMPUTE } else { MIN_MEMORY_CONTROL };
-    if host.memory_total_bytes > 0 && host.memory_total_bytes < min_mem * 95 / 100 {
-        add(
-            "HS061",
-            Severity::Warning,
-            format!("{node} has {} MiB of memory", host.memory_total_bytes >> 20),
-            vec![format!("a {role} needs at least {} GiB", min_mem >> 30)],
-            "give the VM more memory",
-            &[],
-        );
-    }
-    let min_cpus = if role == "worker" { 2 } else { 4 };
-    if host.cpus > 0 && host.cpus < min_cpus {
-        add(
-            "HS062",
-            Severity::Warning,
-            format!("{node} has {} CPUs", host.cpus),
-            vec![format!("a {role} needs at least {min_cpus} vCPUs")],
-            "give the VM more vCPUs (etcd and the API server starve first)",
-            &[],
-        );
-    }
-    if let Some(c) = comp(r, Component::Registry).filter(|c| c.health == Health::Failing as i32) {
-        let fix = if c.reason.starts_with("auth") {
-            "the pull secret on the node (install-config pullSecret) lacks or has wrong credentials for the mirror: fix pullSecret and re-create the bundle, or fix /var/lib/kubelet/config.json on the node"
-        } else if c.reason.starts_with("tls") {
-            "the node does not trust the mirror's certificate: put its CA in install-config additionalTrustBundle"
-        } else if c.reason.starts_with("missing") {
-            "the mirror lacks the image: mirror the release again (`oc adm release mirror`), then `hardshift mirror-check`"
-        } else {
-            "the node cannot reach the mirror: check its DNS name and the route from the node"
-        };
-        add(
-            "HS044",
-            Severity::Critical,
-            format!("{node} cannot pull from its registry"),
-            c.reason.split("; ").map(String::from).collect(),
-            fix,
-            &["HS042"],
-        );
-    }
-    let pulls: Vec<String> = r
-        .containers
+    let mut out: Vec<Finding> = RULES
         .iter()
-        .filter(|c| c.reason.contains("ImagePull") || c.reason.contains("ErrImage") || c.message.contains("pull"))
-        .map(|c| format!("{}/{}: {} {}", c.pod, c.name, c.reason, c.image))
+        .filter_map(|rule| (rule.check)(&seen).map(|s| rule.finding(node, s)))
         .collect();
-    if !pulls.is_empty() {
-        add(
-            "HS042",
-            Severity::Critical,
-            "images cannot be pulled".into(),
-            pulls,
-            "check the mirror (`hardshift mirror-check`), the pull secret and /etc/containers/registries.conf on the node",
-            &["HS043"],
-        );
-    }
-    if let Some(c) = cert.filter(|c| c.health == Health::Failing as i32 && c.state != state::NOT_YET_VALID) {
-        add(
-            "HS031",
-            Severity::Critical,
-            format!("the kubelet's client certificate is {}", c.state),
-            vec![said(c)],
-            "approve its renewal CSR (`hardshift approve-csrs`), or check the clock",
-            &["HS021"],
-        );
-    }
-    if let Some(c) = cert.filter(|c| c.state == state::EXPIRING) {
-        add(
-            "HS032",
-            Severity::Warning,
-            "the kubelet's client certificate expires soon".into(),
-            vec![said(c)],
-            "its renewal CSR waits: `hardshift approve-csrs --dir DIR` (after the pivot, the machine-approver does it)",
-            &[],
-        );
-    }
-    if let Some(c) = cert.filter(|c| c.state == state::BOOTSTRAPPING) {
-        add(
-            "HS030",
-            Severity::Warning,
-            "the kubelet's client CSR waits for approval".into(),
-            vec![said(c)],
-            "`hardshift approve-csrs --dir DIR` approves it if it is this node's (the machine-approver's rules)",
-            &["HS021", "HS041"],
-        );
-    }
-    let kubelet = comp(r, Component::Kubelet);
-    if let Some(c) = kubelet.filter(|c| c.health != Health::Ok as i32 && c.health != Health::Unknown as i32) {
-        add(
-            "HS021",
-            Severity::Critical,
-            "the kubelet does not answer /healthz".into(),
-            vec![said(c)],
-            "`hardshift logs NODE kubelet`",
-            &[],
-        );
-    }
-    let crashing: Vec<String> = hardshift_proto::vocab::failing_containers(&r.containers)
-        .into_iter()
-        .map(|c| format!("{}/{}: exit {} {} (attempt {})", c.pod, c.name, c.exit_code, c.reason, c.attempt))
-        .collect();
-    if !crashing.is_empty() {
-        add(
-            "HS043",
-            Severity::Warning,
-            format!("{} containers exited with an error", crashing.len()),
-            crashing,
-            "`hardshift logs NODE --container NS/POD/NAME`",
-            &[],
-        );
-    }
-    if let Some(c) = cri.filter(|c| c.reason.contains("NetworkReady=false")) {
-        add(
-            "HS041",
-            Severity::Info,
-            "no CNI network yet".into(),
-            vec![said(c)],
-            "expected until the network operator runs on this node (after the control plane is up); if it stays, look at the network operator's pods",
-            &[],
-        );
-    }
-    if let Some(c) = comp(r, Component::Bootkube) {
-        let stage = c.details.get("stage").cloned().unwrap_or_default();
-        let fix = match stage.as_str() {
-            "etcd" => "etcd did not become healthy: `hardshift logs NODE etcd-members`, and its static pod's log",
-            "kube-apiserver" => "the API server did not become ready: its container log (`hardshift logs NODE --container kube-system/bootstrap-kube-apiserver-NODE/kube-apiserver`), etcd and its certificates",
-            "crds-established" => "a CRD was not Established: check the bundle's crds/ (the release's CRDs) with `oc get crd`",
-            "manifests-after-cvo" => "the cluster-version-operator did not install the CRD of an object applied after it (the fips MachineConfigs need the MCO's): `oc get clusterversion`, and the CVO's pod log",
-            _ => "`hardshift logs NODE bootkube`",
-        };
-        if c.health == Health::Failing as i32 {
-            add(
-                "HS080",
-                Severity::Critical,
-                format!("bootkube failed at {stage}"),
-                vec![said(c)],
-                fix,
-                &[],
-            );
-        } else if c.health == Health::Warning as i32 && c.state != state::NOT_STARTED {
-            add("HS081", Severity::Info, format!("bootkube is at {stage}"), vec![said(c)], fix, &[]);
-        }
-    }
     // Consequences of a standing cause go; then worst first, causes before consequences.
     let explained: Vec<&str> = out.iter().flat_map(|f| f.explains.iter().copied()).collect();
     out.retain(|f| !explained.contains(&f.id));
-    let rank = |id: &str| RULES.iter().position(|(r, _)| *r == id).unwrap_or(usize::MAX);
+    let rank = |id: &str| RULES.iter().position(|r| r.id == id).unwrap_or(usize::MAX);
     out.sort_by_key(|f| (f.severity, rank(f.id)));
     out
 }
@@ -448,7 +501,7 @@ pub fn diagnose(node: &str, role: &str, r: &NodeReport, seen_ago_ms: i64) -> Vec
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hardshift_proto::v1::{ContainerInfo, HostState};
+    use hardshift_proto::v1::ContainerInfo;
 
     fn c(name: &str, h: Health, state: &str, reason: &str) -> ComponentState {
         ComponentState {
@@ -679,8 +732,12 @@ mod tests {
     #[test]
     fn every_rule_is_listed_once() {
         let mut seen = std::collections::BTreeSet::new();
-        for (id, _) in RULES {
-            assert!(seen.insert(*id), "{id} twice");
+        for r in RULES {
+            assert!(seen.insert(r.id), "{} twice", r.id);
+            // What a rule explains is another rule of the table.
+            for e in r.explains {
+                assert!(RULES.iter().any(|x| x.id == *e), "{} explains {e}, which is not a rule", r.id);
+            }
         }
     }
 }
