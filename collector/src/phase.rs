@@ -25,22 +25,58 @@ pub struct Check {
     pub evidence: Vec<String>,
 }
 
-/// The checks in install order, by id.
-pub const CHECKS: &[(&str, &str)] = &[
-    ("bootstrap-booted", "the bootstrap reports"),
-    ("bootstrap-etcd", "bootstrap etcd healthy"),
-    ("api", "the API answers /readyz"),
-    ("bootkube", "bootkube complete"),
-    ("cvo", "the cluster-version-operator runs"),
-    ("masters-kubelet", "the masters' kubelets run"),
-    ("csrs", "no CSR of an inventory node waits"),
-    ("masters-ready", "the masters are Ready"),
-    ("etcd-masters", "etcd runs on every master"),
-    ("api-masters", "kube-apiserver runs on every master"),
-    ("bootstrap-removable", "safe to remove the bootstrap"),
-    ("workers-ready", "the workers are Ready"),
-    ("operators", "every ClusterOperator Available, none Degraded"),
-    ("complete", "ClusterVersion Available"),
+/// What a check returns: what is missing (each with its last error; empty when met), and what
+/// showed it met.
+struct Outcome {
+    unmet: Vec<String>,
+    met_by: Vec<String>,
+}
+
+fn met(by: impl Into<String>) -> Outcome {
+    Outcome {
+        unmet: vec![],
+        met_by: vec![by.into()],
+    }
+}
+
+fn unmet(why: Vec<String>) -> Outcome {
+    Outcome {
+        unmet: why,
+        met_by: vec![],
+    }
+}
+
+fn unmet_or(why: Vec<String>, met_by: String) -> Outcome {
+    Outcome {
+        unmet: why,
+        met_by: vec![met_by],
+    }
+}
+
+/// One step of the install: its id and title, and its check. Adding a step is adding a row.
+pub struct Step {
+    pub id: &'static str,
+    pub title: &'static str,
+    check: fn(&Ctx) -> Outcome,
+}
+
+/// The checks in install order.
+#[rustfmt::skip]
+pub const CHECKS: &[Step] = &[
+    Step { id: "bootstrap-booted", title: "the bootstrap reports", check: bootstrap_booted },
+    Step { id: "bootstrap-etcd", title: "bootstrap etcd healthy", check: bootstrap_etcd },
+    Step { id: "api", title: "the API answers /readyz", check: api_answers },
+    Step { id: "bootkube", title: "bootkube complete", check: bootkube_complete },
+    Step { id: "cvo", title: "the cluster-version-operator runs", check: cvo_runs },
+    Step { id: "masters-kubelet", title: "the masters' kubelets run", check: masters_kubelet },
+    Step { id: "csrs", title: "no CSR of an inventory node waits", check: no_csr_waits },
+    Step { id: "masters-ready", title: "the masters are Ready", check: masters_ready },
+    Step { id: "etcd-masters", title: "etcd runs on every master", check: etcd_on_masters },
+    Step { id: "api-masters", title: "kube-apiserver runs on every master", check: api_on_masters },
+    Step { id: "bootstrap-removable", title: "safe to remove the bootstrap", check: bootstrap_removable },
+    Step { id: "workers-ready", title: "the workers are Ready", check: workers_ready },
+    Step { id: "operators", title: "every ClusterOperator Available, none Degraded", check: operators },
+    Step { id: "complete", title: "ClusterVersion Available", check: complete },
 ];
 
 /// What `wait-for` can wait for: the id of the last check it needs.
@@ -87,114 +123,175 @@ fn cond_text(o: &ApiObject, t: &str) -> String {
     }
 }
 
-/// Every check, in order. `now_ms` dates the reports and the API contact.
-pub fn checks(inventory: &[Member], rows: &[NodeRow], api: &[ApiObject], contact: &ApiContact, now_ms: i64) -> Vec<Check> {
-    let row = |n: &str| rows.iter().find(|r| r.node == n);
-    let obj = |kind: &str, ns: &str, name: &str| api.iter().find(|o| o.kind == kind && o.namespace == ns && o.name == name);
-    let bootstrap = inventory.iter().find(|m| m.role == "bootstrap").map(|m| m.name.as_str());
-    let mut out: Vec<Check> = Vec::new();
-    let mut push = |id: &'static str, unmet: Vec<String>, met_by: Vec<String>| {
-        let title = CHECKS.iter().find(|(i, _)| *i == id).map(|(_, t)| *t).unwrap_or(id);
-        let met = unmet.is_empty();
-        out.push(Check {
-            id,
-            title,
-            met,
-            evidence: if met { met_by } else { unmet },
-        });
-    };
-    let ok = |c: Option<&ComponentState>| c.is_some_and(|c| c.health == Health::Ok as i32);
+/// What every check reads, with what several of them share worked out once.
+struct Ctx<'a> {
+    inventory: &'a [Member],
+    rows: &'a [NodeRow],
+    api: &'a [ApiObject],
+    contact: &'a ApiContact,
+    now_ms: i64,
+    bootstrap: Option<&'a str>,
+    masters: Vec<&'a Member>,
+    /// Masters whose kube-apiserver pod is not Ready, with why.
+    api_unmet: Vec<String>,
+    /// Masters whose etcd pod is not Ready, with why.
+    etcd_unmet: Vec<String>,
+    /// The masters serve the API: the bootstrap's own checks are history (it may be gone).
+    pivoted: bool,
+}
 
-    // The pods the masters run, as the API sees them.
-    let pod_on = |ns: &str, prefix: &str, node: &str| {
-        api.iter()
+impl<'a> Ctx<'a> {
+    fn new(inventory: &'a [Member], rows: &'a [NodeRow], api: &'a [ApiObject], contact: &'a ApiContact, now_ms: i64) -> Ctx<'a> {
+        let masters: Vec<&Member> = inventory.iter().filter(|m| m.role == "master").collect();
+        let mut me = Ctx {
+            inventory,
+            rows,
+            api,
+            contact,
+            now_ms,
+            bootstrap: inventory.iter().find(|m| m.role == "bootstrap").map(|m| m.name.as_str()),
+            masters,
+            api_unmet: vec![],
+            etcd_unmet: vec![],
+            pivoted: false,
+        };
+        me.api_unmet = me.pods_not_ready("openshift-kube-apiserver", "kube-apiserver-", "no kube-apiserver pod");
+        me.etcd_unmet = me.pods_not_ready(
+            "openshift-etcd",
+            "etcd-",
+            "no etcd pod (the etcd operator has not scaled out to it)",
+        );
+        me.pivoted = !me.masters.is_empty() && me.api_unmet.is_empty();
+        me
+    }
+
+    fn row(&self, n: &str) -> Option<&'a NodeRow> {
+        self.rows.iter().find(|r| r.node == n)
+    }
+
+    fn boot_row(&self) -> Option<&'a NodeRow> {
+        self.bootstrap.and_then(|b| self.row(b))
+    }
+
+    fn obj(&self, kind: &str, ns: &str, name: &str) -> Option<&'a ApiObject> {
+        self.api.iter().find(|o| o.kind == kind && o.namespace == ns && o.name == name)
+    }
+
+    /// The pod named `prefix…` in `ns` on `node`, as the API sees it.
+    fn pod_on(&self, ns: &str, prefix: &str, node: &str) -> Option<&'a ApiObject> {
+        self.api
+            .iter()
             .find(|o| o.kind == "Pod" && o.namespace == ns && o.name.starts_with(prefix) && o.view["nodeName"] == node)
-    };
-    let pod_ready = |p: Option<&ApiObject>| p.is_some_and(|p| p.view["phase"] == "Running" && p.is_true("Ready"));
-    let masters: Vec<&Member> = inventory.iter().filter(|m| m.role == "master").collect();
-    let api_on_masters: Vec<String> = masters
-        .iter()
-        .filter(|m| !pod_ready(pod_on("openshift-kube-apiserver", "kube-apiserver-", &m.name)))
-        .map(|m| match pod_on("openshift-kube-apiserver", "kube-apiserver-", &m.name) {
-            None => format!("{}: no kube-apiserver pod", m.name),
-            Some(p) => format!("{}: {} {}", m.name, p.name, pod_summary(p)),
-        })
-        .collect();
-    // Once the masters serve the API, the bootstrap's own checks are history: it may be gone.
-    let pivoted = !masters.is_empty() && api_on_masters.is_empty();
-    let history = || vec!["the masters run the control plane".to_string()];
+    }
 
-    // The bootstrap.
-    let boot_row = bootstrap.and_then(row);
-    match (bootstrap, boot_row) {
-        _ if pivoted => push("bootstrap-booted", vec![], history()),
-        (None, _) => push("bootstrap-booted", vec!["the inventory has no bootstrap node".into()], vec![]),
-        (Some(b), None) => push(
-            "bootstrap-booted",
-            vec![format!(
-                "{b} has never reported: not booted, no network to the collector, or its agent fails"
-            )],
-            vec![],
-        ),
-        (Some(b), Some(r)) => push("bootstrap-booted", vec![], vec![format!("{b}: {} reports", r.reports)]),
+    /// Each master whose `prefix…` pod in `ns` is not Running and Ready, with why.
+    fn pods_not_ready(&self, ns: &str, prefix: &str, missing: &str) -> Vec<String> {
+        let ready = |p: Option<&ApiObject>| p.is_some_and(|p| p.view["phase"] == "Running" && p.is_true("Ready"));
+        self.masters
+            .iter()
+            .filter(|m| !ready(self.pod_on(ns, prefix, &m.name)))
+            .map(|m| match self.pod_on(ns, prefix, &m.name) {
+                None => format!("{}: {missing}", m.name),
+                Some(p) => format!("{}: {} {}", m.name, p.name, pod_summary(p)),
+            })
+            .collect()
     }
-    let etcd = comp(boot_row, Component::Etcd);
-    match etcd {
-        _ if pivoted => push("bootstrap-etcd", vec![], history()),
-        c if ok(c) => push("bootstrap-etcd", vec![], vec![c.map(said).unwrap_or_default()]),
-        Some(c) => push("bootstrap-etcd", vec![format!("etcd: {}", said(c))], vec![]),
-        None => push("bootstrap-etcd", vec!["no etcd report from the bootstrap yet".into()], vec![]),
+
+    /// Each of `members` that is not a Ready Node, with why.
+    fn not_ready(&self, members: &[&Member]) -> Vec<String> {
+        members
+            .iter()
+            .filter_map(|m| match self.obj("Node", "", &m.name) {
+                None => Some(format!("{}: no Node object (its kubelet has not registered)", m.name)),
+                Some(n) if n.is_true("Ready") => None,
+                Some(n) => Some(format!("{}: {}", m.name, cond_text(n, "Ready"))),
+            })
+            .collect()
     }
-    let fresh = contact
+}
+
+fn ok(c: Option<&ComponentState>) -> bool {
+    c.is_some_and(|c| c.health == Health::Ok as i32)
+}
+
+fn history() -> Outcome {
+    met("the masters run the control plane")
+}
+
+fn bootstrap_booted(x: &Ctx) -> Outcome {
+    match (x.bootstrap, x.boot_row()) {
+        _ if x.pivoted => history(),
+        (None, _) => unmet(vec!["the inventory has no bootstrap node".into()]),
+        (Some(b), None) => unmet(vec![format!(
+            "{b} has never reported: not booted, no network to the collector, or its agent fails"
+        )]),
+        (Some(b), Some(r)) => met(format!("{b}: {} reports", r.reports)),
+    }
+}
+
+fn bootstrap_etcd(x: &Ctx) -> Outcome {
+    match comp(x.boot_row(), Component::Etcd) {
+        _ if x.pivoted => history(),
+        Some(c) if ok(Some(c)) => met(said(c)),
+        Some(c) => unmet(vec![format!("etcd: {}", said(c))]),
+        None => unmet(vec!["no etcd report from the bootstrap yet".into()]),
+    }
+}
+
+fn api_answers(x: &Ctx) -> Outcome {
+    let c = x.contact;
+    let fresh = c
         .last_ok_ms
-        .is_some_and(|t| now_ms - t <= API_FRESH_MS && contact.last_error_ms.is_none_or(|e| e <= t));
-    match (&contact.last_ok_ms, &contact.last_error) {
-        _ if fresh => push("api", vec![], vec!["GET /readyz: ok".into()]),
-        (None, None) => push(
-            "api",
-            vec!["no contact with the API recorded: run the collector (it watches the API) or `hardshift watch`".into()],
-            vec![],
-        ),
-        (_, Some(e)) => push("api", vec![e.clone()], vec![]),
-        (Some(t), None) => push("api", vec![format!("no answer for {} s", (now_ms - t) / 1000)], vec![]),
+        .is_some_and(|t| x.now_ms - t <= API_FRESH_MS && c.last_error_ms.is_none_or(|e| e <= t));
+    match (&c.last_ok_ms, &c.last_error) {
+        _ if fresh => met("GET /readyz: ok"),
+        (None, None) => unmet(vec![
+            "no contact with the API recorded: run the collector (it watches the API) or `hardshift watch`".into(),
+        ]),
+        (_, Some(e)) => unmet(vec![e.clone()]),
+        (Some(t), None) => unmet(vec![format!("no answer for {} s", (x.now_ms - t) / 1000)]),
     }
-    match comp(boot_row, Component::Bootkube) {
-        _ if pivoted => push("bootkube", vec![], history()),
-        Some(c) if c.state == state::COMPLETE => push("bootkube", vec![], vec!["stage complete".into()]),
-        Some(c) => push("bootkube", vec![format!("bootkube: {}", said(c))], vec![]),
-        None => push(
-            "bootkube",
-            vec!["no bootkube progress from the bootstrap's agent yet".into()],
-            vec![],
-        ),
-    }
-    match obj("ClusterVersion", "", "version") {
-        Some(cv) if cv.view["conditions"].as_array().is_some_and(|c| !c.is_empty()) => {
-            push("cvo", vec![], vec![cond_text(cv, "Progressing")])
-        }
-        Some(_) => push(
-            "cvo",
-            vec!["ClusterVersion/version has no status: the cluster-version-operator has not started (bootkube starts it last), or cannot pull its image".into()],
-            vec![],
-        ),
-        None => push("cvo", vec!["no ClusterVersion/version in the API".into()], vec![]),
-    }
+}
 
-    // The masters.
-    let unmet: Vec<String> = masters
+fn bootkube_complete(x: &Ctx) -> Outcome {
+    match comp(x.boot_row(), Component::Bootkube) {
+        _ if x.pivoted => history(),
+        Some(c) if c.state == state::COMPLETE => met("stage complete"),
+        Some(c) => unmet(vec![format!("bootkube: {}", said(c))]),
+        None => unmet(vec!["no bootkube progress from the bootstrap's agent yet".into()]),
+    }
+}
+
+fn cvo_runs(x: &Ctx) -> Outcome {
+    match x.obj("ClusterVersion", "", "version") {
+        Some(cv) if cv.view["conditions"].as_array().is_some_and(|c| !c.is_empty()) => met(cond_text(cv, "Progressing")),
+        Some(_) => unmet(vec![
+            "ClusterVersion/version has no status: the cluster-version-operator has not started (bootkube starts it last), or cannot pull its image".into(),
+        ]),
+        None => unmet(vec!["no ClusterVersion/version in the API".into()]),
+    }
+}
+
+fn masters_kubelet(x: &Ctx) -> Outcome {
+    let why: Vec<String> = x
+        .masters
         .iter()
-        .filter_map(|m| match row(&m.name) {
+        .filter_map(|m| match x.row(&m.name) {
             None => Some(format!("{}: has never reported", m.name)),
-            Some(_) if ok(comp(row(&m.name), Component::Kubelet)) => None,
-            Some(r) => Some(match comp(Some(r), Component::Kubelet) {
-                Some(c) => format!("{}: kubelet {}", m.name, said(c)),
-                None => format!("{}: no kubelet report", m.name),
-            }),
+            Some(r) => match comp(Some(r), Component::Kubelet) {
+                c if ok(c) => None,
+                Some(c) => Some(format!("{}: kubelet {}", m.name, said(c))),
+                None => Some(format!("{}: no kubelet report", m.name)),
+            },
         })
         .collect();
-    push("masters-kubelet", unmet, vec![format!("{} masters", masters.len())]);
-    let names: std::collections::BTreeSet<&str> = inventory.iter().map(|m| m.name.as_str()).collect();
-    let pending: Vec<String> = api
+    unmet_or(why, format!("{} masters", x.masters.len()))
+}
+
+fn no_csr_waits(x: &Ctx) -> Outcome {
+    let names: std::collections::BTreeSet<&str> = x.inventory.iter().map(|m| m.name.as_str()).collect();
+    let pending: Vec<String> = x
+        .api
         .iter()
         .filter(|o| o.kind == "CertificateSigningRequest" && o.view["conditions"].as_array().is_none_or(|c| c.is_empty()))
         .filter_map(|o| {
@@ -213,76 +310,69 @@ pub fn checks(inventory: &[Member], rows: &[NodeRow], api: &[ApiObject], contact
             })
         })
         .collect();
-    push("csrs", pending, vec!["none pending".into()]);
-    let node_state = |members: &[&Member]| -> Vec<String> {
-        members
-            .iter()
-            .filter_map(|m| match obj("Node", "", &m.name) {
-                None => Some(format!("{}: no Node object (its kubelet has not registered)", m.name)),
-                Some(n) if n.is_true("Ready") => None,
-                Some(n) => Some(format!("{}: {}", m.name, cond_text(n, "Ready"))),
-            })
-            .collect()
-    };
-    push("masters-ready", node_state(&masters), vec![format!("{} Ready", masters.len())]);
-    let etcd_unmet: Vec<String> = masters
-        .iter()
-        .filter(|m| !pod_ready(pod_on("openshift-etcd", "etcd-", &m.name)))
-        .map(|m| match pod_on("openshift-etcd", "etcd-", &m.name) {
-            None => format!("{}: no etcd pod (the etcd operator has not scaled out to it)", m.name),
-            Some(p) => format!("{}: {} {}", m.name, p.name, pod_summary(p)),
-        })
-        .collect();
-    push(
-        "etcd-masters",
-        etcd_unmet.clone(),
-        vec![format!("{} etcd pods Ready", masters.len())],
-    );
-    push(
-        "api-masters",
-        api_on_masters.clone(),
-        vec![format!("{} kube-apiserver pods Ready", masters.len())],
-    );
-    // The member list, as the newest report of a master's (or the bootstrap's) etcd says it.
-    let members: Option<(String, Vec<String>)> = masters
+    unmet_or(pending, "none pending".into())
+}
+
+fn masters_ready(x: &Ctx) -> Outcome {
+    unmet_or(x.not_ready(&x.masters), format!("{} Ready", x.masters.len()))
+}
+
+fn etcd_on_masters(x: &Ctx) -> Outcome {
+    unmet_or(x.etcd_unmet.clone(), format!("{} etcd pods Ready", x.masters.len()))
+}
+
+fn api_on_masters(x: &Ctx) -> Outcome {
+    unmet_or(x.api_unmet.clone(), format!("{} kube-apiserver pods Ready", x.masters.len()))
+}
+
+/// The lab README's pivot: etcd and kube-apiserver on every master, and etcd's member list (as
+/// the newest report of a master's, or the bootstrap's, etcd says it) without the bootstrap.
+fn bootstrap_removable(x: &Ctx) -> Outcome {
+    let members: Option<(String, Vec<String>)> = x
+        .masters
         .iter()
         .map(|m| m.name.as_str())
-        .chain(bootstrap)
+        .chain(x.bootstrap)
         .filter_map(|n| {
-            let c = comp(row(n), Component::Etcd).filter(|c| c.health == Health::Ok as i32)?;
+            let c = comp(x.row(n), Component::Etcd).filter(|c| c.health == Health::Ok as i32)?;
             let list = c.details.get("members")?;
             Some((n.to_string(), list.split(',').filter(|s| !s.is_empty()).map(String::from).collect()))
         })
         .next();
-    let mut unmet: Vec<String> = Vec::new();
-    if !etcd_unmet.is_empty() {
-        unmet.push("etcd does not run on every master yet".into());
+    let mut why: Vec<String> = Vec::new();
+    if !x.etcd_unmet.is_empty() {
+        why.push("etcd does not run on every master yet".into());
     }
-    if !api_on_masters.is_empty() {
-        unmet.push("kube-apiserver does not run on every master yet".into());
+    if !x.api_unmet.is_empty() {
+        why.push("kube-apiserver does not run on every master yet".into());
     }
     match &members {
-        None => unmet.push("no etcd member list from a master's agent yet".into()),
+        None => why.push("no etcd member list from a master's agent yet".into()),
         Some((from, list)) => {
             if let Some(b) = list.iter().find(|m| m.contains("bootstrap")) {
-                unmet.push(format!("etcd still has the bootstrap member {b} (as {from} sees it)"));
+                why.push(format!("etcd still has the bootstrap member {b} (as {from} sees it)"));
             }
-            for m in &masters {
-                if !list.iter().any(|x| x == &m.name || x.ends_with(&format!("-{}", m.name))) {
-                    unmet.push(format!("{} is not an etcd member (as {from} sees it)", m.name));
+            for m in &x.masters {
+                if !list.iter().any(|l| l == &m.name || l.ends_with(&format!("-{}", m.name))) {
+                    why.push(format!("{} is not an etcd member (as {from} sees it)", m.name));
                 }
             }
         }
     }
-    push(
-        "bootstrap-removable",
-        unmet,
-        vec![format!("etcd members: {}", members.map(|(_, l)| l.join(", ")).unwrap_or_default())],
-    );
-    let workers: Vec<&Member> = inventory.iter().filter(|m| m.role == "worker").collect();
-    push("workers-ready", node_state(&workers), vec![format!("{} Ready", workers.len())]);
-    let cos: Vec<&ApiObject> = api.iter().filter(|o| o.kind == "ClusterOperator").collect();
-    let mut unmet: Vec<String> = cos
+    unmet_or(
+        why,
+        format!("etcd members: {}", members.map(|(_, l)| l.join(", ")).unwrap_or_default()),
+    )
+}
+
+fn workers_ready(x: &Ctx) -> Outcome {
+    let workers: Vec<&Member> = x.inventory.iter().filter(|m| m.role == "worker").collect();
+    unmet_or(x.not_ready(&workers), format!("{} Ready", workers.len()))
+}
+
+fn operators(x: &Ctx) -> Outcome {
+    let cos: Vec<&ApiObject> = x.api.iter().filter(|o| o.kind == "ClusterOperator").collect();
+    let mut why: Vec<String> = cos
         .iter()
         .filter(|o| !o.is_true("Available") || o.is_true("Degraded"))
         .map(|o| {
@@ -291,15 +381,35 @@ pub fn checks(inventory: &[Member], rows: &[NodeRow], api: &[ApiObject], contact
         })
         .collect();
     if cos.is_empty() {
-        unmet.push("no ClusterOperator reports yet (the CVO creates them)".into());
+        why.push("no ClusterOperator reports yet (the CVO creates them)".into());
     }
-    push("operators", unmet, vec![format!("{} ClusterOperators", cos.len())]);
-    match obj("ClusterVersion", "", "version") {
-        Some(cv) if cv.is_true("Available") => push("complete", vec![], vec![cond_text(cv, "Available")]),
-        Some(cv) => push("complete", vec![cond_text(cv, "Progressing"), cond_text(cv, "Failing")], vec![]),
-        None => push("complete", vec!["no ClusterVersion/version".into()], vec![]),
+    unmet_or(why, format!("{} ClusterOperators", cos.len()))
+}
+
+fn complete(x: &Ctx) -> Outcome {
+    match x.obj("ClusterVersion", "", "version") {
+        Some(cv) if cv.is_true("Available") => met(cond_text(cv, "Available")),
+        Some(cv) => unmet(vec![cond_text(cv, "Progressing"), cond_text(cv, "Failing")]),
+        None => unmet(vec!["no ClusterVersion/version".into()]),
     }
-    out
+}
+
+/// Every check, in order. `now_ms` dates the reports and the API contact.
+pub fn checks(inventory: &[Member], rows: &[NodeRow], api: &[ApiObject], contact: &ApiContact, now_ms: i64) -> Vec<Check> {
+    let x = Ctx::new(inventory, rows, api, contact, now_ms);
+    CHECKS
+        .iter()
+        .map(|step| {
+            let o = (step.check)(&x);
+            let met = o.unmet.is_empty();
+            Check {
+                id: step.id,
+                title: step.title,
+                met,
+                evidence: if met { o.met_by } else { o.unmet },
+            }
+        })
+        .collect()
 }
 
 fn pod_summary(p: &ApiObject) -> String {
