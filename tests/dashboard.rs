@@ -603,3 +603,49 @@ fn beyond_loopback_the_dashboard_is_https_for_the_admin_certificate_only() {
             .contains("client certificate is not the admin's")
     });
 }
+
+/// Every answer carries the security headers, a refusal too; a page is gzipped for a client that
+/// takes gzip (and decodes to the same page), plain for one that does not, and the live streams
+/// never are (a compressed event stream would wait on a buffer).
+#[test]
+fn answers_are_gzipped_when_asked_and_always_carry_the_security_headers() {
+    let (_d, _collector, _port, site) = lab();
+    let client = reqwest::blocking::Client::builder().build().unwrap();
+    let get = |path: &str, headers: &[(&str, &str)]| {
+        let mut r = client.get(format!("{site}{path}"));
+        for (k, v) in headers {
+            r = r.header(*k, *v);
+        }
+        r.send().unwrap()
+    };
+    let secure = |r: &reqwest::blocking::Response, what: &str| {
+        let h = r.headers();
+        assert!(
+            h["content-security-policy"].to_str().unwrap().contains("frame-ancestors 'none'"),
+            "{what}: {h:?}"
+        );
+        assert_eq!(h["x-content-type-options"], "nosniff", "{what}");
+        assert_eq!(h["referrer-policy"], "no-referrer", "{what}");
+    };
+    let plain = get("/", &[]);
+    secure(&plain, "the grid");
+    assert!(plain.headers().get("content-encoding").is_none());
+    let plain = plain.text().unwrap();
+    let zipped = get("/", &[("accept-encoding", "gzip")]);
+    secure(&zipped, "the grid, gzipped");
+    assert_eq!(zipped.headers()["content-encoding"], "gzip");
+    let bytes = zipped.bytes().unwrap();
+    let mut html = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut html).unwrap();
+    assert_eq!(html, plain);
+    assert!(bytes.len() < plain.len(), "{} gzipped vs {} plain", bytes.len(), plain.len());
+    // A live stream: headers, never gzip (read only the head: the stream does not end).
+    let events = get("/events/grid", &[("accept-encoding", "gzip")]);
+    assert_eq!(events.headers()["content-type"], "text/event-stream");
+    assert!(events.headers().get("content-encoding").is_none(), "{:?}", events.headers());
+    drop(events);
+    // A refusal (another site's page asking) carries them as well.
+    let refused = get("/", &[("sec-fetch-site", "cross-site")]);
+    assert_eq!(refused.status(), 403);
+    secure(&refused, "a refusal");
+}

@@ -38,6 +38,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
 use tokio_stream::wrappers::WatchStream;
+use tower_http::compression::predicate::{NotForContentType, Predicate, SizeAbove};
+use tower_http::compression::CompressionLayer;
+use tower_http::set_header::SetResponseHeaderLayer;
 
 const CSS: &str = include_str!("assets/app.css");
 const JS: &str = include_str!("assets/app.js");
@@ -189,6 +192,34 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/app.css", get(|| async { asset(CSS, "text/css; charset=utf-8") }))
         .route("/app.js", get(|| async { asset(JS, "text/javascript; charset=utf-8") }))
         .layer(middleware::from_fn_with_state(shared.clone(), guard))
+        // On every answer, refusals included: no other site frames, sniffs or caches the pages.
+        .layer(SetResponseHeaderLayer::overriding(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static("default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"),
+        ))
+        .layer(SetResponseHeaderLayer::overriding(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        ))
+        .layer(SetResponseHeaderLayer::overriding(
+            header::REFERRER_POLICY,
+            HeaderValue::from_static("no-referrer"),
+        ))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("no-store"),
+        ))
+        // gzip when the client takes it: the grid of a thousand nodes is a megabyte of very
+        // repetitive HTML, a twentieth of that compressed. Not the live streams (SSE), not small
+        // answers.
+        .layer(
+            CompressionLayer::new().gzip(true).compress_when(
+                SizeAbove::new(1400)
+                    .and(NotForContentType::SSE)
+                    .and(NotForContentType::GRPC)
+                    .and(NotForContentType::IMAGES),
+            ),
+        )
         .with_state(shared)
 }
 
@@ -223,16 +254,7 @@ async fn guard(State(s): State<Arc<Shared>>, req: Request, next: Next) -> Respon
     if let Some(why) = cross_site(req.headers()) {
         return (StatusCode::FORBIDDEN, format!("refused: {why}\n")).into_response();
     }
-    let mut r = next.run(req).await;
-    let h = r.headers_mut();
-    h.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static("default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"),
-    );
-    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
-    h.entry(header::CACHE_CONTROL).or_insert(HeaderValue::from_static("no-store"));
-    r
+    next.run(req).await
 }
 
 /// Why a request comes from another site, if it does: `Sec-Fetch-Site` other than same-origin
@@ -273,10 +295,10 @@ fn sse_named(stream: impl Stream<Item = (Option<&'static str>, String)> + Send +
     Sse::new(events).keep_alive(KeepAlive::default())
 }
 
-async fn grid_page(State(s): State<Arc<Shared>>, headers: axum::http::HeaderMap) -> Response {
+async fn grid_page(State(s): State<Arc<Shared>>) -> Response {
     let grid = s.snap.borrow().grid();
     let page = pages::page("Nodes", "Nodes", "/events/grid", &grid, "");
-    compressed(&headers, "text/html; charset=utf-8", page)
+    typed("text/html; charset=utf-8", page)
 }
 
 async fn grid_events(State(s): State<Arc<Shared>>) -> impl IntoResponse {
@@ -296,31 +318,9 @@ async fn grid_events(State(s): State<Arc<Shared>>) -> impl IntoResponse {
     ))
 }
 
-/// `body` gzipped when the client accepts it: the grid of a thousand nodes is a megabyte of
-/// very repetitive HTML, and about a twentieth of that compressed.
-fn compressed(headers: &axum::http::HeaderMap, ty: &'static str, body: String) -> Response {
-    let gzip = headers
-        .get(header::ACCEPT_ENCODING)
-        .and_then(|a| a.to_str().ok())
-        .is_some_and(|a| a.split(',').any(|e| e.trim().starts_with("gzip")));
-    if gzip && body.len() > 1400 {
-        use std::io::Write;
-        let mut z = flate2::write::GzEncoder::new(Vec::with_capacity(body.len() / 8), flate2::Compression::fast());
-        if z.write_all(body.as_bytes()).is_ok() {
-            if let Ok(bytes) = z.finish() {
-                return (
-                    [
-                        (header::CONTENT_TYPE, ty),
-                        (header::CONTENT_ENCODING, "gzip"),
-                        (header::VARY, "accept-encoding"),
-                    ],
-                    bytes,
-                )
-                    .into_response();
-            }
-        }
-    }
-    ([(header::CONTENT_TYPE, ty), (header::VARY, "accept-encoding")], body).into_response()
+/// `body` as `ty` (gzip, when the client takes it, is the CompressionLayer's).
+fn typed(ty: &'static str, body: String) -> Response {
+    ([(header::CONTENT_TYPE, ty)], body).into_response()
 }
 
 /// The node's fragment, with its recent events read from the store.
@@ -478,10 +478,10 @@ async fn timeline_events(State(s): State<Arc<Shared>>) -> impl IntoResponse {
     ))
 }
 
-async fn view_json(State(s): State<Arc<Shared>>, headers: axum::http::HeaderMap) -> Response {
+async fn view_json(State(s): State<Arc<Shared>>) -> Response {
     let snap = s.snap.borrow().clone();
     match serde_json::to_string(&snap.view) {
-        Ok(j) => compressed(&headers, "application/json", j),
+        Ok(j) => typed("application/json", j),
         Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
     }
 }
@@ -502,9 +502,9 @@ async fn metrics_text(State(s): State<Arc<Shared>>, headers: axum::http::HeaderM
     };
     let text = metrics::render(&s.deps.metrics, &snap.view, &live);
     if open {
-        compressed(&headers, "application/openmetrics-text; version=1.0.0; charset=utf-8", text)
+        typed("application/openmetrics-text; version=1.0.0; charset=utf-8", text)
     } else {
-        compressed(&headers, "text/plain; version=0.0.4; charset=utf-8", metrics::classic(&text))
+        typed("text/plain; version=0.0.4; charset=utf-8", metrics::classic(&text))
     }
 }
 
