@@ -214,7 +214,7 @@ pub struct ConnInfo {
 
 /// A TLS connection under the caps and the Hello deadline.
 pub struct Conn {
-    io: TlsStream<TcpStream>,
+    io: Stream,
     info: ConnInfo,
     hello_deadline: Option<Pin<Box<tokio::time::Sleep>>>,
     gate: Arc<Gate>,
@@ -303,17 +303,81 @@ pub fn tls_config(cert_pem: &str, key_pem: &str, client_ca_pem: &str) -> Result<
     Ok(cfg)
 }
 
-/// Accept on `listener` until `stop`, handing each connection that passes the caps and the
-/// TLS handshake to `out`.
-pub async fn accept(
+/// A connection as a front door admits it: plain TCP (the dashboard on loopback), or TLS.
+pub enum Stream {
+    Plain(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_flush(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+    fn poll_write_vectored(self: Pin<&mut Self>, cx: &mut Context<'_>, bufs: &[io::IoSlice<'_>]) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
+        }
+    }
+    fn is_write_vectored(&self) -> bool {
+        match self {
+            Stream::Plain(s) => s.is_write_vectored(),
+            Stream::Tls(s) => s.is_write_vectored(),
+        }
+    }
+}
+
+/// A connection past a front door: its stream, the peer, the client's certificate (DER, verified
+/// by rustls) when TLS asked for one, and its place under the caps (released on drop).
+pub struct Admitted {
+    pub io: Stream,
+    pub peer: SocketAddr,
+    pub cert: Option<Vec<u8>>,
+    pub slot: Slot,
+}
+
+/// The collector's one front door, for the agents' gRPC and for the dashboard: accept on
+/// `listener` until `stop`; over a cap (`gate`, `limits`) a socket is closed at once, holding
+/// nothing of ours; with `tls`, the handshake runs in its own task under its deadline; every
+/// refusal is counted and logged under its reason. Each admitted connection goes to `serve`, on
+/// that task.
+pub async fn front_door<F, Fut>(
     listener: TcpListener,
-    tls: Arc<rustls::ServerConfig>,
-    limits: Limits,
+    tls: Option<Arc<rustls::ServerConfig>>,
     gate: Arc<Gate>,
-    out: mpsc::Sender<io::Result<Conn>>,
+    limits: Limits,
     stop: impl Future<Output = ()>,
-) {
-    let acceptor = TlsAcceptor::from(tls);
+    serve: F,
+) where
+    F: Fn(Admitted) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let acceptor = tls.map(TlsAcceptor::from);
+    let mut accept_errors = 0u64;
     tokio::pin!(stop);
     loop {
         let (tcp, peer) = tokio::select! {
@@ -321,8 +385,12 @@ pub async fn accept(
             r = listener.accept() => match r {
                 Ok(x) => x,
                 Err(e) => {
-                    // Out of file descriptors and the like: wait rather than spin.
-                    tracing::error!("accept: {e}");
+                    // Out of file descriptors and the like: said once a minute at most, and
+                    // waited out rather than spun on.
+                    if accept_errors.is_multiple_of(600) {
+                        tracing::error!("{}accept: {e} ({accept_errors} such errors before)", gate.prefix());
+                    }
+                    accept_errors += 1;
                     tokio::time::sleep(Duration::from_millis(100)).await;
                     continue;
                 }
@@ -331,33 +399,57 @@ pub async fn accept(
         let Some(slot) = gate.admit_or_refuse(peer, &limits) else {
             continue;
         };
-        let (acceptor, gate, out, limits) = (acceptor.clone(), gate.clone(), out.clone(), limits.clone());
+        let (acceptor, gate, limits, serve) = (acceptor.clone(), gate.clone(), limits.clone(), serve.clone());
         tokio::spawn(async move {
-            match tokio::time::timeout(limits.handshake_timeout, acceptor.accept(tcp)).await {
-                Err(_) => gate.refuse(
-                    peer,
-                    Refusal::HandshakeTimeout,
-                    &format!("no TLS handshake within {:?}", limits.handshake_timeout),
-                ),
-                Ok(Err(e)) => gate.refuse(peer, Refusal::HandshakeFailed, &format!("TLS: {e}")),
-                Ok(Ok(io)) => {
-                    let cert = io.get_ref().1.peer_certificates().and_then(|c| c.first()).map(|c| c.to_vec());
-                    let conn = Conn {
-                        io,
-                        info: ConnInfo {
-                            peer,
-                            cert,
-                            hello: Arc::new(AtomicBool::new(false)),
-                        },
-                        hello_deadline: Some(Box::pin(tokio::time::sleep(limits.hello_timeout))),
-                        gate: gate.clone(),
-                        _slot: slot,
-                    };
-                    let _ = out.send(Ok(conn)).await;
-                }
-            }
+            let (io, cert) = match acceptor {
+                None => (Stream::Plain(tcp), None),
+                Some(acceptor) => match tokio::time::timeout(limits.handshake_timeout, acceptor.accept(tcp)).await {
+                    Err(_) => {
+                        let d = format!("no TLS handshake within {:?}", limits.handshake_timeout);
+                        return gate.refuse(peer, Refusal::HandshakeTimeout, &d);
+                    }
+                    Ok(Err(e)) => return gate.refuse(peer, Refusal::HandshakeFailed, &format!("TLS: {e}")),
+                    Ok(Ok(io)) => {
+                        let cert = io.get_ref().1.peer_certificates().and_then(|c| c.first()).map(|c| c.to_vec());
+                        (Stream::Tls(Box::new(io)), cert)
+                    }
+                },
+            };
+            serve(Admitted { io, peer, cert, slot }).await
         });
     }
+}
+
+/// The agents' door: TLS with a client certificate, then the Hello deadline; each connection
+/// goes to `out` (tonic's incoming stream) until `stop`.
+pub async fn accept(
+    listener: TcpListener,
+    tls: Arc<rustls::ServerConfig>,
+    limits: Limits,
+    gate: Arc<Gate>,
+    out: mpsc::Sender<io::Result<Conn>>,
+    stop: impl Future<Output = ()>,
+) {
+    let hello_timeout = limits.hello_timeout;
+    let door_gate = gate.clone();
+    front_door(listener, Some(tls), door_gate, limits, stop, move |a: Admitted| {
+        let (out, gate) = (out.clone(), gate.clone());
+        async move {
+            let conn = Conn {
+                io: a.io,
+                info: ConnInfo {
+                    peer: a.peer,
+                    cert: a.cert,
+                    hello: Arc::new(AtomicBool::new(false)),
+                },
+                hello_deadline: Some(Box::pin(tokio::time::sleep(hello_timeout))),
+                gate,
+                _slot: a.slot,
+            };
+            let _ = out.send(Ok(conn)).await;
+        }
+    })
+    .await
 }
 
 #[cfg(test)]

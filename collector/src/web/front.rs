@@ -6,7 +6,7 @@
 //! rate-limited, under their reason. Without it, 20,000 idle loopback connections used every file
 //! descriptor and locked the agents' port out.
 
-use crate::listener::{Gate, Limits, Refusal};
+use crate::listener::{front_door, Admitted, Gate, Limits, Refusal};
 use axum::Router;
 use std::sync::Arc;
 use std::time::Duration;
@@ -48,60 +48,26 @@ where
         .map_err(|e| e.to_string())
 }
 
-/// Serve `app` on `tcp` (HTTPS for the admin only when `tls` is given) until the task is dropped.
+/// Serve `app` on `tcp` (HTTPS for the admin only when `tls` is given) until the task is dropped,
+/// through the collector's one front door (`listener::front_door`).
 pub async fn serve(tcp: tokio::net::TcpListener, tls: Option<Arc<rustls::ServerConfig>>, app: Router, gate: Arc<Gate>, limits: Limits) {
-    let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
-    let mut accept_errors = 0u64;
-    loop {
-        let (sock, peer) = match tcp.accept().await {
-            Ok(x) => x,
-            Err(e) => {
-                // Out of file descriptors and the like: said once a minute at most, never spun on.
-                if accept_errors.is_multiple_of(600) {
-                    tracing::error!("dashboard: accept: {e} ({accept_errors} such errors before)");
-                }
-                accept_errors += 1;
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
+    let https = tls.is_some();
+    let (door_gate, door_limits) = (gate.clone(), limits.clone());
+    front_door(tcp, tls, door_gate, door_limits, std::future::pending(), move |a: Admitted| {
+        let (app, gate, limits) = (app.clone(), gate.clone(), limits.clone());
+        async move {
+            let _slot = a.slot;
+            if https && !a.cert.as_deref().is_some_and(is_admin) {
+                let d = "client certificate is not the admin's (O=system:masters)";
+                return gate.refuse(a.peer, Refusal::HandshakeFailed, d);
             }
-        };
-        // Over a cap, the socket is closed at once (dropped here): it holds nothing of ours.
-        let Some(slot) = gate.admit_or_refuse(peer, &limits) else {
-            continue;
-        };
-        let (acceptor, app, gate, limits) = (acceptor.clone(), app.clone(), gate.clone(), limits.clone());
-        tokio::spawn(async move {
-            let _slot = slot;
-            let served = match acceptor {
-                None => http(sock, app, &limits).await,
-                Some(acceptor) => {
-                    let tls = match tokio::time::timeout(limits.handshake_timeout, acceptor.accept(sock)).await {
-                        Ok(Ok(t)) => t,
-                        Ok(Err(e)) => return gate.refuse(peer, Refusal::HandshakeFailed, &format!("TLS: {e}")),
-                        Err(_) => {
-                            let d = format!("no TLS handshake within {:?}", limits.handshake_timeout);
-                            return gate.refuse(peer, Refusal::HandshakeTimeout, &d);
-                        }
-                    };
-                    let admin = tls
-                        .get_ref()
-                        .1
-                        .peer_certificates()
-                        .and_then(|c| c.first())
-                        .is_some_and(|c| is_admin(c));
-                    if !admin {
-                        let d = "client certificate is not the admin's (O=system:masters)";
-                        return gate.refuse(peer, Refusal::HandshakeFailed, d);
-                    }
-                    http(tls, app, &limits).await
-                }
-            };
-            if let Err(e) = served {
+            if let Err(e) = http(a.io, app, &limits).await {
                 if e.contains("timeout") {
                     let d = format!("no request within {:?}", limits.hello_timeout);
-                    gate.refuse(peer, Refusal::NoHello, &d);
+                    gate.refuse(a.peer, Refusal::NoHello, &d);
                 }
             }
-        });
-    }
+        }
+    })
+    .await
 }
