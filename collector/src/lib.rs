@@ -15,6 +15,7 @@ pub mod session;
 pub mod store;
 pub mod summary;
 pub mod view;
+pub mod watch;
 pub mod web;
 
 /// The collector's clock, unix milliseconds: Ack timestamps, receipt times, "last seen".

@@ -81,11 +81,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     let log_path = a.cluster.dir.join("collector").join("csr-decisions.jsonl");
     let rt = tokio::runtime::Runtime::new().map_err(Failure::other)?;
     rt.block_on(async {
-        let kc = kube::config::Kubeconfig::read_from(&path).map_err(|e| Failure::input(format!("{}: {e}", path.display())))?;
-        let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default())
-            .await
-            .map_err(|e| Failure::input(format!("{}: {e}", path.display())))?;
-        let client = kube::Client::try_from(cfg).map_err(Failure::other)?;
+        let client = super::watch::client(&path).await?;
         let csrs: Api<CertificateSigningRequest> = Api::all(client.clone());
         let nodes: Api<Node> = Api::all(client);
         // What was said about a CSR is said once, not at every look.

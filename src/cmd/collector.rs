@@ -253,7 +253,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         if let (Some(k), Some(s)) = (kubeconfig, api_store) {
             let client = super::watch::client(&k).await?;
             tracing::info!("watching the API through {}", k.display());
-            tokio::spawn(super::watch::run_api_watch(client, s, async move {
+            tokio::spawn(hardshift_collector::watch::run_api_watch(client, s, async move {
                 let _ = api_stopped.await;
             }));
         }
