@@ -87,6 +87,16 @@ impl Failure {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // A command whose output goes to `head` or `less` stops quietly when the reader does, as
+    // Unix tools do, instead of panicking on a broken pipe. Not the servers and the commands
+    // that talk over a unix socket: there a closed peer is an error to report, not a signal.
+    if !matches!(
+        cli.command,
+        Command::Collector(_) | Command::Watch(_) | Command::Logs(_) | Command::Gather(_)
+    ) {
+        // SAFETY: the default disposition, set before any thread starts.
+        let _ = unsafe { nix::sys::signal::signal(nix::sys::signal::Signal::SIGPIPE, nix::sys::signal::SigHandler::SigDfl) };
+    }
     logging(cli.verbose);
     hardshift_crypto::install();
     let result = match cli.command {

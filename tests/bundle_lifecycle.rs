@@ -708,3 +708,38 @@ fn a_full_disk_leaves_no_temporary_generation_behind() {
     assert!(said.contains("No space left on device"), "{said}");
     assert!(!state.lines().any(|l| l.starts_with("tmp-")), "left behind: {state}\n{said}");
 }
+
+/// A reader that stops early (`| head`, `| true`) ends the command quietly, as with any Unix
+/// tool, instead of a panic on the broken pipe; `wait-for -o json` says the outcome as JSON.
+#[test]
+fn a_closed_pipe_ends_quietly_and_wait_for_speaks_json() {
+    let d = example_copy();
+    create(d.path(), &["--no-agent", "--key-algorithm", "ecdsa-p256"]);
+    let dir = d.path().to_str().unwrap();
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("'{}' verify --dir '{dir}' | true", env!("CARGO_BIN_EXE_hardshift")))
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert!(!err.contains("panicked") && !err.contains("Broken pipe"), "{err}");
+    let out = hardshift(&[
+        "wait-for",
+        "bootstrap-complete",
+        "--dir",
+        dir,
+        "--timeout",
+        "1s",
+        "--interval",
+        "100ms",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out.stdout)));
+    assert_eq!(
+        (v["target"].as_str(), v["reached"].as_bool()),
+        (Some("bootstrap-complete"), Some(false)),
+        "{v}"
+    );
+}

@@ -27,6 +27,28 @@ pub struct Args {
     /// How often to look.
     #[arg(long, default_value = "2s", value_parser = super::collector::parse_duration)]
     interval: Duration,
+    /// The outcome as one JSON object on stdout (progress still goes to stderr).
+    #[arg(short, long, value_enum, default_value_t = super::Output::Table)]
+    output: super::Output,
+}
+
+/// The outcome for `-o json`: reached or not, after how long, every check (met or not, with its
+/// evidence) and each node's first finding.
+fn outcome_json(
+    target: &str,
+    reached: bool,
+    secs: u64,
+    checks: &[phase::Check],
+    findings: &[diagnose::Finding],
+) -> Result<String, Failure> {
+    let v = serde_json::json!({
+        "target": target,
+        "reached": reached,
+        "seconds": secs,
+        "checks": checks,
+        "findings": findings,
+    });
+    serde_json::to_string_pretty(&v).map_err(Failure::other)
 }
 
 fn default_timeout(target: &str) -> Duration {
@@ -73,6 +95,10 @@ pub fn run(a: Args) -> Result<u8, Failure> {
             phase::unmet_until(&checks, last)
         };
         if !checks.is_empty() && unmet.is_empty() {
+            if a.output == super::Output::Json {
+                println!("{}", outcome_json(&a.target, true, start.elapsed().as_secs(), &checks, &[])?);
+                return Ok(0);
+            }
             println!(
                 "{} reached after {} s: {}",
                 a.target,
@@ -95,6 +121,19 @@ pub fn run(a: Args) -> Result<u8, Failure> {
             shown = Some(now_phase.clone());
         }
         if start.elapsed() >= timeout {
+            // The first finding of each node: what to look at first.
+            let firsts: Vec<diagnose::Finding> = rows
+                .iter()
+                .filter_map(|r| {
+                    r.last
+                        .as_ref()
+                        .and_then(|l| diagnose::diagnose(&r.node, &r.role, l, now - r.last_seen_ms).into_iter().next())
+                })
+                .collect();
+            if a.output == super::Output::Json {
+                println!("{}", outcome_json(&a.target, false, start.elapsed().as_secs(), &checks, &firsts)?);
+                return Ok(1);
+            }
             println!(
                 "timed out after {} waiting for {}: the install is at \"{}\"",
                 fmt_duration(timeout),
@@ -110,15 +149,8 @@ pub fn run(a: Args) -> Result<u8, Failure> {
                     println!("      {e}");
                 }
             }
-            // The first finding of each node: what to look at first.
-            for r in &rows {
-                if let Some(f) = r
-                    .last
-                    .as_ref()
-                    .and_then(|l| diagnose::diagnose(&r.node, &r.role, l, now - r.last_seen_ms).into_iter().next())
-                {
-                    println!("  {} {} {:?}: {}", f.node, f.id, f.severity, f.title);
-                }
+            for f in &firsts {
+                println!("  {} {} {:?}: {}", f.node, f.id, f.severity, f.title);
             }
             return Ok(1);
         }
