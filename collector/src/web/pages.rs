@@ -1,26 +1,12 @@
-//! The dashboard's HTML, rendered from a `View`. Pure: every string that came from a node or
-//! the API is escaped here, and the live regions are fragments the server-sent events replace.
+//! The dashboard's HTML, rendered from a `View` with maud, which escapes every value it is given
+//! (a node's or the API's words included) unless told it is markup. Pure: the live regions are
+//! fragments the server-sent events replace.
 
 use crate::events::Event;
 use crate::view::{NodeView, View};
+use maud::{html, Markup, PreEscaped, DOCTYPE};
 use std::collections::BTreeMap;
 use std::fmt::Write;
-
-/// `s` safe inside HTML text and double-quoted attributes.
-pub fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            c => o.push(c),
-        }
-    }
-    o
-}
 
 /// `s` as one path segment of a URL (node names are DNS labels, but never trust that).
 pub fn url_segment(s: &str) -> String {
@@ -59,39 +45,53 @@ fn seen_live(s: Option<i64>) -> String {
     }
 }
 
-/// The whole page around `body`; `live` is the URL of the stream that replaces `#live`.
+/// The whole page around `body` (HTML this module made); `live` is the URL of the stream that
+/// replaces `#live`.
 pub fn page(title: &str, nav: &str, live: &str, body: &str, after: &str) -> String {
     let link = |href: &str, name: &str| {
-        let cur = if name == nav { " aria-current=\"page\"" } else { "" };
-        format!("<a href=\"{href}\"{cur}>{name}</a>")
+        html! { a href=(href) aria-current=[(name == nav).then_some("page")] { (name) } }
     };
-    format!(
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-<title>{t} · hardshift</title><link rel=\"stylesheet\" href=\"/app.css\"><script src=\"/app.js\" defer></script></head>\
-<body><header><strong>hardshift</strong><nav aria-label=\"pages\">{a}{b}{c}</nav>\
-<span id=\"conn\" role=\"status\" aria-live=\"polite\"></span></header>\
-<main><h1>{t}</h1><div id=\"live\" data-live=\"{live}\" aria-live=\"off\">{body}</div>{after}</main></body></html>\n",
-        t = esc(title),
-        a = link("/", "Nodes"),
-        b = link("/timeline", "Timeline"),
-        c = link("/metrics", "Metrics"),
-        live = esc(live),
-    )
+    let page = html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) " · hardshift" }
+                link rel="stylesheet" href="/app.css";
+                script src="/app.js" defer {}
+            }
+            body {
+                header {
+                    strong { "hardshift" }
+                    nav aria-label="pages" { (link("/", "Nodes")) (link("/timeline", "Timeline")) (link("/metrics", "Metrics")) }
+                    span #conn role="status" aria-live="polite" {}
+                }
+                main {
+                    h1 { (title) }
+                    div #live data-live=(live) aria-live="off" { (PreEscaped(body)) }
+                    (PreEscaped(after))
+                }
+            }
+        }
+    };
+    page.into_string() + "\n"
 }
 
-fn phase_line(v: &View) -> String {
+fn phase_line(v: &View) -> Markup {
     let (done, total) = v.progress();
-    if total == 0 {
-        return String::new();
-    }
-    match v.checks.iter().find(|c| !c.met) {
-        None => format!("<p class=\"phase h-ok\">Install complete ({done}/{total} checks)</p>"),
-        Some(c) => format!(
-            "<p class=\"phase\">Phase {done}/{total}: waiting for <strong>{}</strong>{}</p>",
-            esc(c.title),
-            c.evidence.first().map(|e| format!(": {}", esc(e))).unwrap_or_default()
-        ),
+    html! {
+        @if total > 0 {
+            @match v.checks.iter().find(|c| !c.met) {
+                None => { p.phase.h-ok { "Install complete (" (done) "/" (total) " checks)" } }
+                Some(c) => {
+                    p.phase {
+                        "Phase " (done) "/" (total) ": waiting for " strong { (c.title) }
+                        @if let Some(e) = c.evidence.first() { ": " (e) }
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -106,210 +106,170 @@ pub fn grid(v: &View) -> String {
 }
 
 /// The grid up to its first row: the phase, the caption and the column headers. When this
-/// changes, pages get the whole grid again; otherwise only the rows that changed.
+/// changes, pages get the whole grid again; otherwise only the rows that changed. (The table and
+/// its body are opened here and closed by `grid_tail`, so the rows can be sent alone.)
 pub fn grid_head(v: &View) -> String {
-    let mut o = phase_line(v);
-    o.push_str("<table class=\"grid\"><caption>Nodes and their components (updated live)</caption><thead><tr><th scope=\"col\">Node</th><th scope=\"col\">Role</th><th scope=\"col\">Phase</th><th scope=\"col\">Seen</th>");
-    for c in &v.columns {
-        let _ = write!(o, "<th scope=\"col\">{}</th>", esc(c));
+    html! {
+        (phase_line(v))
+        (PreEscaped("<table class=\"grid\">"))
+        caption { "Nodes and their components (updated live)" }
+        thead {
+            tr {
+                th scope="col" { "Node" } th scope="col" { "Role" } th scope="col" { "Phase" } th scope="col" { "Seen" }
+                @for c in &v.columns { th scope="col" { (c) } }
+                th scope="col" { "Root cause" }
+            }
+        }
+        (PreEscaped("<tbody>"))
     }
-    o.push_str("<th scope=\"col\">Root cause</th></tr></thead><tbody>");
-    o
+    .into_string()
 }
 
 pub fn grid_tail(v: &View) -> String {
-    let mut o = String::from("</tbody></table>");
-    if v.nodes.is_empty() {
-        o.push_str("<p>No node has reported yet, and no bundle inventory was found.</p>");
+    html! {
+        (PreEscaped("</tbody></table>"))
+        @if v.nodes.is_empty() { p { "No node has reported yet, and no bundle inventory was found." } }
     }
-    o
+    .into_string()
 }
 
 /// One node's row; its `id` is what a live update replaces.
 pub fn grid_row(v: &View, n: &NodeView) -> String {
-    let mut o = String::with_capacity(256 + 128 * v.columns.len());
-    let _ = write!(
-        o,
-        "<tr id=\"node-{id}\" data-node=\"{name}\" data-health=\"{h}\"><th scope=\"row\" class=\"h-{h}\"><a href=\"/node/{id}\">{name}</a></th><td>{role}</td><td>{phase}</td><td>{seen}</td>",
-        id = url_segment(&n.name),
-        name = esc(&n.name),
-        h = n.health,
-        role = esc(&n.role),
-        phase = esc(&n.phase),
-        seen = seen_live(n.seen_ago_s),
-    );
-    for col in &v.columns {
-        match n.components.iter().find(|c| &c.name == col) {
-            None => o.push_str("<td class=\"h-none\">–</td>"),
-            Some(c) => {
-                let detail = if c.reason.is_empty() { &c.state } else { &c.reason };
-                let _ = write!(
-                    o,
-                    "<td class=\"h-{h}\" data-component=\"{name}\" data-health=\"{h}\" title=\"{d}\" aria-label=\"{name}: {h}, {s}\">{h}<small>{s}</small></td>",
-                    h = c.health,
-                    name = esc(&c.name),
-                    d = esc(detail),
-                    s = esc(&c.state),
-                );
+    let id = url_segment(&n.name);
+    html! {
+        tr id={ "node-" (id) } data-node=(n.name) data-health=(n.health) {
+            th scope="row" class={ "h-" (n.health) } { a href={ "/node/" (id) } { (n.name) } }
+            td { (n.role) } td { (n.phase) } td { (seen_live(n.seen_ago_s)) }
+            @for col in &v.columns {
+                @match n.components.iter().find(|c| &c.name == col) {
+                    None => { td.h-none { "–" } }
+                    Some(c) => {
+                        @let detail = if c.reason.is_empty() { &c.state } else { &c.reason };
+                        td class={ "h-" (c.health) } data-component=(c.name) data-health=(c.health) title=(detail)
+                            aria-label={ (c.name) ": " (c.health) ", " (c.state) } { (c.health) small { (c.state) } }
+                    }
+                }
+            }
+            @match n.causes.first() {
+                None => { td.cause { "–" } }
+                Some(c) => { td class={ "cause sev-" (format!("{:?}", c.severity)) } { abbr title=(c.fix) { (c.id) } " " (c.title) } }
             }
         }
     }
-    match n.causes.first() {
-        None => o.push_str("<td class=\"cause\">–</td>"),
-        Some(c) => {
-            let _ = write!(
-                o,
-                "<td class=\"cause sev-{sev:?}\"><abbr title=\"{fix}\">{id}</abbr> {t}</td>",
-                sev = c.severity,
-                fix = esc(&c.fix),
-                id = c.id,
-                t = esc(&c.title),
-            );
-        }
-    }
-    o.push_str("</tr>");
-    o
+    .into_string()
 }
 
 /// One node: its components with details, its diagnosis, pods not running, recent events.
 pub fn node(n: &NodeView, events: &[Event]) -> String {
-    let mut o = String::new();
-    let _ = write!(
-        o,
-        "<p class=\"summary h-{h}\">{role}, {phase}, last report {seen}, {r} reports stored, {l} lost{boot}</p>",
-        h = n.health,
-        role = esc(&n.role),
-        phase = esc(&n.phase),
-        seen = ago(n.seen_ago_s),
-        r = n.reports,
-        l = n.lost,
-        boot = if n.boot_id.is_empty() {
-            String::new()
-        } else {
-            format!(", boot {}", esc(&n.boot_id))
-        },
-    );
-    if !n.causes.is_empty() {
-        o.push_str("<h2>Diagnosis</h2><ol class=\"causes\">");
-        for c in &n.causes {
-            let _ = write!(
-                o,
-                "<li class=\"sev-{sev:?}\"><strong>{id} {t}</strong><ul>",
-                sev = c.severity,
-                id = c.id,
-                t = esc(&c.title)
-            );
-            for e in &c.evidence {
-                let _ = write!(o, "<li>{}</li>", esc(e));
+    html! {
+        p class={ "summary h-" (n.health) } {
+            (n.role) ", " (n.phase) ", last report " (ago(n.seen_ago_s)) ", " (n.reports) " reports stored, " (n.lost) " lost"
+            @if !n.boot_id.is_empty() { ", boot " (n.boot_id) }
+        }
+        @if !n.causes.is_empty() {
+            h2 { "Diagnosis" }
+            ol.causes {
+                @for c in &n.causes {
+                    li class={ "sev-" (format!("{:?}", c.severity)) } {
+                        strong { (c.id) " " (c.title) }
+                        ul { @for e in &c.evidence { li { (e) } } }
+                        p { "Fix: " (c.fix) }
+                    }
+                }
             }
-            let _ = write!(o, "</ul><p>Fix: {}</p></li>", esc(&c.fix));
         }
-        o.push_str("</ol>");
-    }
-    o.push_str("<h2>Components</h2><table class=\"comps\"><thead><tr><th scope=\"col\">Component</th><th scope=\"col\">Health</th><th scope=\"col\">State</th><th scope=\"col\">Reason</th><th scope=\"col\">Details</th></tr></thead><tbody>");
-    for c in &n.components {
-        let details: Vec<String> = c.details.iter().map(|(k, v)| format!("{}={}", esc(k), esc(v))).collect();
-        let _ = write!(
-            o,
-            "<tr data-component=\"{name}\"><th scope=\"row\">{name}</th><td class=\"h-{h}\">{h}</td><td>{s}</td><td>{r}</td><td class=\"details\">{d}</td></tr>",
-            name = esc(&c.name),
-            h = c.health,
-            s = esc(&c.state),
-            r = esc(&c.reason),
-            d = details.join("<br>"),
-        );
-    }
-    o.push_str("</tbody></table>");
-    if !n.pods_not_running.is_empty() {
-        o.push_str("<h2>Pods not ready</h2><ul>");
-        for p in &n.pods_not_running {
-            let _ = write!(o, "<li>{}</li>", esc(p));
+        h2 { "Components" }
+        table.comps {
+            thead { tr { th scope="col" { "Component" } th scope="col" { "Health" } th scope="col" { "State" } th scope="col" { "Reason" } th scope="col" { "Details" } } }
+            tbody {
+                @for c in &n.components {
+                    tr data-component=(c.name) {
+                        th scope="row" { (c.name) }
+                        td class={ "h-" (c.health) } { (c.health) }
+                        td { (c.state) }
+                        td { (c.reason) }
+                        td.details { @for (i, (k, v)) in c.details.iter().enumerate() { @if i > 0 { br; } (k) "=" (v) } }
+                    }
+                }
+            }
         }
-        o.push_str("</ul>");
+        @if !n.pods_not_running.is_empty() {
+            h2 { "Pods not ready" }
+            ul { @for p in &n.pods_not_running { li { (p) } } }
+        }
+        h2 { "Recent events" }
+        (events_table(events))
     }
-    o.push_str("<h2>Recent events</h2>");
-    o.push_str(&events_table(events));
-    o
+    .into_string()
 }
 
-fn events_table(events: &[Event]) -> String {
-    if events.is_empty() {
-        return "<p>None yet.</p>".into();
+fn events_table(events: &[Event]) -> Markup {
+    html! {
+        @if events.is_empty() {
+            p { "None yet." }
+        } @else {
+            table.events {
+                thead { tr { th scope="col" { "Time (UTC)" } th scope="col" { "Node" } th scope="col" { "What" } th scope="col" { "Change" } th scope="col" { "Why" } } }
+                tbody {
+                    @for e in events.iter().rev() {
+                        tr {
+                            td { (clock(e.time_ms)) }
+                            td { (e.node) }
+                            td { (e.component) }
+                            td { @if !e.from.is_empty() { (e.from) " → " } (e.to) }
+                            td { (e.reason) }
+                        }
+                    }
+                }
+            }
+        }
     }
-    let mut o = String::from("<table class=\"events\"><thead><tr><th scope=\"col\">Time (UTC)</th><th scope=\"col\">Node</th><th scope=\"col\">What</th><th scope=\"col\">Change</th><th scope=\"col\">Why</th></tr></thead><tbody>");
-    for e in events.iter().rev() {
-        let change = if e.from.is_empty() {
-            esc(&e.to)
-        } else {
-            format!("{} → {}", esc(&e.from), esc(&e.to))
-        };
-        let _ = write!(
-            o,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{change}</td><td>{}</td></tr>",
-            clock(e.time_ms),
-            esc(&e.node),
-            esc(&e.component),
-            esc(&e.reason)
-        );
-    }
-    o.push_str("</tbody></table>");
-    o
 }
 
 /// The node page's static part: the log buttons, outside the live region so an update
 /// does not wipe what was fetched. Each is a plain link too (works without JavaScript).
 pub fn log_links(node: &str, units: &[&str], role: &str) -> String {
-    let mut o = String::from("<section aria-labelledby=\"logs-h\"><h2 id=\"logs-h\">Logs</h2><p class=\"logs\">");
     let mut items: Vec<(String, String)> = units.iter().map(|u| (format!("unit={u}"), format!("{u} journal"))).collect();
     if role != "worker" {
         items.push(("etcd=members".into(), "etcd members".into()));
     }
-    for (q, label) in items {
-        let _ = write!(
-            o,
-            "<a class=\"fetch\" href=\"/node/{}/logs?{q}\">{}</a> ",
-            url_segment(node),
-            esc(&label)
-        );
+    let node = url_segment(node);
+    html! {
+        section aria-labelledby="logs-h" {
+            h2 #logs-h { "Logs" }
+            p.logs { @for (q, label) in &items { a.fetch href={ "/node/" (node) "/logs?" (q) } { (label) } " " } }
+            pre #logs tabindex="0" aria-label="fetched log" {}
+        }
     }
-    o.push_str("</p><pre id=\"logs\" tabindex=\"0\" aria-label=\"fetched log\"></pre></section>");
-    o
+    .into_string()
 }
 
 /// The install timeline: the checks in order (with when this collector first saw each met),
 /// then every change, newest first.
 pub fn timeline(v: &View, met_at: &BTreeMap<&'static str, i64>, events: &[Event]) -> String {
-    let mut o = phase_line(v);
-    if v.checks.is_empty() {
-        o.push_str("<p>No bundle inventory here: the phases need `hardshift create`'s inputs in the collector's directory.</p>");
-    } else {
-        o.push_str("<h2>Phases</h2><ol class=\"checks\">");
-        for c in &v.checks {
-            let when = met_at
-                .get(c.id)
-                .map(|t| format!(" <time>{} UTC</time>", clock(*t)))
-                .unwrap_or_default();
-            let _ = write!(
-                o,
-                "<li class=\"{cls}\"><span class=\"mark\">{mark}</span> {t}{when}",
-                cls = if c.met { "h-ok" } else { "h-pending" },
-                mark = if c.met { "met" } else { "not yet" },
-                t = esc(c.title),
-            );
-            if !c.met && !c.evidence.is_empty() {
-                o.push_str("<ul>");
-                for e in c.evidence.iter().take(8) {
-                    let _ = write!(o, "<li>{}</li>", esc(e));
+    html! {
+        (phase_line(v))
+        @if v.checks.is_empty() {
+            p { "No bundle inventory here: the phases need `hardshift create`'s inputs in the collector's directory." }
+        } @else {
+            h2 { "Phases" }
+            ol.checks {
+                @for c in &v.checks {
+                    li class=(if c.met { "h-ok" } else { "h-pending" }) {
+                        span.mark { (if c.met { "met" } else { "not yet" }) }
+                        " " (c.title)
+                        @if let Some(t) = met_at.get(c.id) { " " time { (clock(*t)) " UTC" } }
+                        @if !c.met && !c.evidence.is_empty() {
+                            ul { @for e in c.evidence.iter().take(8) { li { (e) } } }
+                        }
+                    }
                 }
-                o.push_str("</ul>");
             }
-            o.push_str("</li>");
         }
-        o.push_str("</ol>");
+        h2 { "Events" }
+        (events_table(events))
     }
-    o.push_str("<h2>Events</h2>");
-    o.push_str(&events_table(events));
-    o
+    .into_string()
 }
 
 #[cfg(test)]
