@@ -7,7 +7,11 @@ use hardshift_proto::v1::{ComponentState, Health, HostState, NodeReport};
 use hardshift_proto::vocab::{state, unit, Component};
 use serde::Serialize;
 
-use crate::summary::{CLOCK_SKEW_WARN_MS as CLOCK_SKEW_MS, SILENT_AFTER_MS};
+/// Clock drift beyond this breaks TLS handshakes and certificate validity windows sooner or later.
+pub const CLOCK_SKEW_WARN_MS: i64 = 2_000;
+/// A node that has not reported for this long is silent.
+pub const SILENT_AFTER_MS: i64 = 30_000;
+const CLOCK_SKEW_MS: i64 = CLOCK_SKEW_WARN_MS;
 /// OpenShift's minimums: control plane 16 GiB of memory, compute 8 GiB.
 const MIN_MEMORY_CONTROL: u64 = 16 << 30;
 const MIN_MEMORY_COMPUTE: u64 = 8 << 30;

@@ -1,6 +1,7 @@
 //! The workstation side of the agent protocol: the mTLS server agents stream to, and the durable
 //! store of their reports.
 
+pub mod agents;
 pub mod api;
 pub mod approver;
 pub mod diagnose;

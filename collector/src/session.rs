@@ -2,10 +2,11 @@
 //! registered while it lives, its reports queued to the writer and acked in order as their
 //! commits land, its debug answers routed to whoever asked.
 
+use crate::agents::{Agents, Outbox};
 use crate::ingest::{Ingest, Stored};
 use crate::listener::ConnInfo;
 use crate::now_ms;
-use crate::server::{Agents, Collector, Outbox};
+use crate::server::Collector;
 use hardshift_proto::v1::agent_message::Body as In;
 use hardshift_proto::v1::agent_server::Agent;
 use hardshift_proto::v1::collector_message::Body as Out;

@@ -6,10 +6,7 @@ use hardshift_proto::v1::{ComponentState, Health};
 use hardshift_proto::vocab::Component;
 use serde::Serialize;
 
-/// Clock drift beyond this breaks TLS handshakes and certificate validity windows sooner or later.
-pub const CLOCK_SKEW_WARN_MS: i64 = 2_000;
-/// A node that has not reported for this long is shown as silent.
-pub const SILENT_AFTER_MS: i64 = 30_000;
+pub use crate::diagnose::{CLOCK_SKEW_WARN_MS, SILENT_AFTER_MS};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {

@@ -81,7 +81,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     let log_path = a.cluster.dir.join("collector").join("csr-decisions.jsonl");
     let rt = tokio::runtime::Runtime::new().map_err(Failure::other)?;
     rt.block_on(async {
-        let client = super::watch::client(&path).await?;
+        let client = super::kube_client(&path).await?;
         let csrs: Api<CertificateSigningRequest> = Api::all(client.clone());
         let nodes: Api<Node> = Api::all(client);
         // What was said about a CSR is said once, not at every look.

@@ -251,7 +251,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     let (stop_api, api_stopped) = tokio::sync::oneshot::channel::<()>();
     rt.block_on(async {
         if let (Some(k), Some(s)) = (kubeconfig, api_store) {
-            let client = super::watch::client(&k).await?;
+            let client = super::kube_client(&k).await?;
             tracing::info!("watching the API through {}", k.display());
             tokio::spawn(hardshift_collector::watch::run_api_watch(client, s, async move {
                 let _ = api_stopped.await;

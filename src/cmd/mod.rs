@@ -64,6 +64,16 @@ pub fn inventory(dir: &Path) -> Vec<(String, String)> {
         .unwrap_or_default()
 }
 
+/// A client of the API with the kubeconfig at `path`; a kubeconfig that does not read is the
+/// user's input (exit 2).
+pub async fn kube_client(path: &Path) -> Result<kube::Client, Failure> {
+    use hardshift_collector::watch::{client, ClientError};
+    client(path).await.map_err(|e| match e {
+        ClientError::Kubeconfig(m) => Failure::input(m),
+        ClientError::Client(m) => Failure::other(m),
+    })
+}
+
 /// Read and validate the inputs in `dir`.
 pub fn load_cluster(dir: &Path, release_refs: Option<&Path>, overrides: &config::Overrides) -> Result<Cluster, Failure> {
     let sources = config::read_sources(dir, release_refs).map_err(Failure::input)?;

@@ -14,14 +14,6 @@ pub struct Args {
     kubeconfig: Option<PathBuf>,
 }
 
-/// A client with the kubeconfig at `path`; a kubeconfig that does not read is the user's input.
-pub async fn client(path: &std::path::Path) -> Result<kube::Client, Failure> {
-    watch::client(path).await.map_err(|e| match e {
-        watch::ClientError::Kubeconfig(m) => Failure::input(m),
-        watch::ClientError::Client(m) => Failure::other(m),
-    })
-}
-
 pub fn run(a: Args) -> Result<u8, Failure> {
     let path = a.kubeconfig.clone().unwrap_or_else(|| a.store.dir.join("auth/kubeconfig"));
     let db = super::collector::db_path(&a.store.dir, a.store.db.clone());
@@ -31,7 +23,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     let store = Store::open(&db).map_err(|e| Failure::other(format!("{}: {e}", db.display())))?;
     let rt = tokio::runtime::Runtime::new().map_err(Failure::other)?;
     rt.block_on(async {
-        let client = client(&path).await?;
+        let client = super::kube_client(&path).await?;
         tracing::info!("watching the API through {} (into {})", path.display(), db.display());
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
             .map_err(|e| Failure::other(format!("SIGTERM handler: {e}")))?;

@@ -13,12 +13,12 @@ mod snapshot;
 
 use snapshot::{grid_update, rebuild, refresh, Memory, Snapshot, MAX_REBUILD};
 
+use crate::agents::Agents;
 use crate::events::{self, Event};
 use crate::listener::{self, Gate};
 use crate::metrics::{self, Metrics};
 use crate::now_ms;
 use crate::phase::Member;
-use crate::server::Agents;
 use crate::store::Store;
 use crate::view;
 use axum::extract::{Path as UrlPath, Query, Request, State};
