@@ -7,7 +7,7 @@ use crate::pki::{Kind, Pki};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
-pub const SUMS: &str = "SHA256SUMS";
+pub const SUMS: &str = crate::layout::SUMS;
 pub const CLUSTER_JSON: &str = "cluster.json";
 
 #[derive(Debug, Clone, PartialEq, Eq)]

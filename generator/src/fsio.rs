@@ -12,7 +12,7 @@ use std::io::{self, Write};
 use std::os::unix::fs::{symlink, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-pub const STATE_DIR: &str = ".hardshift";
+pub const STATE_DIR: &str = crate::layout::STATE_DIR;
 const CURRENT: &str = "current";
 /// The generation that was live before the last change: kept as a backup.
 const PREVIOUS: &str = "previous";

@@ -8,7 +8,7 @@ use k8s_openapi::ByteString;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
-pub const PASSWORD_FILE: &str = "auth/kubeadmin-password";
+pub const PASSWORD_FILE: &str = crate::layout::KUBEADMIN_PASSWORD;
 /// The installer's cost (Go's bcrypt.DefaultCost).
 const COST: u32 = 10;
 const ALPHABET: &[u8] = b"abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789";

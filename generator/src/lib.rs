@@ -14,6 +14,7 @@ pub mod ignition;
 pub mod kubeadmin;
 pub mod kubeconfig;
 pub mod lab;
+pub mod layout;
 pub mod mco;
 pub mod pki;
 pub mod release;

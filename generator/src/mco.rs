@@ -11,7 +11,7 @@ use crate::cluster::Cluster;
 use crate::pki::{trust, Pki};
 use serde_json::{json, Value};
 
-pub const DIR: &str = "mco";
+pub const DIR: &str = crate::layout::MCO;
 /// Where render.sh leaves the rendered MachineConfigs; `create` merges nodes into them.
 pub const RENDERED_MASTER: &str = "mco/rendered/master.yaml";
 pub const RENDERED_WORKER: &str = "mco/rendered/worker.yaml";

@@ -77,8 +77,11 @@ fn pending(c: &CertificateSigningRequest) -> bool {
 pub fn run(a: Args) -> Result<u8, Failure> {
     let cluster = a.cluster.load()?;
     let inv = inventory(&cluster);
-    let path = a.kubeconfig.clone().unwrap_or_else(|| a.cluster.dir.join("auth/kubeconfig"));
-    let log_path = a.cluster.dir.join("collector").join("csr-decisions.jsonl");
+    let path = a
+        .kubeconfig
+        .clone()
+        .unwrap_or_else(|| a.cluster.dir.join(hardshift_generator::layout::ADMIN_KUBECONFIG));
+    let log_path = a.cluster.dir.join(hardshift_generator::layout::CSR_DECISIONS);
     let rt = tokio::runtime::Runtime::new().map_err(Failure::other)?;
     rt.block_on(async {
         let client = super::kube_client(&path).await?;

@@ -79,7 +79,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 }
 
 pub fn db_path(dir: &std::path::Path, db: Option<PathBuf>) -> PathBuf {
-    db.unwrap_or_else(|| dir.join("collector").join("reports.db"))
+    db.unwrap_or_else(|| dir.join(hardshift_generator::layout::REPORTS_DB))
 }
 
 /// Where the commands that read the collector's store (`status`, `events`) find it.
@@ -139,9 +139,9 @@ fn web_options(dir: &std::path::Path, addr: SocketAddr, db: &std::path::Path) ->
             })
         };
         Some(hardshift_collector::web::Tls {
-            cert: read("agent-pki/collector.crt")?,
-            key: read("agent-pki/collector.key")?,
-            client_ca: read("pki/kubernetes-ca.crt")?,
+            cert: read(hardshift_generator::layout::COLLECTOR_CERT)?,
+            key: read(hardshift_generator::layout::COLLECTOR_KEY)?,
+            client_ca: read(hardshift_generator::layout::KUBERNETES_CA_CERT)?,
         })
     };
     Ok(hardshift_collector::web::Options {
@@ -172,16 +172,16 @@ pub fn run(a: Args) -> Result<u8, Failure> {
             .map_err(|e| Failure::input(format!("{}: the bundle was made with fips: true, but {e}", a.dir.display())))?;
     }
     let tls = server::Tls {
-        cert: read("agent-pki/collector.crt")?,
-        key: read("agent-pki/collector.key")?,
-        client_ca: read("agent-pki/agent-ca.crt")?,
+        cert: read(hardshift_generator::layout::COLLECTOR_CERT)?,
+        key: read(hardshift_generator::layout::COLLECTOR_KEY)?,
+        client_ca: read(hardshift_generator::layout::AGENT_CA_CERT)?,
     };
     let db = db_path(&a.dir, a.db);
     if let Some(p) = db.parent() {
         std::fs::create_dir_all(p).map_err(|e| Failure::other(format!("{}: {e}", p.display())))?;
     }
     // One collector per directory: a second would steal the admin socket and share the store.
-    let state = a.dir.join("collector");
+    let state = a.dir.join(hardshift_generator::layout::COLLECTOR);
     std::fs::create_dir_all(&state).map_err(|e| Failure::other(format!("{}: {e}", state.display())))?;
     let _lock = fsio::lock_file(&state.join("lock"), &format!("collector on {}", a.listen)).map_err(|e| match e {
         fsio::LockError::Busy(holder) => Failure::other(format!(
@@ -241,7 +241,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     let kubeconfig = match (&a.kubeconfig, a.no_api_watch) {
         (_, true) => None,
         (Some(k), _) => Some(k.clone()),
-        (None, _) => Some(a.dir.join("auth/kubeconfig")).filter(|k| k.exists()),
+        (None, _) => Some(a.dir.join(hardshift_generator::layout::ADMIN_KUBECONFIG)).filter(|k| k.exists()),
     };
     // The API side writes through its own connection: WAL lets it and the ingest share the file.
     let api_store = match &kubeconfig {

@@ -227,10 +227,13 @@ fn read_extras(dir: &Path, bases: &[(Role, PathBuf)]) -> Result<Extras, Failure>
     let mut extras = Extras::default();
     let mut problems = Vec::new();
     // The user's DIR/crds/, else the ones `hardshift release pull` took from the release.
-    let crd_dir = [dir.join("crds"), dir.join("release/crds")]
-        .into_iter()
-        .find(|d| std::fs::read_dir(d).is_ok_and(|mut rd| rd.next().is_some()))
-        .unwrap_or_else(|| dir.join("crds"));
+    let crd_dir = [
+        dir.join(hardshift_generator::layout::CRDS),
+        dir.join(hardshift_generator::layout::RELEASE_CRDS),
+    ]
+    .into_iter()
+    .find(|d| std::fs::read_dir(d).is_ok_and(|mut rd| rd.next().is_some()))
+    .unwrap_or_else(|| dir.join(hardshift_generator::layout::CRDS));
     if let Ok(rd) = std::fs::read_dir(&crd_dir) {
         let mut names: Vec<PathBuf> = rd
             .flatten()
@@ -253,10 +256,10 @@ fn read_extras(dir: &Path, bases: &[(Role, PathBuf)]) -> Result<Extras, Failure>
         // the release's, the manifests that need them never apply and the bootstrap hangs.
         problems.push(format!(
             "no CRDs in {} or {}: the bootstrap needs the release's config.openshift.io and ClusterVersion/ClusterOperator CRDs before its manifests apply (bootkube would hang at \"crds-established\"); run `hardshift release pull --dir {}` (from the registry, through the mirrors), or put them in {} (`oc adm release extract --to DIR/crds RELEASE`, keeping the *.crd.yaml of config.openshift.io and the CVO)",
-            dir.join("crds").display(),
-            dir.join("release/crds").display(),
+            dir.join(hardshift_generator::layout::CRDS).display(),
+            dir.join(hardshift_generator::layout::RELEASE_CRDS).display(),
             dir.display(),
-            dir.join("crds").display()
+            dir.join(hardshift_generator::layout::CRDS).display()
         ));
     }
     for (role, file) in bases {
@@ -872,7 +875,10 @@ pub fn run(a: Args) -> Result<u8, Failure> {
             println!("wrote {} files to {} ({})", b.files.len(), a.input.dir.display(), gen.display());
         }
     }
-    println!("admin kubeconfig: {}", a.input.dir.join("auth/kubeconfig").display());
+    println!(
+        "admin kubeconfig: {}",
+        a.input.dir.join(hardshift_generator::layout::ADMIN_KUBECONFIG).display()
+    );
     if new_password {
         // Shown once, when made; afterwards only the 0600 file holds it.
         println!(

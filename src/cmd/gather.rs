@@ -186,7 +186,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         &serde_json::to_string_pretty(&api).map_err(Failure::other)?,
         &mut budget,
     );
-    let decisions = a.store.dir.join("collector/csr-decisions.jsonl");
+    let decisions = a.store.dir.join(hardshift_generator::layout::CSR_DECISIONS);
     if let Ok(t) = std::fs::read_to_string(&decisions) {
         let mut budget = MAX_NODE_BYTES;
         ar.text("csr-decisions.jsonl".into(), "every approve-csrs decision", &t, &mut budget);

@@ -17,7 +17,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     let mut b = fsio::read_bundle(dir).map_err(Failure::input)?;
     let mut missing = Vec::new();
     for n in &cluster.nodes {
-        if !b.files.contains_key(&format!("ignition/{}.ign", n.hostname)) {
+        if !b.files.contains_key(&hardshift_generator::layout::ignition(&n.hostname)) {
             missing.push(n.hostname.clone());
         }
     }
@@ -29,18 +29,21 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         )));
     }
     let hashes = lab::ignition_hashes(b.files.iter().filter_map(|(p, f)| {
-        let host = p.strip_prefix("ignition/")?.strip_suffix(".ign")?;
+        let host = hardshift_generator::layout::node_of_ignition(p)?;
         Some((host, &f.contents))
     }));
     bundle::add_lab(&mut b, &cluster, &hashes);
     bundle::reseal(&mut b);
     let n = b.files.keys().filter(|p| p.starts_with("lab/")).count();
     match fsio::write(dir, &b).map_err(Failure::other)? {
-        fsio::Written::Unchanged(_) => println!("lab unchanged: {n} files in {}", dir.join("lab").display()),
-        fsio::Written::New(_) => println!("wrote {n} lab files to {}", dir.join("lab").display()),
+        fsio::Written::Unchanged(_) => println!(
+            "lab unchanged: {n} files in {}",
+            dir.join(hardshift_generator::layout::LAB).display()
+        ),
+        fsio::Written::New(_) => println!("wrote {n} lab files to {}", dir.join(hardshift_generator::layout::LAB).display()),
         fsio::Written::Repaired { damage, moved_to, .. } => println!(
             "wrote {n} lab files to {} (repaired {} problems in the live copy; the damaged one is in {})",
-            dir.join("lab").display(),
+            dir.join(hardshift_generator::layout::LAB).display(),
             damage.len(),
             moved_to.display()
         ),

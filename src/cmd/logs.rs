@@ -28,7 +28,7 @@ pub struct Args {
 }
 
 pub fn admin_socket(dir: &std::path::Path) -> PathBuf {
-    dir.join("collector").join("admin.sock")
+    dir.join(hardshift_generator::layout::ADMIN_SOCKET)
 }
 
 /// One debug request to `node` through the collector's admin socket.

@@ -104,7 +104,7 @@ pub fn pull_into(dir: &Path, rt: &tokio::runtime::Runtime, acc: &Access) -> Resu
         .image
         .as_ref()
         .ok_or_else(|| Failure::input("no release image: set release.image in hardshift.yaml or pass --release-image"))?;
-    let cache = dir.join("release").join("cache");
+    let cache = dir.join(hardshift_generator::layout::RELEASE_CACHE);
     hardshift_generator::fsio::private_dir_all(&cache).map_err(|e| Failure::other(format!("{}: {e}", cache.display())))?;
     let pulled = rt
         .block_on(release::pull(&acc.client, &acc.sources, image, &cache))
@@ -117,7 +117,7 @@ pub fn pull_into(dir: &Path, rt: &tokio::runtime::Runtime, acc: &Access) -> Resu
     let manifests = pulled.root.join("release-manifests");
     let refs = std::fs::read(manifests.join("image-references"))
         .map_err(|e| Failure::other(format!("{image}: no release-manifests/image-references in the image: {e}")))?;
-    let out = dir.join("release");
+    let out = dir.join(hardshift_generator::layout::RELEASE);
     hardshift_generator::fsio::write_file_atomic(&out.join("image-references"), &refs, 0o644).map_err(Failure::other)?;
     let crds = out.join("crds");
     let tmp = out.join(format!(".crds-{}", std::process::id()));

@@ -15,7 +15,10 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<u8, Failure> {
-    let path = a.kubeconfig.clone().unwrap_or_else(|| a.store.dir.join("auth/kubeconfig"));
+    let path = a
+        .kubeconfig
+        .clone()
+        .unwrap_or_else(|| a.store.dir.join(hardshift_generator::layout::ADMIN_KUBECONFIG));
     let db = super::collector::db_path(&a.store.dir, a.store.db.clone());
     if let Some(p) = db.parent() {
         std::fs::create_dir_all(p).map_err(|e| Failure::other(format!("{}: {e}", p.display())))?;

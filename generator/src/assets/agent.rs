@@ -9,7 +9,7 @@ use sha2::{Digest, Sha512};
 use std::sync::Arc;
 
 /// Where a remotely fetched agent binary sits in the bundle, to be served by the helper.
-pub const SERVED: &str = "http/hardshift-agent";
+pub const SERVED: &str = crate::layout::SERVED_AGENT;
 
 pub const BINARY: &str = "/usr/local/bin/hardshift-agent";
 pub const CONFIG: &str = hardshift_agent_config::PATH;

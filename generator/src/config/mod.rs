@@ -32,7 +32,7 @@ pub struct Sources {
 }
 
 /// Where the release's image references are, unless `--release-refs` says otherwise.
-pub const RELEASE_REFS: &str = "release/image-references";
+pub const RELEASE_REFS: &str = crate::layout::RELEASE_REFS;
 
 /// Command-line choices that win over `hardshift.yaml`.
 #[derive(Debug, Clone, Default)]

@@ -5,8 +5,8 @@
 use crate::cluster::{Cluster, KeyAlgorithm, Role};
 use std::net::{IpAddr, Ipv4Addr};
 
-pub const OPENSHIFT_DIR: &str = "pki";
-pub const AGENT_DIR: &str = "agent-pki";
+pub const OPENSHIFT_DIR: &str = crate::layout::PKI;
+pub const AGENT_DIR: &str = crate::layout::AGENT_PKI;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
