@@ -13,48 +13,27 @@ use std::time::{Duration, Instant};
 const MASTERS: [(&str, u8); 3] = [("master-0", 101), ("master-1", 102), ("master-2", 103)];
 const CLIENT_IP: u8 = 99;
 
-/// Network namespaces wired to one bridge, and the etcd processes in them; torn down on drop.
+/// The members' and the client's hosts in network namespaces on one bridge (common::netns, the
+/// boot lab's), and the etcd processes in them; torn down on drop.
 struct Lab {
-    prefix: String,
+    net: common::netns::Netns,
     children: Vec<Child>,
-}
-
-fn ip(args: &[&str]) {
-    let (ok, out) = run("ip", args);
-    assert!(ok, "ip {}: {out}", args.join(" "));
 }
 
 impl Lab {
     fn new(tag: &str) -> Lab {
-        let prefix = format!("hs{}{tag}", std::process::id() % 100000);
-        let lab = Lab {
-            prefix: prefix.clone(),
+        let octets: Vec<String> = MASTERS.iter().map(|m| m.1).chain([CLIENT_IP]).map(|o| o.to_string()).collect();
+        let addrs: Vec<[String; 1]> = octets.iter().map(|o| [format!("192.168.126.{o}/24")]).collect();
+        let addr_refs: Vec<Vec<&str>> = addrs.iter().map(|a| a.iter().map(String::as_str).collect()).collect();
+        let hosts: Vec<(&str, &[&str])> = octets.iter().zip(&addr_refs).map(|(o, a)| (o.as_str(), a.as_slice())).collect();
+        Lab {
+            net: common::netns::Netns::new(tag, &hosts),
             children: vec![],
-        };
-        let br = lab.ns("br");
-        ip(&["netns", "add", &br]);
-        ip(&["-n", &br, "link", "add", "br0", "type", "bridge"]);
-        ip(&["-n", &br, "link", "set", "br0", "up"]);
-        for octet in MASTERS.iter().map(|m| m.1).chain([CLIENT_IP]) {
-            let ns = lab.ns(&octet.to_string());
-            let (v, e) = (format!("v{prefix}{octet}"), format!("e{prefix}{octet}"));
-            let (v, e) = (&v[..v.len().min(15)], &e[..e.len().min(15)]);
-            ip(&["netns", "add", &ns]);
-            ip(&["link", "add", v, "type", "veth", "peer", "name", e]);
-            ip(&["link", "set", v, "netns", &br]);
-            ip(&["-n", &br, "link", "set", v, "master", "br0"]);
-            ip(&["-n", &br, "link", "set", v, "up"]);
-            ip(&["link", "set", e, "netns", &ns]);
-            ip(&["-n", &ns, "link", "set", e, "name", "eth0"]);
-            ip(&["-n", &ns, "addr", "add", &format!("192.168.126.{octet}/24"), "dev", "eth0"]);
-            ip(&["-n", &ns, "link", "set", "eth0", "up"]);
-            ip(&["-n", &ns, "link", "set", "lo", "up"]);
         }
-        lab
     }
 
     fn ns(&self, name: &str) -> String {
-        format!("{}-{name}", self.prefix)
+        self.net.ns(name)
     }
 
     /// Start the three members with `server_crt` as their client-facing certificate.
@@ -108,11 +87,8 @@ impl Lab {
 
 impl Drop for Lab {
     fn drop(&mut self) {
+        // The namespaces go with `net`.
         self.stop_etcd();
-        for octet in MASTERS.iter().map(|m| m.1).chain([CLIENT_IP]) {
-            let _ = run("ip", &["netns", "del", &self.ns(&octet.to_string())]);
-        }
-        let _ = run("ip", &["netns", "del", &self.ns("br")]);
     }
 }
 
