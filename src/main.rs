@@ -85,6 +85,16 @@ impl Failure {
     }
 }
 
+impl From<hardshift_generator::build::Error> for Failure {
+    fn from(e: hardshift_generator::build::Error) -> Self {
+        use hardshift_generator::build::Error;
+        match e {
+            Error::Input(m) => Failure::input(m),
+            Error::Other(m) => Failure::other(m),
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // A command whose output goes to `head` or `less` stops quietly when the reader does, as

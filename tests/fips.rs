@@ -88,7 +88,11 @@ fn a_fips_bundle_boots_every_node_in_fips_mode_and_tells_the_mco() {
         let role = m["metadata"]["labels"]["machineconfiguration.openshift.io/role"].as_str().unwrap();
         assert_eq!(m["metadata"]["name"], format!("99-{role}-fips"));
     }
-    let mco: Vec<String> = hardshift_generator::mco::inputs(&cluster, &pki).into_iter().map(|f| f.0).collect();
+    let mco: Vec<String> = hardshift_generator::mco::inputs(&cluster, &pki)
+        .unwrap()
+        .into_iter()
+        .map(|f| f.0)
+        .collect();
     for role in ["master", "worker"] {
         let want = format!("mco/manifests/99_openshift-machineconfig_99-{role}-fips.yaml");
         assert!(mco.contains(&want), "{want} in {mco:?}");

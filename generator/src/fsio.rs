@@ -84,13 +84,12 @@ pub enum Written {
 /// How the files under `live` differ from `b`: empty when they hold exactly its bytes and modes.
 /// Every byte is read (on all cores): SHA256SUMS sits beside the files and can be edited with them.
 pub fn damage(live: &Path, b: &Bundle) -> Vec<String> {
-    use rayon::prelude::*;
-    let mut out = Vec::new();
-    let mut found: Vec<(String, PathBuf, bool)> = Vec::new();
+    let mut unreadable = Vec::new();
+    let mut found: Vec<Found> = Vec::new();
     let mut stack = vec![live.to_path_buf()];
     while let Some(d) = stack.pop() {
         let Ok(rd) = fs::read_dir(&d) else {
-            out.push(format!("{} cannot be read", d.display()));
+            unreadable.push(format!("{} cannot be read", d.display()));
             continue;
         };
         for e in rd.flatten() {
@@ -100,40 +99,88 @@ pub fn damage(live: &Path, b: &Bundle) -> Vec<String> {
                 stack.push(p);
             } else {
                 let rel = p.strip_prefix(live).unwrap_or(&p).to_string_lossy().to_string();
-                found.push((rel, p, ft.is_file()));
+                found.push(Found {
+                    rel,
+                    regular: ft.is_file(),
+                });
             }
         }
     }
-    let seen: std::collections::BTreeSet<&str> = found.iter().map(|(r, _, _)| r.as_str()).collect();
-    out.extend(
-        b.files
-            .keys()
-            .filter(|k| !seen.contains(k.as_str()))
-            .map(|k| format!("{k} is missing")),
-    );
+    let look = |rel: &str| {
+        let p = live.join(rel);
+        let mode = fs::symlink_metadata(&p).map(|m| m.permissions().mode() & 0o7777).unwrap_or(0);
+        fs::read(&p).ok().map(|c| (mode, c))
+    };
+    let mut out = damage_in(b, &found, look);
+    out.extend(unreadable);
+    out.sort();
+    out
+}
+
+/// A file found in a generation, by its path inside it.
+pub struct Found {
+    pub rel: String,
+    /// A regular file (not a symlink, a fifo...).
+    pub regular: bool,
+}
+
+/// How what was `found` differs from `b`, `look` giving a found file's mode and bytes (None:
+/// unreadable). The repair decision, apart from the disk: every missing, extra, edited or
+/// re-moded file is named.
+pub fn damage_in(b: &Bundle, found: &[Found], look: impl Fn(&str) -> Option<(u32, Vec<u8>)> + Sync) -> Vec<String> {
+    use rayon::prelude::*;
+    let seen: std::collections::BTreeSet<&str> = found.iter().map(|f| f.rel.as_str()).collect();
+    let mut out: Vec<String> = b
+        .files
+        .keys()
+        .filter(|k| !seen.contains(k.as_str()))
+        .map(|k| format!("{k} is missing"))
+        .collect();
     out.extend(
         found
             .par_iter()
-            .filter_map(|(rel, p, regular)| {
+            .filter_map(|Found { rel, regular }| {
                 let Some(f) = b.files.get(rel) else {
                     return Some(format!("{rel} is not part of the bundle"));
                 };
                 if !regular {
                     return Some(format!("{rel} is not a regular file"));
                 }
-                let mode = fs::symlink_metadata(p).map(|m| m.permissions().mode() & 0o7777).unwrap_or(0);
-                if fs::read(p).map(|c| !f.contents.eq_bytes(&c)).unwrap_or(true) {
-                    Some(format!("{rel} was edited"))
-                } else if mode != f.mode {
-                    Some(format!("{rel} has mode {mode:o}, should be {:o}", f.mode))
-                } else {
-                    None
+                match look(rel) {
+                    Some((_, c)) if !f.contents.eq_bytes(&c) => Some(format!("{rel} was edited")),
+                    None => Some(format!("{rel} was edited")),
+                    Some((mode, _)) if mode != f.mode => Some(format!("{rel} has mode {mode:o}, should be {:o}", f.mode)),
+                    Some(_) => None,
                 }
             })
             .collect::<Vec<_>>(),
     );
     out.sort();
     out
+}
+
+/// What writing the bundle named `gen_name` does, over the live generation named `live`.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Action {
+    /// The same bundle is live, intact: nothing is touched.
+    Unchanged,
+    /// The same bundle is live but damaged (these problems): a fresh copy replaces it.
+    Repair(Vec<String>),
+    /// Another bundle (or none) is live: a new generation.
+    New,
+}
+
+/// The write's decision. `damage` (the live generation against the bundle) is looked at only
+/// when the same bundle is live; a repaired generation is named `gen-<hash>-r<time>`.
+pub fn action(live: Option<&str>, gen_name: &str, damage: impl FnOnce() -> Vec<String>) -> Action {
+    let same = live.is_some_and(|n| n == gen_name || n.starts_with(&format!("{gen_name}-r")));
+    if !same {
+        return Action::New;
+    }
+    match damage() {
+        d if d.is_empty() => Action::Unchanged,
+        d => Action::Repair(d),
+    }
 }
 
 /// Write `b` as the new live bundle of `dir`, atomically.
@@ -274,22 +321,20 @@ pub fn write_staged(dir: &Path, b: &Bundle, mut staged: Option<Staged>) -> Resul
     fs::create_dir_all(&state).map_err(io_err(&state))?;
     fs::set_permissions(&state, fs::Permissions::from_mode(0o700)).map_err(io_err(&state))?;
     let live = current(dir);
-    // A repaired generation is named gen-<hash>-r<time>: the same bundle.
-    let same_name = live.as_ref().and_then(|c| c.file_name()).is_some_and(|n| {
-        let n = n.to_string_lossy();
-        n == gen_name || n.starts_with(&format!("{gen_name}-r"))
-    });
-    if same_name {
-        let live = live.clone().unwrap_or_default();
-        let damage = damage(&live, b);
-        if !damage.is_empty() {
+    let was_live = live.as_ref().and_then(|c| c.file_name()).map(|n| n.to_string_lossy().to_string());
+    let unchanged = match action(was_live.as_deref(), &gen_name, || {
+        damage(live.as_deref().unwrap_or(Path::new("")), b)
+    }) {
+        Action::Repair(damage) => {
+            let live = live.clone().unwrap_or_default();
             let w = repair(dir, &state, b, &gen_name, &live, damage)?;
             staged.as_mut().map_or(Ok(()), Staged::settle)?;
             return Ok(w);
         }
-    }
-    let unchanged = same_name;
-    let gen = if same_name { live.unwrap_or(gen) } else { gen };
+        Action::Unchanged => true,
+        Action::New => false,
+    };
+    let gen = if unchanged { live.unwrap_or(gen) } else { gen };
     if !unchanged {
         // A generation of this name from before (the inputs went back) is reused only if intact.
         if gen.exists() && !damage(&gen, b).is_empty() {
@@ -523,6 +568,44 @@ pub fn read_bundle(dir: &Path) -> io::Result<Bundle> {
     Ok(b)
 }
 
+/// Replace the directory `target` as a whole with `files` (path inside it, mode, bytes): a new
+/// directory is written and flushed beside it, then renamed into place, so a killed run leaves
+/// the old one or the new one, never half. The entries named in `carry` move over from the old.
+pub fn replace_dir(target: &Path, files: &[(String, u32, Vec<u8>)], carry: &[&str]) -> io::Result<()> {
+    let name = target.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+    let parent = target.parent().unwrap_or(Path::new("."));
+    let tmp = parent.join(format!(".{name}.new-{}-{}", std::process::id(), nanos()));
+    let old = parent.join(format!(".{name}.old-{}-{}", std::process::id(), nanos()));
+    let written = (|| {
+        for (rel, mode, bytes) in files {
+            let p = tmp.join(rel);
+            fs::create_dir_all(p.parent().unwrap_or(&tmp))?;
+            // Secrets are 0600 from their creation, not after a chmod.
+            let mut f = fs::OpenOptions::new().write(true).create_new(true).mode(*mode).open(&p)?;
+            f.write_all(bytes)?;
+            f.sync_all()?;
+            fs::set_permissions(&p, fs::Permissions::from_mode(*mode))?;
+        }
+        fs::create_dir_all(&tmp)?;
+        for c in carry {
+            if fs::symlink_metadata(target.join(c)).is_ok() {
+                fs::rename(target.join(c), tmp.join(c))?;
+            }
+        }
+        sync_dir(&tmp).map_err(|e| io::Error::other(e.to_string()))
+    })();
+    if let Err(e) = written {
+        let _ = fs::remove_dir_all(&tmp);
+        return Err(e);
+    }
+    if fs::symlink_metadata(target).is_ok() {
+        fs::rename(target, &old)?;
+    }
+    fs::rename(&tmp, target)?;
+    let _ = fs::remove_dir_all(&old);
+    Ok(())
+}
+
 /// Write one file whole or not at all: a temp file beside it (created with `mode`), synced,
 /// then renamed over `path`.
 pub fn write_file_atomic(path: &Path, contents: &[u8], mode: u32) -> io::Result<()> {
@@ -615,6 +698,32 @@ pub fn lock_file(path: &Path, what: &str) -> Result<DirLock, LockError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_replaced_directory_is_whole_keeps_what_it_carries_and_leaves_nothing_beside() {
+        let d = tempfile::tempdir().unwrap();
+        let target = d.path().join("mco");
+        fs::create_dir_all(target.join("rendered")).unwrap();
+        fs::write(target.join("rendered/master.yaml"), "m").unwrap();
+        fs::write(target.join("stale.yaml"), "old").unwrap();
+        let files = vec![
+            ("render.sh".to_string(), 0o755, b"#!/bin/sh\n".to_vec()),
+            ("manifests/pull-secret.yaml".to_string(), 0o600, b"s".to_vec()),
+        ];
+        replace_dir(&target, &files, &["rendered"]).unwrap();
+        let mode = |p: &str| fs::metadata(target.join(p)).unwrap().permissions().mode() & 0o777;
+        assert_eq!((mode("render.sh"), mode("manifests/pull-secret.yaml")), (0o755, 0o600));
+        assert_eq!(fs::read_to_string(target.join("rendered/master.yaml")).unwrap(), "m");
+        assert!(!target.join("stale.yaml").exists());
+        let beside: Vec<_> = fs::read_dir(d.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+        assert_eq!(beside, ["mco"]);
+        // A file that cannot be written (a path under a file) leaves the old directory as it was.
+        let bad = vec![("render.sh/x".to_string(), 0o644, Vec::new())];
+        assert!(replace_dir(&target, &[files[0].clone(), bad[0].clone()], &[]).is_err());
+        assert_eq!(mode("render.sh"), 0o755);
+        let beside: Vec<_> = fs::read_dir(d.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+        assert_eq!(beside, ["mco"]);
+    }
 
     fn bundle(files: &[(&str, &str)]) -> Bundle {
         let mut b = Bundle::default();

@@ -5,6 +5,7 @@
 
 pub mod assets;
 pub mod body;
+pub mod build;
 pub mod bundle;
 pub mod cluster;
 pub mod config;

@@ -112,7 +112,7 @@ fn open_existing(dir: &std::path::Path, db: Option<PathBuf>) -> Result<Store, Fa
 /// The dashboard's address, inventory (for the phases and the nodes not yet reporting) and,
 /// beyond loopback, its TLS: the collector's certificate, admin clients of the cluster's CA.
 fn web_options(dir: &std::path::Path, addr: SocketAddr, db: &std::path::Path) -> Result<hardshift_collector::web::Options, Failure> {
-    let rec = super::create::recorded(dir);
+    let rec = hardshift_generator::build::recorded(dir);
     let overrides = hardshift_generator::config::Overrides {
         release_image: rec.release_image,
         key_algorithm: rec.key_algorithm,
@@ -167,7 +167,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
             })
     };
     // A FIPS bundle's agents speak TLS through the FIPS module only: so does its collector.
-    if super::create::recorded(&a.dir).fips {
+    if hardshift_generator::build::recorded(&a.dir).fips {
         hardshift_crypto::fips_mode()
             .map_err(|e| Failure::input(format!("{}: the bundle was made with fips: true, but {e}", a.dir.display())))?;
     }
@@ -301,7 +301,7 @@ fn fit_to_descriptors(wanted: usize) -> usize {
 
 /// The bundle's node names, when its inputs are here to say them.
 fn inventory_names(dir: &std::path::Path) -> Option<std::collections::BTreeSet<String>> {
-    let rec = super::create::recorded(dir);
+    let rec = hardshift_generator::build::recorded(dir);
     let overrides = hardshift_generator::config::Overrides {
         release_image: rec.release_image,
         key_algorithm: rec.key_algorithm,

@@ -16,7 +16,7 @@ pub mod wait_for;
 pub mod watch;
 
 use crate::Failure;
-use hardshift_generator::{cluster::Cluster, config};
+use hardshift_generator::{build, cluster::Cluster, config};
 use std::path::{Path, PathBuf};
 
 /// Where the inputs are, and the release overrides: what every command that rebuilds the
@@ -38,28 +38,18 @@ pub struct ClusterArgs {
 impl ClusterArgs {
     /// The cluster as `create` built it: the inputs, with the options it recorded unless given here.
     pub fn load(&self) -> Result<Cluster, Failure> {
-        let rec = create::recorded(&self.dir);
-        let overrides = config::Overrides {
-            release_image: self.release_image.clone().or(rec.release_image),
-            key_algorithm: rec.key_algorithm,
-            // verify, lab and mco read a bundle `create` made: they make no new keys.
-            crypto_fips: None,
-        };
-        let refs = self.release_refs.clone().or(rec.release_refs);
-        load_cluster(&self.dir, refs.as_deref(), &overrides)
+        // verify, lab and mco read a bundle `create` made: they make no new keys.
+        let rec = build::recorded(&self.dir);
+        let refs = self.release_refs.clone().or_else(|| rec.release_refs.clone());
+        load_cluster(&self.dir, refs.as_deref(), &rec.overrides(self.release_image.clone()))
     }
 }
 
 /// The bundle's nodes as (hostname, role), read with what `create` recorded; empty when the
 /// inputs are not in `dir` (a collector's store copied elsewhere, say).
 pub fn inventory(dir: &Path) -> Vec<(String, String)> {
-    let rec = create::recorded(dir);
-    let overrides = config::Overrides {
-        release_image: rec.release_image,
-        key_algorithm: rec.key_algorithm,
-        crypto_fips: None,
-    };
-    load_cluster(dir, rec.release_refs.as_deref(), &overrides)
+    let rec = build::recorded(dir);
+    load_cluster(dir, rec.release_refs.as_deref(), &rec.overrides(None))
         .map(|c| c.nodes.iter().map(|n| (n.hostname.clone(), n.role.as_str().to_string())).collect())
         .unwrap_or_default()
 }
@@ -76,8 +66,7 @@ pub async fn kube_client(path: &Path) -> Result<kube::Client, Failure> {
 
 /// Read and validate the inputs in `dir`.
 pub fn load_cluster(dir: &Path, release_refs: Option<&Path>, overrides: &config::Overrides) -> Result<Cluster, Failure> {
-    let sources = config::read_sources(dir, release_refs).map_err(Failure::input)?;
-    config::build(&sources, overrides).map_err(Failure::input)
+    Ok(build::inputs::cluster(dir, release_refs, overrides)?)
 }
 
 /// The bundle's own secrets, for scrubbing by value what leaves the workstation: the kubeadmin
@@ -88,13 +77,8 @@ pub fn bundle_secrets(dir: &Path) -> Vec<String> {
     if let Some(pw) = hardshift_generator::fsio::read_current(dir, hardshift_generator::kubeadmin::PASSWORD_FILE) {
         out.push(String::from_utf8_lossy(&pw).trim().to_string());
     }
-    let rec = create::recorded(dir);
-    let overrides = config::Overrides {
-        release_image: rec.release_image,
-        key_algorithm: rec.key_algorithm,
-        crypto_fips: None,
-    };
-    if let Ok(c) = load_cluster(dir, rec.release_refs.as_deref(), &overrides) {
+    let rec = build::recorded(dir);
+    if let Ok(c) = load_cluster(dir, rec.release_refs.as_deref(), &rec.overrides(None)) {
         let ps: serde_json::Value = serde_json::from_str(&c.pull_secret).unwrap_or_default();
         for (_, reg) in ps["auths"].as_object().into_iter().flatten() {
             if let Some(auth) = reg["auth"].as_str() {

@@ -119,10 +119,6 @@ pub fn pull_into(dir: &Path, rt: &tokio::runtime::Runtime, acc: &Access) -> Resu
         .map_err(|e| Failure::other(format!("{image}: no release-manifests/image-references in the image: {e}")))?;
     let out = dir.join(hardshift_generator::layout::RELEASE);
     hardshift_generator::fsio::write_file_atomic(&out.join("image-references"), &refs, 0o644).map_err(Failure::other)?;
-    let crds = out.join("crds");
-    let tmp = out.join(format!(".crds-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&tmp);
-    std::fs::create_dir_all(&tmp).map_err(Failure::other)?;
     let mut names: Vec<PathBuf> = std::fs::read_dir(&manifests)
         .map_err(Failure::other)?
         .flatten()
@@ -130,16 +126,15 @@ pub fn pull_into(dir: &Path, rt: &tokio::runtime::Runtime, acc: &Access) -> Resu
         .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
         .collect();
     names.sort();
-    let mut n = 0;
-    for p in names {
-        let text = std::fs::read_to_string(&p).unwrap_or_default();
-        if is_bootstrap_crd(&text) {
-            std::fs::write(tmp.join(p.file_name().unwrap_or_default()), text).map_err(Failure::other)?;
-            n += 1;
-        }
-    }
-    let _ = std::fs::remove_dir_all(&crds);
-    std::fs::rename(&tmp, &crds).map_err(Failure::other)?;
+    let crds: Vec<(String, u32, Vec<u8>)> = names
+        .iter()
+        .filter_map(|p| {
+            let text = std::fs::read_to_string(p).ok().filter(|t| is_bootstrap_crd(t))?;
+            Some((p.file_name()?.to_string_lossy().to_string(), 0o644, text.into_bytes()))
+        })
+        .collect();
+    let n = crds.len();
+    hardshift_generator::fsio::replace_dir(&dir.join(hardshift_generator::layout::RELEASE_CRDS), &crds, &[]).map_err(Failure::other)?;
     let mut msg = format!("release {image}: {} from {}, {n} CRDs", pulled.digest, pulled.from);
     if !pulled.offline_because.is_empty() {
         msg.push_str(&format!(

@@ -23,7 +23,12 @@ pub struct Args {
 pub fn run(a: Args) -> Result<u8, Failure> {
     let b = fsio::read_bundle(&a.input.dir).map_err(Failure::input)?;
     // Rebuild from the inputs with the live keys: the same inputs give the same bytes.
-    let (built, notes) = super::create::rebuild(&a.input.dir, a.input.release_image.clone(), a.input.release_refs.clone())?;
+    let (built, notes) = hardshift_generator::build::rebuild(
+        &a.input.dir,
+        a.input.release_image.clone(),
+        a.input.release_refs.clone(),
+        super::create::user_cache(),
+    )?;
     for n in &notes {
         eprintln!("note: {n}");
     }
@@ -52,7 +57,10 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         });
     }
     checks.extend(verify::regeneration(&built.bundle, &b));
-    checks.push(crypto_check(built.cluster.fips, &super::create::recorded(&a.input.dir)));
+    checks.push(crypto_check(
+        built.cluster.fips,
+        &hardshift_generator::build::recorded(&a.input.dir),
+    ));
     // What a real API server would prune or refuse, judged by the CRDs as it would.
     let crds = match &a.crds {
         Some(d) => Some(CrdSet::load_dir(d).map_err(Failure::input)?),
@@ -93,7 +101,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
 
 /// The crypto module the bundle's keys came from, as create recorded it; a `fips: true` bundle
 /// whose keys did not come from a FIPS module fails.
-fn crypto_check(fips: bool, rec: &super::create::Recorded) -> verify::Check {
+fn crypto_check(fips: bool, rec: &hardshift_generator::build::Recorded) -> verify::Check {
     let made = rec
         .crypto_module
         .clone()

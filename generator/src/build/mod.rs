@@ -1,0 +1,124 @@
+//! A bundle's whole build, owned here rather than by the CLI:
+//!
+//! 1. a [`Request`]: what to build, from flags or from what the bundle recorded ([`record`]);
+//! 2. the [`inputs`], read and checked before anything is locked;
+//! 3. the [`Live`] bundle, read once (under the lock when writing) into one type;
+//! 4. [`make`]: a pure build from those, the clock, a key source and a password source;
+//! 5. [`commit`]: one write of the bundle, and the record of how it was made.
+//!
+//! The decisions (reuse, re-issue, refuse, repair) are pure functions in [`decide`] and the PKI,
+//! tested without a filesystem. The user's cache of the agent's encoding is injected ([`cache`]).
+
+pub mod cache;
+pub mod commit;
+pub mod decide;
+pub mod inputs;
+pub mod live;
+pub mod make;
+pub mod record;
+pub mod request;
+pub mod side;
+#[cfg(test)]
+mod tests;
+
+pub use cache::{EncodingCache, NoCache, UserCache};
+pub use live::Live;
+pub use make::{Env, Made};
+pub use record::{recorded, Record, Recorded};
+pub use request::Request;
+
+use crate::fsio::{self, Written};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Why a build stopped: the user's input (exit 2), or something else (exit 1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    Input(String),
+    Other(String),
+}
+
+impl Error {
+    pub fn input(m: impl std::fmt::Display) -> Error {
+        Error::Input(m.to_string())
+    }
+    pub fn other(m: impl std::fmt::Display) -> Error {
+        Error::Other(m.to_string())
+    }
+    pub fn message(&self) -> &str {
+        match self {
+            Error::Input(m) | Error::Other(m) => m,
+        }
+    }
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.message())
+    }
+}
+
+/// What `create` did: the bundle made, how it was written, and what to warn about.
+pub struct Created {
+    pub made: Made<fsio::Staged>,
+    pub written: Written,
+    /// The live bundle had a generation before this run (so new PKI entries are news).
+    pub rerun: bool,
+}
+
+/// `hardshift create`: read the inputs, then under the bundle's lock read the live bundle, make
+/// the bundle and write it. `warn` hears what is worth saying before the lock is taken.
+pub fn create(req: &Request, cache: Arc<dyn EncodingCache>, warn: &mut dyn FnMut(String)) -> Result<Created, Error> {
+    let t = std::time::Instant::now();
+    let inputs = inputs::read(req, cache.clone())?;
+    // Not an input error: hardshift's own bootstrap runs without the MCO's bootstrap; but the
+    // render (`hardshift mco`) and a real release need them.
+    for m in crate::release::missing_for_mco(&inputs.cluster.release) {
+        warn(m);
+    }
+    for m in crate::lab::dns::unresolvable_mirrors(&inputs.cluster) {
+        warn(m);
+    }
+    tracing::debug!(ms = t.elapsed().as_millis(), "read the inputs");
+    // Inputs are read and checked; from here on the bundle is read and written: one run at a time.
+    let _lock = fsio::lock(&req.dir, "create").map_err(Error::other)?;
+    let t = std::time::Instant::now();
+    let live = Live::read(&req.dir, &crate::pki::plan(&inputs.cluster));
+    tracing::debug!(ms = t.elapsed().as_millis(), "read the live bundle");
+    // A fresh bundle's masters and workers are written while the bootstrap's keys are made.
+    let staged = fsio::Staged::begin(&req.dir).map_err(Error::other)?;
+    let env = Env {
+        now: time::OffsetDateTime::now_utc(),
+        keys: &crate::pki::keys::SystemKeys,
+        new_password: &decide::random_password,
+    };
+    let mut made = make::make(req, inputs, &live, &env, staged)?;
+    let rerun = live.generation.is_some();
+    let written = commit::commit(req, &mut made, cache.as_ref())?;
+    Ok(Created { made, written, rerun })
+}
+
+/// What `verify` needs: the live bundle made again from the same inputs and the choices `create`
+/// recorded, written nowhere. The notes say what had to be assumed.
+pub fn rebuild(
+    dir: &Path,
+    release_image: Option<String>,
+    release_refs: Option<PathBuf>,
+    cache: Arc<dyn EncodingCache>,
+) -> Result<(Made<()>, Vec<String>), Error> {
+    let (mut req, notes) = Request::recorded(dir)?;
+    if release_image.is_some() {
+        req.release_image = release_image;
+    }
+    if release_refs.is_some() {
+        req.release_refs = release_refs;
+    }
+    let inputs = inputs::read(&req, cache)?;
+    let live = Live::read(dir, &crate::pki::plan(&inputs.cluster));
+    let env = Env {
+        now: time::OffsetDateTime::now_utc(),
+        keys: &crate::pki::keys::SystemKeys,
+        new_password: &decide::random_password,
+    };
+    Ok((make::make(&req, inputs, &live, &env, None::<()>)?, notes))
+}

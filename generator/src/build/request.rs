@@ -1,0 +1,92 @@
+//! What to build: the choices of one `create`, from its flags or from what a bundle recorded.
+
+use super::record::{self, Record};
+use super::Error;
+use crate::cluster::{KeyAlgorithm, Role};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    /// The bundle directory, holding the inputs.
+    pub dir: PathBuf,
+    /// The release image pullspec (wins over hardshift.yaml `release.image`).
+    pub release_image: Option<String>,
+    /// The release's image references; default DIR/release/image-references.
+    pub release_refs: Option<PathBuf>,
+    /// The key algorithm for new keys (existing keys are kept).
+    pub key_algorithm: Option<KeyAlgorithm>,
+    /// Replace every CA (a cluster that does not run yet).
+    pub rotate_ca: bool,
+    /// MCO-rendered bases, per role; empty takes DIR/mco/rendered/ when `render.sh` left one.
+    pub mco_base: Vec<(Role, PathBuf)>,
+    /// Go on without an MCO base on an OVNKubernetes cluster.
+    pub self_contained_nodes: bool,
+    /// The hardshift-agent binary to place on every node; None leaves it out.
+    pub agent: Option<PathBuf>,
+    /// Have Ignition fetch the agent from this URL instead of embedding it.
+    pub agent_url: Option<String>,
+    /// Some(whether the crypto module is FIPS) when this run may make keys (`create`); None when
+    /// it only rebuilds a bundle to compare (`verify` may check a FIPS bundle from any build).
+    pub crypto_fips: Option<bool>,
+}
+
+impl Request {
+    /// The request that made DIR's bundle, as `create` recorded it (`DIR/.hardshift/create.json`),
+    /// with the agent it embedded; notes say what had to be assumed.
+    pub fn recorded(dir: &Path) -> Result<(Request, Vec<String>), Error> {
+        let mut notes = Vec::new();
+        let rec = match record::read(dir) {
+            Some(Ok(rec)) => rec,
+            Some(Err(e)) => return Err(Error::input(e)),
+            None => {
+                notes.push(format!(
+                    "no record of create's options in {} (a bundle from an older hardshift): assuming the defaults",
+                    record::path(dir).display()
+                ));
+                Record::default()
+            }
+        };
+        let mut req = rec.request(dir);
+        if let Some(sha) = &rec.agent_sha256 {
+            let kept = record::kept_agent(dir, sha);
+            if kept.is_file() {
+                // Trusted only if it still hashes to its name: a foreign binary stored there (with
+                // the configs and sums regenerated) would otherwise rebuild into a perfect match.
+                let bytes = std::fs::read(&kept).map_err(|e| Error::other(format!("{}: {e}", kept.display())))?;
+                let got = crate::bundle::sha256_hex(&bytes);
+                if &got != sha {
+                    return Err(Error::other(format!(
+                        "{}: the kept agent hashes to {got}, not {sha}, the hash create recorded: it was replaced after create wrote the bundle, so the nodes' configs cannot be trusted\n    hint: rebuild the bundle with the agent you mean (`hardshift create --dir {} --agent-binary PATH`), then verify",
+                        kept.display(),
+                        dir.display()
+                    )));
+                }
+                req.agent = Some(kept);
+            } else {
+                notes.push(format!(
+                    "the agent binary create embedded (sha256 {sha}) is not kept in {}: using the one beside hardshift",
+                    kept.display()
+                ));
+                req.agent = beside_executable();
+            }
+        }
+        Ok((req, notes))
+    }
+}
+
+/// The hardshift-agent next to the running executable, if there is one.
+pub fn beside_executable() -> Option<PathBuf> {
+    std::env::current_exe()
+        .ok()
+        .map(|e| e.with_file_name("hardshift-agent"))
+        .filter(|p| p.is_file())
+}
+
+/// `master=FILE` or `worker=FILE`, as `--mco-base` takes them.
+pub fn parse_base(part: &str) -> Result<(Role, PathBuf), String> {
+    match part.split_once('=') {
+        Some(("master", f)) => Ok((Role::Master, PathBuf::from(f))),
+        Some(("worker", f)) => Ok((Role::Worker, PathBuf::from(f))),
+        _ => Err(format!("{part:?}: expected master=FILE or worker=FILE")),
+    }
+}

@@ -1,0 +1,87 @@
+//! The bundle's side parts, made from the live bundle without touching it: the MCO's inputs
+//! (`hardshift mco`) and the lab alone (`hardshift lab`). Each reads the live bundle under its
+//! lock and writes in one step.
+
+use super::{Error, Live};
+use crate::cluster::Cluster;
+use crate::pki::{self, keys::SystemKeys};
+use crate::{bundle, fsio, layout, mco};
+use std::path::Path;
+
+/// Write DIR/mco/ (the MCO's inputs and render.sh) for `cluster`, keeping what render.sh already
+/// rendered there; the number of files written.
+pub fn mco(dir: &Path, cluster: &Cluster) -> Result<usize, Error> {
+    // The MCO's bootstrap stops at the first tag it lacks: name them all before it runs.
+    let missing = crate::release::missing_for_mco(&cluster.release);
+    if !missing.is_empty() {
+        return Err(Error::input(format!(
+            "{} problem{} in the release's image references:\n  {}\n    hint: use the release's own image-references (`hardshift release pull`, or `oc adm release extract --file=image-references`)",
+            missing.len(),
+            if missing.len() == 1 { "" } else { "s" },
+            missing.join("\n  ")
+        )));
+    }
+    let _lock = fsio::lock(dir, "mco").map_err(Error::other)?;
+    let specs = pki::plan(cluster);
+    let live = Live::read(dir, &specs);
+    let files = mco_inputs(dir, cluster, &live, time::OffsetDateTime::now_utc())?;
+    fsio::replace_dir(&dir.join(layout::MCO), &files, &["rendered"]).map_err(Error::other)?;
+    Ok(files.len())
+}
+
+/// The MCO's inputs over the live bundle, paths inside DIR/mco/. The CAs the rendered nodes will
+/// trust must be the bundle's: refused when the bundle has not made them yet.
+pub fn mco_inputs(dir: &Path, cluster: &Cluster, live: &Live, now: time::OffsetDateTime) -> Result<Vec<(String, u32, Vec<u8>)>, Error> {
+    let specs = pki::plan(cluster);
+    let issued = pki::issue(&specs, &live.existing, now, &SystemKeys, pki::Options::default()).map_err(Error::input)?;
+    let stale = super::decide::missing_cas(&issued);
+    if !stale.is_empty() {
+        return Err(Error::input(format!(
+            "{}: the bundle has no {} yet; the MCO must be given the bundle's own CAs\n    hint: run `hardshift create --dir {} --self-contained-nodes` first, then `hardshift mco`",
+            dir.display(),
+            stale.join(", "),
+            dir.display()
+        )));
+    }
+    let prefix = format!("{}/", layout::MCO);
+    Ok(mco::inputs(cluster, &issued)
+        .map_err(Error::other)?
+        .into_iter()
+        .map(|(p, mode, bytes)| (p.strip_prefix(&prefix).unwrap_or(&p).to_string(), mode, bytes))
+        .collect())
+}
+
+/// Rewrite DIR/lab/ alone, from the inputs and the live bundle's Ignition configs; how it was
+/// written and the number of lab files.
+pub fn lab(dir: &Path, cluster: &Cluster) -> Result<(fsio::Written, usize), Error> {
+    let _lock = fsio::lock(dir, "lab").map_err(Error::other)?;
+    let mut b = fsio::read_bundle(dir).map_err(Error::input)?;
+    relab(dir, cluster, &mut b)?;
+    let n = b.files.keys().filter(|p| p.starts_with(&format!("{}/", layout::LAB))).count();
+    Ok((fsio::write(dir, &b).map_err(Error::other)?, n))
+}
+
+/// `b` with its lab made again for `cluster`, from the configs it holds (whose hashes the PXE
+/// and install scripts pin). Refused if a node has no config: the inputs changed since `create`.
+pub fn relab(dir: &Path, cluster: &Cluster, b: &mut bundle::Bundle) -> Result<(), Error> {
+    let missing: Vec<&str> = cluster
+        .nodes
+        .iter()
+        .filter(|n| !b.files.contains_key(&layout::ignition(&n.hostname)))
+        .map(|n| n.hostname.as_str())
+        .collect();
+    if !missing.is_empty() {
+        return Err(Error::input(format!(
+            "the bundle has no Ignition config for {}: the inputs changed since `create`; run `hardshift create --dir {}`",
+            missing.join(", "),
+            dir.display()
+        )));
+    }
+    let hashes = crate::lab::ignition_hashes(b.files.iter().filter_map(|(p, f)| {
+        let host = layout::node_of_ignition(p)?;
+        Some((host, &f.contents))
+    }));
+    bundle::add_lab(b, cluster, &hashes);
+    bundle::reseal(b);
+    Ok(())
+}
