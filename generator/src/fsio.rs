@@ -718,8 +718,8 @@ mod tests {
         let beside: Vec<_> = fs::read_dir(d.path()).unwrap().flatten().map(|e| e.file_name()).collect();
         assert_eq!(beside, ["mco"]);
         // A file that cannot be written (a path under a file) leaves the old directory as it was.
-        let bad = vec![("render.sh/x".to_string(), 0o644, Vec::new())];
-        assert!(replace_dir(&target, &[files[0].clone(), bad[0].clone()], &[]).is_err());
+        let bad = ("render.sh/x".to_string(), 0o644, Vec::new());
+        assert!(replace_dir(&target, &[files[0].clone(), bad], &[]).is_err());
         assert_eq!(mode("render.sh"), 0o755);
         let beside: Vec<_> = fs::read_dir(d.path()).unwrap().flatten().map(|e| e.file_name()).collect();
         assert_eq!(beside, ["mco"]);

@@ -4,9 +4,10 @@
 
 use crate::Failure;
 use hardshift_generator::build::{self, Created, Request, UserCache};
+use hardshift_generator::cluster::Cluster;
 use hardshift_generator::cluster::{KeyAlgorithm, Role};
-use hardshift_generator::fsio::Written;
-use hardshift_generator::pki::Outcome;
+use hardshift_generator::fsio::{Staged, Written};
+use hardshift_generator::pki::{Outcome, Pki};
 use hardshift_generator::{ignition, kubeadmin, layout};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -157,7 +158,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
 /// What `create` made and wrote, in lines.
 fn say(a: &Args, created: &Created) {
     let Created { made, written, rerun } = created;
-    let (cluster, pki, extras) = (&made.cluster, &made.pki, &made.extras);
+    let (cluster, extras) = (&made.cluster, &made.extras);
     let count = |r| cluster.nodes.iter().filter(|n| n.role == r).count();
     println!(
         "cluster {}: {} nodes ({} bootstrap, {} masters, {} workers), API {} , ingress {}",
@@ -169,6 +170,22 @@ fn say(a: &Args, created: &Created) {
         cluster.api_vip,
         cluster.ingress_vip
     );
+    say_pki(cluster, &made.pki, *rerun);
+    say_configs(a, made);
+    say_written(a, made, written);
+    println!("admin kubeconfig: {}", a.input.dir.join(layout::ADMIN_KUBECONFIG).display());
+    if made.new_password {
+        // Shown once, when made; afterwards only the 0600 file holds it.
+        println!(
+            "console login: kubeadmin / {} (kept in {})",
+            extras.kubeadmin.as_ref().map_or("", |k| k.password.as_str()),
+            a.input.dir.join(kubeadmin::PASSWORD_FILE).display()
+        );
+    }
+}
+
+/// The PKI's tally, and each entry re-issued (or, on a re-run, created) with why.
+fn say_pki(cluster: &Cluster, pki: &Pki, rerun: bool) {
     let tally = |f: fn(&Outcome) -> bool| pki.entries.iter().filter(|e| f(&e.outcome)).count();
     println!(
         "PKI: {} entries ({} keys for new entries): {} created, {} reused, {} re-issued",
@@ -181,10 +198,15 @@ fn say(a: &Args, created: &Created) {
     for e in &pki.entries {
         match &e.outcome {
             Outcome::Reissued(why) => println!("  re-issued {}: {why}", e.spec.id()),
-            Outcome::Created if *rerun => println!("  created {}", e.spec.id()),
+            Outcome::Created if rerun => println!("  created {}", e.spec.id()),
             _ => {}
         }
     }
+}
+
+/// The Ignition spec, the CRDs, the agent, and one line per node's config.
+fn say_configs(a: &Args, made: &build::Made<Staged>) {
+    let (cluster, extras) = (&made.cluster, &made.extras);
     // A node merged into a newer base keeps the base's version (the MCO renders 3.4.0).
     let parse = |v: &str| v.split('.').map(|p| p.parse::<u32>().unwrap_or(0)).collect::<Vec<_>>();
     let mut versions: Vec<String> = extras
@@ -240,6 +262,10 @@ fn say(a: &Args, created: &Created) {
             cluster.nodes.len()
         );
     }
+}
+
+/// Where the bundle went, and what was repaired.
+fn say_written(a: &Args, made: &build::Made<Staged>, written: &Written) {
     // An unchanged bundle was checked when it was written: a re-run stays instant.
     match written {
         Written::Unchanged(_) => println!("bundle unchanged: {} files in {}", made.bundle.files.len(), a.input.dir.display()),
@@ -269,15 +295,6 @@ fn say(a: &Args, created: &Created) {
                 gen.display()
             );
         }
-    }
-    println!("admin kubeconfig: {}", a.input.dir.join(layout::ADMIN_KUBECONFIG).display());
-    if made.new_password {
-        // Shown once, when made; afterwards only the 0600 file holds it.
-        println!(
-            "console login: kubeadmin / {} (kept in {})",
-            extras.kubeadmin.as_ref().map_or("", |k| k.password.as_str()),
-            a.input.dir.join(kubeadmin::PASSWORD_FILE).display()
-        );
     }
 }
 

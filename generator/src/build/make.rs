@@ -112,18 +112,13 @@ pub fn make<S: Stage>(req: &Request, inputs: Inputs, live: &Live, env: &Env, sta
         PkiError::Refused { .. } => Error::input(e),
         other => Error::other(other),
     })?;
-    let (mut nodes, staged) = match early? {
+    let (nodes, staged) = match early? {
         Some((nodes, st)) => (nodes, Some(st)),
         None => (Vec::new(), None),
     };
     tracing::debug!(ms = t.elapsed().as_millis(), "issued the PKI");
     extras.kubeadmin = Some(admin);
-    let t = std::time::Instant::now();
-    let built: std::collections::BTreeSet<String> = nodes.iter().map(|n| n.hostname.clone()).collect();
-    nodes.extend(assets::ignitions_of(&cluster, &pki, &extras, &|n| !built.contains(&n.hostname)));
-    let order: std::collections::HashMap<&str, usize> = cluster.nodes.iter().enumerate().map(|(i, n)| (n.hostname.as_str(), i)).collect();
-    nodes.sort_by_key(|n| order.get(n.hostname.as_str()).copied());
-    tracing::debug!(ms = t.elapsed().as_millis(), nodes = nodes.len(), "built the Ignition configs");
+    let nodes = the_other_configs(&cluster, &pki, &extras, nodes);
     let served: Vec<(&str, &[u8])> = extras
         .agent
         .iter()
@@ -141,6 +136,17 @@ pub fn make<S: Stage>(req: &Request, inputs: Inputs, live: &Live, env: &Env, sta
         new_password,
         staged,
     })
+}
+
+/// Every node's config: those staged early (`staged`), and the others, in the inventory's order.
+fn the_other_configs(cluster: &Cluster, pki: &pki::Pki, extras: &Extras, mut nodes: Vec<NodeIgnition>) -> Vec<NodeIgnition> {
+    let t = std::time::Instant::now();
+    let built: std::collections::BTreeSet<String> = nodes.iter().map(|n| n.hostname.clone()).collect();
+    nodes.extend(assets::ignitions_of(cluster, pki, extras, &|n| !built.contains(&n.hostname)));
+    let order: std::collections::HashMap<&str, usize> = cluster.nodes.iter().enumerate().map(|(i, n)| (n.hostname.as_str(), i)).collect();
+    nodes.sort_by_key(|n| order.get(n.hostname.as_str()).copied());
+    tracing::debug!(ms = t.elapsed().as_millis(), nodes = nodes.len(), "built the Ignition configs");
+    nodes
 }
 
 /// The first stage of a fresh bundle, beside the bootstrap's keys: the masters' and workers'
