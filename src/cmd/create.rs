@@ -3,14 +3,13 @@
 //! re-keying by accident), and say what it did.
 
 use crate::Failure;
-use hardshift_generator::build::{self, Created, Request, UserCache};
+use hardshift_generator::build::{self, Created, Request};
 use hardshift_generator::cluster::Cluster;
 use hardshift_generator::cluster::{KeyAlgorithm, Role};
 use hardshift_generator::fsio::{Staged, Written};
 use hardshift_generator::pki::{Outcome, Pki};
 use hardshift_generator::{ignition, kubeadmin, layout};
 use std::path::PathBuf;
-use std::sync::Arc;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -130,14 +129,6 @@ impl Args {
     }
 }
 
-/// The user's cache of the agent's encoding, or none without a home.
-pub fn user_cache() -> Arc<dyn build::EncodingCache> {
-    match UserCache::from_env() {
-        Some(c) => Arc::new(c),
-        None => Arc::new(build::NoCache),
-    }
-}
-
 pub fn run(a: Args) -> Result<u8, Failure> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -146,7 +137,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         .map_err(Failure::other)?;
     let pulled = release_from_registry(&a, &rt)?;
     let req = a.request();
-    let created = build::create(&req, user_cache(), &mut |m| eprintln!("warning: {m}"))?;
+    let created = build::create(&req, build::cache::user(), &mut |m| eprintln!("warning: {m}"))?;
     let unchanged = matches!(created.written, Written::Unchanged(_));
     say(&a, &created);
     if a.mirror_check || !unchanged || pulled.is_some() {

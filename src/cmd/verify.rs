@@ -27,7 +27,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         &a.input.dir,
         a.input.release_image.clone(),
         a.input.release_refs.clone(),
-        super::create::user_cache(),
+        hardshift_generator::build::cache::user(),
     )?;
     for n in &notes {
         eprintln!("note: {n}");

@@ -15,6 +15,14 @@ pub trait EncodingCache: Send + Sync {
     fn forget(&self, sha: &str);
 }
 
+/// The user's cache (`UserCache::from_env`), or none without a home.
+pub fn user() -> std::sync::Arc<dyn EncodingCache> {
+    match UserCache::from_env() {
+        Some(c) => std::sync::Arc::new(c),
+        None => std::sync::Arc::new(NoCache),
+    }
+}
+
 /// No cache: every run encodes.
 pub struct NoCache;
 
