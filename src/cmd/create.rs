@@ -9,7 +9,7 @@ use hardshift_generator::cluster::{KeyAlgorithm, Role};
 use hardshift_generator::fsio::{Staged, Written};
 use hardshift_generator::pki::{Outcome, Pki};
 use hardshift_generator::{ignition, kubeadmin, layout};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -52,32 +52,21 @@ pub struct Args {
 
 /// Without DIR/release/image-references (and no --release-refs), the release comes from its
 /// registry, through the mirrors, or from DIR/release/cache. Returns whether a registry answered.
-fn release_from_registry(a: &Args, rt: &tokio::runtime::Runtime) -> Result<Option<super::release::Access>, Failure> {
-    if a.input.release_refs.is_some() || a.input.dir.join(layout::RELEASE_REFS).exists() {
+fn release_from_registry(req: &Request, rt: &tokio::runtime::Runtime) -> Result<Option<super::release::Access>, Failure> {
+    if req.release_refs.is_some() || req.dir.join(layout::RELEASE_REFS).exists() {
         return Ok(None);
     }
-    let acc = super::release::access(&a.input.dir, a.input.release_image.as_deref())?;
+    let acc = super::release::access(&req.dir, req.release_image.as_deref())?;
     if acc.image.is_none() {
         return Ok(None); // read_sources says what is missing, and how to get it
     }
-    println!("{}", super::release::pull_into(&a.input.dir, rt, &acc)?);
+    println!("{}", super::release::pull_into(rt, &acc)?);
     Ok(Some(acc))
 }
 
 /// The mirror check, when a registry is in reach (one TCP connect within a second says so).
-fn mirror_check(a: &Args, rt: &tokio::runtime::Runtime, acc: Option<super::release::Access>) {
-    if !a.mirror_check {
-        // Offline by default: no lookup, no connect, on an air-gapped generator.
-        println!("mirror-check: not run (create stays offline; `--mirror-check`, or `hardshift mirror-check --dir DIR` where the mirror is in reach)");
-        return;
-    }
-    let acc = match acc {
-        Some(acc) => acc,
-        None => match super::release::access(&a.input.dir, a.input.release_image.as_deref()) {
-            Ok(acc) => acc,
-            Err(_) => return,
-        },
-    };
+fn mirror_check(rt: &tokio::runtime::Runtime, acc: Option<super::release::Access>) {
+    let Some(acc) = acc else { return };
     let Some(first) = acc.sources.iter().flat_map(|s| s.mirrors.first()).next().cloned() else {
         return;
     };
@@ -93,7 +82,7 @@ fn mirror_check(a: &Args, rt: &tokio::runtime::Runtime, acc: Option<super::relea
         println!("mirror-check: skipped, {host} is not reachable from here (run `hardshift mirror-check` where it is)");
         return;
     }
-    match super::release::check_and_report(&a.input.dir, rt, &acc, 16, super::Output::Table) {
+    match super::release::check_and_report(rt, &acc, 16, super::Output::Table) {
         Ok(0) => {}
         Ok(_) => println!("WARNING: the mirror lacks images the nodes will pull (above): mirror them before booting"),
         Err(f) => println!("mirror-check: {}", f.message),
@@ -130,25 +119,34 @@ impl Args {
 }
 
 pub fn run(a: Args) -> Result<u8, Failure> {
+    let req = a.request();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(Failure::other)?;
-    let pulled = release_from_registry(&a, &rt)?;
-    let req = a.request();
+    let pulled = release_from_registry(&req, &rt)?;
     let created = build::create(&req, build::cache::user(), &mut |m| eprintln!("warning: {m}"))?;
     let unchanged = matches!(created.written, Written::Unchanged(_));
-    say(&a, &created);
-    if a.mirror_check || !unchanged || pulled.is_some() {
-        mirror_check(&a, &rt, pulled);
+    say(&created);
+    if !a.mirror_check {
+        // Offline by default: no lookup, no connect, on an air-gapped generator.
+        if !unchanged || pulled.is_some() {
+            println!("mirror-check: not run (create stays offline; `--mirror-check`, or `hardshift mirror-check --dir DIR` where the mirror is in reach)");
+        }
+        return Ok(0);
     }
+    let acc = match pulled {
+        Some(acc) => Some(acc),
+        None => super::release::access(&req.dir, req.release_image.as_deref()).ok(),
+    };
+    mirror_check(&rt, acc);
     Ok(0)
 }
 
 /// What `create` made and wrote, in lines.
-fn say(a: &Args, created: &Created) {
-    let Created { made, written, rerun } = created;
+fn say(created: &Created) {
+    let Created { made, written, rerun, dir } = created;
     let (cluster, extras) = (&made.cluster, &made.extras);
     let count = |r| cluster.nodes.iter().filter(|n| n.role == r).count();
     println!(
@@ -162,15 +160,15 @@ fn say(a: &Args, created: &Created) {
         cluster.ingress_vip
     );
     say_pki(cluster, &made.pki, *rerun);
-    say_configs(a, made);
-    say_written(a, made, written);
-    println!("admin kubeconfig: {}", a.input.dir.join(layout::ADMIN_KUBECONFIG).display());
+    say_configs(dir, made);
+    say_written(dir, made, written);
+    println!("admin kubeconfig: {}", dir.join(layout::ADMIN_KUBECONFIG).display());
     if made.new_password {
         // Shown once, when made; afterwards only the 0600 file holds it.
         println!(
             "console login: kubeadmin / {} (kept in {})",
             extras.kubeadmin.as_ref().map_or("", |k| k.password.as_str()),
-            a.input.dir.join(kubeadmin::PASSWORD_FILE).display()
+            dir.join(kubeadmin::PASSWORD_FILE).display()
         );
     }
 }
@@ -196,7 +194,7 @@ fn say_pki(cluster: &Cluster, pki: &Pki, rerun: bool) {
 }
 
 /// The Ignition spec, the CRDs, the agent, and one line per node's config.
-fn say_configs(a: &Args, made: &build::Made<Staged>) {
+fn say_configs(dir: &Path, made: &build::Made<Staged>) {
     let (cluster, extras) = (&made.cluster, &made.extras);
     // A node merged into a newer base keeps the base's version (the MCO renders 3.4.0).
     let parse = |v: &str| v.split('.').map(|p| p.parse::<u32>().unwrap_or(0)).collect::<Vec<_>>();
@@ -218,7 +216,7 @@ fn say_configs(a: &Args, made: &build::Made<Staged>) {
             Some(b) if b.is_remote() => format!(
                 "hardshift-agent fetched from {} (serve {}/http/ there)",
                 b.encoded.source.as_deref().unwrap_or(""),
-                a.input.dir.display()
+                dir.display()
             ),
             Some(b) => format!("hardshift-agent ({:.1} MiB) on every node", b.bytes.len() as f64 / 1048576.0),
             None => "no node agent".to_string(),
@@ -256,16 +254,11 @@ fn say_configs(a: &Args, made: &build::Made<Staged>) {
 }
 
 /// Where the bundle went, and what was repaired.
-fn say_written(a: &Args, made: &build::Made<Staged>, written: &Written) {
+fn say_written(dir: &Path, made: &build::Made<Staged>, written: &Written) {
     // An unchanged bundle was checked when it was written: a re-run stays instant.
     match written {
-        Written::Unchanged(_) => println!("bundle unchanged: {} files in {}", made.bundle.files.len(), a.input.dir.display()),
-        Written::New(g) => println!(
-            "wrote {} files to {} ({})",
-            made.bundle.files.len(),
-            a.input.dir.display(),
-            g.display()
-        ),
+        Written::Unchanged(_) => println!("bundle unchanged: {} files in {}", made.bundle.files.len(), dir.display()),
+        Written::New(g) => println!("wrote {} files to {} ({})", made.bundle.files.len(), dir.display(), g.display()),
         Written::Repaired { gen, damage, moved_to } => {
             // Same inputs, same bundle: the live copy had been changed on disk. Say what.
             println!(
@@ -279,12 +272,7 @@ fn say_written(a: &Args, made: &build::Made<Staged>, written: &Written) {
             if damage.len() > 20 {
                 println!("  ... and {} more", damage.len() - 20);
             }
-            println!(
-                "wrote {} files to {} ({})",
-                made.bundle.files.len(),
-                a.input.dir.display(),
-                gen.display()
-            );
+            println!("wrote {} files to {} ({})", made.bundle.files.len(), dir.display(), gen.display());
         }
     }
 }

@@ -51,8 +51,9 @@ pub struct CheckArgs {
     output: super::Output,
 }
 
-/// What reaching the registry takes, from the inputs in `dir`.
+/// What reaching the registry takes, from the inputs in `dir`, and the bundle it is for.
 pub struct Access {
+    pub dir: PathBuf,
     pub client: Client,
     pub sources: Vec<DigestSource>,
     pub image: Option<Reference>,
@@ -84,7 +85,12 @@ pub fn access(dir: &Path, release_image: Option<&str>) -> Result<Access, Failure
         Some(i) => Some(Reference::parse(&i).map_err(|e| Failure::input(format!("release image: {e}")))?),
         None => None,
     };
-    Ok(Access { client, sources, image })
+    Ok(Access {
+        dir: dir.to_path_buf(),
+        client,
+        sources,
+        image,
+    })
 }
 
 /// The release's CRDs the bootstrap must apply before its manifests: config.openshift.io's, the
@@ -99,7 +105,8 @@ fn is_bootstrap_crd(text: &str) -> bool {
 }
 
 /// Pull (or reuse) the release and lay out DIR/release/image-references and DIR/release/crds/.
-pub fn pull_into(dir: &Path, rt: &tokio::runtime::Runtime, acc: &Access) -> Result<String, Failure> {
+pub fn pull_into(rt: &tokio::runtime::Runtime, acc: &Access) -> Result<String, Failure> {
+    let dir = &acc.dir;
     let image = acc
         .image
         .as_ref()
@@ -185,7 +192,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         What::Pull(c) => {
             let rt = runtime()?;
             let acc = access(&c.dir, c.release_image.as_deref())?;
-            println!("{}", pull_into(&c.dir, &rt, &acc)?);
+            println!("{}", pull_into(&rt, &acc)?);
             Ok(0)
         }
         What::Show(ShowArgs { common: c, output }) => {
@@ -222,17 +229,11 @@ pub fn run(a: Args) -> Result<u8, Failure> {
 pub fn mirror_check(a: CheckArgs) -> Result<u8, Failure> {
     let acc = access(&a.common.dir, a.common.release_image.as_deref())?;
     let rt = runtime()?;
-    check_and_report(&a.common.dir, &rt, &acc, a.concurrency, a.output)
+    check_and_report(&rt, &acc, a.concurrency, a.output)
 }
 
-pub fn check_and_report(
-    dir: &Path,
-    rt: &tokio::runtime::Runtime,
-    acc: &Access,
-    concurrency: usize,
-    output: super::Output,
-) -> Result<u8, Failure> {
-    let (_, imgs, rel) = images(dir, acc)?;
+pub fn check_and_report(rt: &tokio::runtime::Runtime, acc: &Access, concurrency: usize, output: super::Output) -> Result<u8, Failure> {
+    let (_, imgs, rel) = images(&acc.dir, acc)?;
     let missing = hardshift_generator::release::missing_for_mco(&rel);
     let tags: std::collections::BTreeMap<String, String> = imgs.iter().map(|(t, r)| (r.to_string(), t.clone())).collect();
     let mut unique: Vec<Reference> = imgs.into_iter().map(|(_, r)| r).collect();

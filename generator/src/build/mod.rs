@@ -64,6 +64,8 @@ pub struct Created {
     pub written: Written,
     /// The live bundle had a generation before this run (so new PKI entries are news).
     pub rerun: bool,
+    /// The bundle's directory.
+    pub dir: PathBuf,
 }
 
 /// `hardshift create`: read the inputs, then under the bundle's lock read the live bundle, make
@@ -95,7 +97,12 @@ pub fn create(req: &Request, cache: Arc<dyn EncodingCache>, warn: &mut dyn FnMut
     let mut made = make::make(req, inputs, &live, &env, staged)?;
     let rerun = live.generation.is_some();
     let written = commit::commit(req, &mut made, cache.as_ref())?;
-    Ok(Created { made, written, rerun })
+    Ok(Created {
+        made,
+        written,
+        rerun,
+        dir: req.dir.clone(),
+    })
 }
 
 /// What `verify` needs: the live bundle made again from the same inputs and the choices `create`
