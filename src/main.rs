@@ -1,6 +1,7 @@
 //! `hardshift`: the workstation CLI. Parsing and printing only; the work is in the libraries.
 
 mod cmd;
+mod failure;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -62,37 +63,6 @@ enum Command {
     Watch(cmd::watch::Args),
     /// Wait for bootstrap-complete, pivot-ready or install-complete; on timeout, say what is unmet and why.
     WaitFor(cmd::wait_for::Args),
-}
-
-/// Failures carry their exit code: 2 for input and usage errors, 1 for everything else.
-pub struct Failure {
-    pub code: u8,
-    pub message: String,
-}
-
-impl Failure {
-    pub fn input(message: impl std::fmt::Display) -> Self {
-        Self {
-            code: 2,
-            message: message.to_string(),
-        }
-    }
-    pub fn other(message: impl std::fmt::Display) -> Self {
-        Self {
-            code: 1,
-            message: message.to_string(),
-        }
-    }
-}
-
-impl From<hardshift_generator::build::Error> for Failure {
-    fn from(e: hardshift_generator::build::Error) -> Self {
-        use hardshift_generator::build::Error;
-        match e {
-            Error::Input(m) => Failure::input(m),
-            Error::Other(m) => Failure::other(m),
-        }
-    }
 }
 
 fn main() -> ExitCode {

@@ -3,7 +3,7 @@
 //! has no machine-approver until the cluster runs one, and `oc adm certificate approve` on
 //! everything pending is how a rogue machine joins.
 
-use crate::Failure;
+use crate::failure::Failure;
 use hardshift_collector::approver::{self, Csr, Decision, Inventory, InventoryNode};
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use k8s_openapi::api::core::v1::Node;

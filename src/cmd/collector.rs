@@ -1,7 +1,7 @@
 //! `hardshift collector`: serve the agents (mTLS gRPC), store their reports, watch the API, and
 //! serve the dashboard and /metrics; `StoreArgs` for the commands that read its store.
 
-use crate::Failure;
+use crate::failure::Failure;
 use hardshift_collector::{server, store::Store};
 use hardshift_generator::fsio;
 use std::net::SocketAddr;
@@ -78,37 +78,6 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs(n.saturating_mul(secs)))
 }
 
-pub fn db_path(dir: &std::path::Path, db: Option<PathBuf>) -> PathBuf {
-    db.unwrap_or_else(|| dir.join(hardshift_generator::layout::REPORTS_DB))
-}
-
-/// Where the commands that read the collector's store (`status`, `events`) find it.
-#[derive(clap::Args)]
-pub struct StoreArgs {
-    #[arg(long, default_value = ".")]
-    pub dir: PathBuf,
-    /// The report database. Default: DIR/collector/reports.db
-    #[arg(long)]
-    pub db: Option<PathBuf>,
-}
-
-impl StoreArgs {
-    pub fn open(&self) -> Result<Store, Failure> {
-        open_existing(&self.dir, self.db.clone())
-    }
-}
-
-fn open_existing(dir: &std::path::Path, db: Option<PathBuf>) -> Result<Store, Failure> {
-    let db = db_path(dir, db);
-    if !db.exists() {
-        return Err(Failure::input(format!(
-            "{}: no reports yet (is `hardshift collector` running?)",
-            db.display()
-        )));
-    }
-    Store::open(&db).map_err(|e| Failure::other(format!("{}: {e}", db.display())))
-}
-
 /// The dashboard's address, inventory (for the phases and the nodes not yet reporting) and,
 /// beyond loopback, its TLS: the collector's certificate, admin clients of the cluster's CA.
 fn web_options(dir: &std::path::Path, addr: SocketAddr, db: &std::path::Path) -> Result<hardshift_collector::web::Options, Failure> {
@@ -176,7 +145,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         key: read(hardshift_generator::layout::COLLECTOR_KEY)?,
         client_ca: read(hardshift_generator::layout::AGENT_CA_CERT)?,
     };
-    let db = db_path(&a.dir, a.db);
+    let db = super::db_path(&a.dir, a.db);
     if let Some(p) = db.parent() {
         std::fs::create_dir_all(p).map_err(|e| Failure::other(format!("{}: {e}", p.display())))?;
     }

@@ -2,7 +2,7 @@
 //! build (`hardshift_generator::build`, which reads, makes and writes the bundle atomically, never
 //! re-keying by accident), and say what it did.
 
-use crate::Failure;
+use crate::failure::Failure;
 use hardshift_generator::build::{self, Created, Request};
 use hardshift_generator::cluster::Cluster;
 use hardshift_generator::cluster::{KeyAlgorithm, Role};

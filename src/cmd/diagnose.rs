@@ -1,7 +1,7 @@
 //! `hardshift diagnose [NODE]`: why each node is stuck, from the collector's store: root causes
 //! first, each with its rule id, the evidence and a fix (collector/src/diagnose.rs).
 
-use crate::Failure;
+use crate::failure::Failure;
 use hardshift_collector::diagnose::{self, Finding};
 
 #[derive(clap::Args)]
@@ -9,7 +9,7 @@ pub struct Args {
     /// Only this node.
     node: Option<String>,
     #[command(flatten)]
-    store: super::collector::StoreArgs,
+    store: super::StoreArgs,
     #[arg(short, long, value_enum, default_value_t = super::Output::Table)]
     output: super::Output,
 }

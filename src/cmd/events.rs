@@ -1,6 +1,6 @@
 //! `hardshift events [NODE]`: what changed and when, the agents' and the API's changes on one timeline.
 
-use crate::Failure;
+use crate::failure::Failure;
 use hardshift_collector::events;
 
 #[derive(clap::Args)]
@@ -8,7 +8,7 @@ pub struct Args {
     /// Only this node.
     node: Option<String>,
     #[command(flatten)]
-    store: super::collector::StoreArgs,
+    store: super::StoreArgs,
     #[arg(short, long, value_enum, default_value_t = super::Output::Table)]
     output: super::Output,
 }

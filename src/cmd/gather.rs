@@ -3,7 +3,7 @@
 //! its newest report, events and diagnosis, plus the CSR decisions; secrets stripped; an index.
 //! Every request is the agents' bounded, read-only kind, and each node's share is capped.
 
-use crate::Failure;
+use crate::failure::Failure;
 use hardshift_collector::{diagnose, events, scrub::Scrubber};
 use hardshift_proto::v1::debug_request::Kind;
 use hardshift_proto::v1::{ContainerLogRequest, EtcdMembersRequest, JournalRequest};
@@ -14,7 +14,7 @@ pub struct Args {
     /// The nodes (default: every node that ever reported).
     nodes: Vec<String>,
     #[command(flatten)]
-    store: super::collector::StoreArgs,
+    store: super::StoreArgs,
     /// Where to write the archive.
     #[arg(short, long)]
     output: PathBuf,

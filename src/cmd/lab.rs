@@ -1,6 +1,6 @@
 //! `hardshift lab`: rewrite only the lab's files (DNS, DHCP, PXE, HAProxy) for the current bundle.
 
-use crate::Failure;
+use crate::failure::Failure;
 use hardshift_generator::{build, fsio::Written, layout};
 
 #[derive(clap::Args)]

@@ -1,7 +1,7 @@
 //! `hardshift logs NODE WHAT`: one bounded, read-only debug request to a node through the
 //! collector's admin socket.
 
-use crate::Failure;
+use crate::failure::Failure;
 use hardshift_proto::v1::admin_client::AdminClient;
 use hardshift_proto::v1::debug_request::Kind;
 use hardshift_proto::v1::{AdminDebugRequest, ContainerLogRequest, DebugRequest, EtcdMembersRequest, JournalRequest};

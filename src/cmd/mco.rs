@@ -1,6 +1,6 @@
 //! `hardshift mco`: write DIR/mco/, the machine-config-operator's inputs and render.sh.
 
-use crate::Failure;
+use crate::failure::Failure;
 use hardshift_generator::{build, layout};
 
 #[derive(clap::Args)]

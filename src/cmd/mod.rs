@@ -15,7 +15,8 @@ pub mod verify;
 pub mod wait_for;
 pub mod watch;
 
-use crate::Failure;
+use crate::failure::Failure;
+use hardshift_collector::store::Store;
 use hardshift_generator::{build, cluster::Cluster, config};
 use std::path::{Path, PathBuf};
 
@@ -95,6 +96,37 @@ pub fn bundle_secrets(dir: &Path) -> Vec<String> {
     }
     out.retain(|s| s.len() >= 6);
     out
+}
+
+pub fn db_path(dir: &std::path::Path, db: Option<PathBuf>) -> PathBuf {
+    db.unwrap_or_else(|| dir.join(hardshift_generator::layout::REPORTS_DB))
+}
+
+/// Where the commands that read the collector's store (`status`, `events`) find it.
+#[derive(clap::Args)]
+pub struct StoreArgs {
+    #[arg(long, default_value = ".")]
+    pub dir: PathBuf,
+    /// The report database. Default: DIR/collector/reports.db
+    #[arg(long)]
+    pub db: Option<PathBuf>,
+}
+
+impl StoreArgs {
+    pub fn open(&self) -> Result<Store, Failure> {
+        open_existing(&self.dir, self.db.clone())
+    }
+}
+
+fn open_existing(dir: &std::path::Path, db: Option<PathBuf>) -> Result<Store, Failure> {
+    let db = db_path(dir, db);
+    if !db.exists() {
+        return Err(Failure::input(format!(
+            "{}: no reports yet (is `hardshift collector` running?)",
+            db.display()
+        )));
+    }
+    Store::open(&db).map_err(|e| Failure::other(format!("{}: {e}", db.display())))
 }
 
 /// `-o table | json` of the commands that print rows.

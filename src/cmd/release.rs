@@ -3,7 +3,7 @@
 //! DIR/release/ so later runs need no registry; and a check, before anything boots, that the
 //! mirror holds every image the nodes will pull.
 
-use crate::Failure;
+use crate::failure::Failure;
 use hardshift_generator::config;
 use hardshift_registry::{auth::Auths, check, client::Client, mirror::DigestSource, reference::Reference, release};
 use std::path::{Path, PathBuf};

@@ -1,11 +1,11 @@
 //! `hardshift status`: the install's phase, then a line per node from the collector's store.
 
-use crate::Failure;
+use crate::failure::Failure;
 
 #[derive(clap::Args)]
 pub struct Args {
     #[command(flatten)]
-    store: super::collector::StoreArgs,
+    store: super::StoreArgs,
     #[arg(short, long, value_enum, default_value_t = super::Output::Table)]
     output: super::Output,
 }

@@ -1,7 +1,7 @@
 //! `hardshift verify`: check the live bundle (sums, chains, keys, SANs, expiry) and rebuild it
 //! from the inputs to compare every file.
 
-use crate::Failure;
+use crate::failure::Failure;
 use hardshift_generator::crd::{self, CrdSet};
 use hardshift_generator::fsio;
 use hardshift_generator::pki::Outcome;

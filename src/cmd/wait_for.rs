@@ -3,7 +3,7 @@
 //! (exit 0), or the timeout passes (exit 1, naming the phase, every unmet check with its last
 //! error, and each node's root cause).
 
-use crate::Failure;
+use crate::failure::Failure;
 use hardshift_collector::{diagnose, phase, store::Store};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -71,7 +71,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
             role: n.role.as_str().to_string(),
         })
         .collect();
-    let db = super::collector::db_path(&a.cluster.dir, a.db.clone());
+    let db = super::db_path(&a.cluster.dir, a.db.clone());
     let timeout = a.timeout.unwrap_or_else(|| default_timeout(&a.target));
     let start = Instant::now();
     let mut shown: Option<String> = None;

@@ -1,14 +1,14 @@
 //! `hardshift watch`: the collector's API side alone (hardshift_collector::watch), into the
 //! bundle's store, until SIGINT or SIGTERM.
 
-use crate::Failure;
+use crate::failure::Failure;
 use hardshift_collector::{store::Store, watch};
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
 pub struct Args {
     #[command(flatten)]
-    store: super::collector::StoreArgs,
+    store: super::StoreArgs,
     /// The kubeconfig to watch with. Default: DIR/auth/kubeconfig
     #[arg(long)]
     kubeconfig: Option<PathBuf>,
@@ -19,7 +19,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         .kubeconfig
         .clone()
         .unwrap_or_else(|| a.store.dir.join(hardshift_generator::layout::ADMIN_KUBECONFIG));
-    let db = super::collector::db_path(&a.store.dir, a.store.db.clone());
+    let db = super::db_path(&a.store.dir, a.store.db.clone());
     if let Some(p) = db.parent() {
         std::fs::create_dir_all(p).map_err(|e| Failure::other(format!("{}: {e}", p.display())))?;
     }
