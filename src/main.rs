@@ -39,6 +39,8 @@ enum Command {
     Verify(cmd::verify::Args),
     /// Regenerate only DIR/lab/ (DNS, DHCP, PXE, HAProxy, libvirt, install commands).
     Lab(cmd::lab::Args),
+    /// Run the release's own renders (etcd, kube-apiserver, controller-manager, scheduler, MCO) over the bundle through podman, as bootkube.sh does.
+    Render(cmd::render::Args),
     /// Write DIR/mco/: the machine-config-operator's inputs and render.sh (the MCO render).
     Mco(cmd::mco::Args),
     /// Receive the node agents' reports over mTLS and store them.
@@ -84,6 +86,7 @@ fn main() -> ExitCode {
         Command::Verify(a) => cmd::verify::run(a),
         Command::Lab(a) => cmd::lab::run(a),
         Command::Mco(a) => cmd::mco::run(a),
+        Command::Render(a) => cmd::render::run(a),
         Command::Collector(a) => cmd::collector::run(a),
         Command::Status(a) => cmd::status::run(a),
         Command::Events(a) => cmd::events::run(a),

@@ -25,6 +25,9 @@ pub const LAB: &str = "lab";
 pub const SERVED_AGENT: &str = "http/hardshift-agent";
 /// The MCO render's inputs and output.
 pub const MCO: &str = "mco";
+/// The release's own renders (`hardshift render`): their assets, outputs, logs and record.
+pub const RENDER: &str = "render";
+pub const RENDERS_RECORD: &str = "render/renders.json";
 /// The release: its image references (brought, or pulled), its CRDs and the blob cache.
 pub const RELEASE: &str = "release";
 pub const RELEASE_REFS: &str = "release/image-references";

@@ -19,5 +19,8 @@ pub mod layout;
 pub mod mco;
 pub mod pki;
 pub mod release;
+pub mod render;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod verify;
 pub mod yamlout;

@@ -37,64 +37,14 @@ pub fn image_references(c: &Cluster) -> Value {
 /// Every input file, by the names the MCO's flags default to. The config CRs are found by group,
 /// kind and name among the manifests bootkube applies; one that is not there is named, never guessed.
 pub fn inputs(c: &Cluster, pki: &Pki) -> Result<Vec<McoFile>, String> {
-    let all = manifests::manifests(c, pki, None);
-    // By identity: group, kind and name (a config Network and an operator Network share a kind).
-    let find = |group: &str, kind: &str, name: Option<&str>| -> Option<Value> {
-        all.iter()
-            .flat_map(|(_, objs)| objs.iter())
-            .find(|o| {
-                let api = o["apiVersion"].as_str().unwrap_or_default();
-                let in_group = if group.is_empty() {
-                    !api.contains('/')
-                } else {
-                    api.starts_with(&format!("{group}/"))
-                };
-                in_group && o["kind"] == kind && name.is_none_or(|n| o["metadata"]["name"] == n)
-            })
-            .cloned()
-    };
-    let missing = std::cell::RefCell::new(Vec::new());
     let yaml = |v: &Value| crate::yamlout::to_yaml(v).into_bytes();
     let mut out: Vec<McoFile> = Vec::new();
     let mut add = |p: &str, mode: u32, bytes: Vec<u8>| out.push((format!("{DIR}/{p}"), mode, bytes));
-    let pick = |group: &str, kind: &str, name: &str| {
-        find(group, kind, Some(name)).unwrap_or_else(|| {
-            missing.borrow_mut().push(format!("{kind} {name}"));
-            Value::Null
-        })
-    };
-    add(
-        "manifests/cluster-config.yaml",
-        0o644,
-        yaml(&pick("", "ConfigMap", "cluster-config-v1")),
-    );
-    add(
-        "manifests/cluster-infrastructure-02-config.yml",
-        0o644,
-        yaml(&pick("config.openshift.io", "Infrastructure", "cluster")),
-    );
-    add(
-        "manifests/cluster-network-02-config.yml",
-        0o644,
-        yaml(&pick("config.openshift.io", "Network", "cluster")),
-    );
-    add(
-        "manifests/cluster-proxy-01-config.yaml",
-        0o644,
-        yaml(&pick("config.openshift.io", "Proxy", "cluster")),
-    );
-    add(
-        "manifests/cluster-dns-02-config.yml",
-        0o644,
-        yaml(&pick("config.openshift.io", "DNS", "cluster")),
-    );
-    add(
-        "manifests/featuregate.yaml",
-        0o644,
-        yaml(&pick("config.openshift.io", "FeatureGate", "cluster")),
-    );
-    if let Some(cm) = find("", "ConfigMap", Some("user-ca-bundle")) {
-        add("manifests/user-ca-bundle-config.yaml", 0o644, yaml(&cm));
+    for (file, v) in crate::render::assets::config_crs(c, pki)? {
+        // render.sh names the FeatureGate as it did before the renders took the installer's names.
+        let file = if file == "99_feature-gate.yaml" { "featuregate.yaml" } else { file };
+        let mode = if v["kind"] == "Secret" { 0o600 } else { 0o644 };
+        add(&format!("manifests/{file}"), mode, yaml(&v));
     }
     // The MCO's bootstrap reads MachineConfigs from the manifests, as bootkube.sh gives it the
     // installer's openshift/99_openshift-machineconfig_*.yaml.
@@ -102,14 +52,6 @@ pub fn inputs(c: &Cluster, pki: &Pki) -> Result<Vec<McoFile>, String> {
         let name = mc["metadata"]["name"].as_str().unwrap_or_default();
         add(&format!("manifests/99_openshift-machineconfig_{name}.yaml"), 0o644, yaml(mc));
     }
-    if let Some(idms) = find("config.openshift.io", "ImageDigestMirrorSet", None) {
-        add("manifests/image-digest-mirror-set.yaml", 0o644, yaml(&idms));
-    }
-    add(
-        "manifests/openshift-config-secret-pull-secret.yaml",
-        0o600,
-        yaml(&pick("", "Secret", "pull-secret")),
-    );
     add("tls/root-ca.crt", 0o644, pki.get("pki/root-ca").cert_pem.clone().into_bytes());
     add(
         "tls/kube-apiserver-serving-ca-bundle.crt",
@@ -132,15 +74,7 @@ pub fn inputs(c: &Cluster, pki: &Pki) -> Result<Vec<McoFile>, String> {
         add("registries.conf", 0o644, r.into_bytes());
     }
     add("render.sh", 0o755, render_script(c).into_bytes());
-    let missing = missing.into_inner();
-    if missing.is_empty() {
-        Ok(out)
-    } else {
-        Err(format!(
-            "the cluster's manifests hold no {}: the MCO's bootstrap needs each",
-            missing.join(", ")
-        ))
-    }
+    Ok(out)
 }
 
 /// A word for bash, whatever it holds: the inputs name these strings, not us.

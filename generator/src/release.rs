@@ -48,6 +48,10 @@ pub struct Release {
     /// The version, when the ImageStream names it.
     pub version: Option<String>,
     pub tags: BTreeMap<String, String>,
+    /// The Kubernetes version the release ships, as its hyperkube image names it
+    /// (`io.openshift.build.versions: kubernetes=1.31.6`): what `oc adm release info` shows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kubernetes: Option<String>,
 }
 
 impl Release {
@@ -63,13 +67,13 @@ impl Release {
 /// Parse references; `Err` holds (line, message) pairs.
 pub fn parse(text: &str, release_image: Option<&str>) -> Result<Release, Vec<(usize, String)>> {
     let mut errors = Vec::new();
-    let (mut tags, version) = if text.trim_start().starts_with('{') {
+    let (mut tags, version, kubernetes) = if text.trim_start().starts_with('{') {
         match image_stream(text) {
             Ok(v) => v,
             Err(e) => return Err(vec![e]),
         }
     } else {
-        (pullspec_list(text, &mut errors), None)
+        (pullspec_list(text, &mut errors), None, None)
     };
     for (tag, pullspec) in &tags {
         if !pullspec.contains('/') {
@@ -96,11 +100,12 @@ pub fn parse(text: &str, release_image: Option<&str>) -> Result<Release, Vec<(us
         image: image.unwrap_or_default(),
         version,
         tags,
+        kubernetes,
     })
 }
 
-/// Tags and the version an ImageStream names; or (line, message).
-type Parsed = (BTreeMap<String, String>, Option<String>);
+/// Tags, the version and the Kubernetes version an ImageStream names; or (line, message).
+type Parsed = (BTreeMap<String, String>, Option<String>, Option<String>);
 
 fn image_stream(text: &str) -> Result<Parsed, (usize, String)> {
     let v: serde_json::Value = serde_json::from_str(text).map_err(|e| (e.line(), format!("not valid JSON: {e}")))?;
@@ -108,12 +113,20 @@ fn image_stream(text: &str) -> Result<Parsed, (usize, String)> {
         return Err((1, format!("expected kind ImageStream, found {}", v["kind"])));
     }
     let mut tags = BTreeMap::new();
+    let mut kubernetes = None;
     for t in v["spec"]["tags"].as_array().into_iter().flatten() {
         if let (Some(name), Some(from)) = (t["name"].as_str(), t["from"]["name"].as_str()) {
             tags.insert(name.to_string(), from.to_string());
         }
+        if t["name"] == "hyperkube" {
+            let versions = t["annotations"]["io.openshift.build.versions"].as_str().unwrap_or_default();
+            kubernetes = versions
+                .split(',')
+                .find_map(|kv| kv.trim().strip_prefix("kubernetes="))
+                .map(String::from);
+        }
     }
-    Ok((tags, v["metadata"]["name"].as_str().map(String::from)))
+    Ok((tags, v["metadata"]["name"].as_str().map(String::from), kubernetes))
 }
 
 fn pullspec_list(text: &str, errors: &mut Vec<(usize, String)>) -> BTreeMap<String, String> {

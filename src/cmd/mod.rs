@@ -10,6 +10,7 @@ pub mod lab;
 pub mod logs;
 pub mod mco;
 pub mod release;
+pub mod render;
 pub mod status;
 pub mod verify;
 pub mod wait_for;

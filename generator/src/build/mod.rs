@@ -16,6 +16,7 @@ pub mod inputs;
 pub mod live;
 pub mod make;
 pub mod record;
+pub mod render;
 pub mod request;
 pub mod side;
 #[cfg(test)]

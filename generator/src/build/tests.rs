@@ -7,32 +7,13 @@ use super::make::{make, Env, Made, Stage};
 use super::{Error, Live, Request};
 use crate::bundle;
 use crate::cluster::KeyAlgorithm;
-use crate::config::{self, Overrides, Sources};
 use crate::fsio::{self, Action, Found};
 use crate::pki::{keys::SystemKeys, Kind, Material, Outcome};
 use std::path::PathBuf;
 
 fn inputs() -> Inputs {
-    let ex = |f: &str| -> String {
-        match f {
-            "install-config.yaml" => include_str!("../../../examples/ocp4/install-config.yaml").into(),
-            "agent-config.yaml" => include_str!("../../../examples/ocp4/agent-config.yaml").into(),
-            "hardshift.yaml" => include_str!("../../../examples/ocp4/hardshift.yaml").into(),
-            _ => include_str!("../../../examples/ocp4/release/image-references").into(),
-        }
-    };
-    let sources = Sources {
-        install_config: ex("install-config.yaml"),
-        agent_config: ex("agent-config.yaml"),
-        hardshift: Some(ex("hardshift.yaml")),
-        release_refs: ("release/image-references".into(), ex("refs")),
-    };
-    let overrides = Overrides {
-        key_algorithm: Some(KeyAlgorithm::EcdsaP256),
-        ..Default::default()
-    };
     Inputs {
-        cluster: config::build(&sources, &overrides).expect("the example reads"),
+        cluster: crate::testing::example_cluster(None),
         extras: Default::default(),
         agent: None,
     }

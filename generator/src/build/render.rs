@@ -1,0 +1,257 @@
+//! `hardshift render`: the release's own renders over the bundle, through podman, as bootkube.sh
+//! runs them on the installer's bootstrap node. The layout and the steps are pure
+//! (`crate::render`); this runs them: in a work directory beside the bundle, each step's reads
+//! checked first, podman's output kept per step, then everything moved to DIR/render/ whole.
+
+use super::{Error, Live};
+use crate::cluster::Cluster;
+use crate::fsio;
+use crate::pki::{self, keys::SystemKeys};
+use crate::render::{self, Net, Step};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// How to run the renders.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// The podman to run (`$PODMAN`, else `podman`): a stand-in may take its place.
+    pub podman: PathBuf,
+    /// Images to use in place of the release's, by tag (a patched operator, a local build).
+    pub images: BTreeMap<String, String>,
+}
+
+/// One render as it ran.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Ran {
+    pub name: String,
+    pub image: String,
+    /// The whole command line.
+    pub argv: Vec<String>,
+    pub seconds: f64,
+    /// Its output, under DIR/render/.
+    pub log: String,
+}
+
+/// What `render` leaves in DIR/render/renders.json.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Rendered {
+    pub release: String,
+    pub version: String,
+    pub kubernetes: String,
+    pub steps: Vec<Ran>,
+}
+
+/// Run every render for DIR's bundle; `say` hears each step as it starts.
+pub fn run(dir: &Path, cluster: &Cluster, opts: &Options, say: &mut dyn FnMut(String)) -> Result<Rendered, Error> {
+    let steps = render::steps(cluster).map_err(|e| Error::input(format!("{}: {e}", dir.display())))?;
+    let _lock = fsio::lock(dir, "render").map_err(Error::other)?;
+    let live = Live::read(dir, &pki::plan(cluster));
+    let assets = layout_of(dir, cluster, &live)?;
+    let work = dir.join(format!(".{}.new-{}", render::DIR, std::process::id()));
+    let _ = std::fs::remove_dir_all(&work);
+    let files: Vec<(String, u32, Vec<u8>)> = assets
+        .into_iter()
+        .map(|a| (format!("assets/{}", a.path), a.mode, a.bytes))
+        .chain([("pull-secret.json".to_string(), 0o600, cluster.pull_secret.clone().into_bytes())])
+        .chain(crate::assets::node::registries_conf(cluster).map(|r| ("registries.conf".to_string(), 0o644, r.into_bytes())))
+        .collect();
+    fsio::replace_dir(&work, &files, &[]).map_err(|e| Error::other(format!("{}: {e}", work.display())))?;
+    let failed = |e: Error| match e {
+        Error::Other(m) => Error::Other(format!("{m}\n    the renders' work is kept in {}", work.display())),
+        input => input,
+    };
+    let mut ran = Vec::new();
+    for step in &steps {
+        let image = opts
+            .images
+            .get(step.tag)
+            .cloned()
+            .unwrap_or_else(|| cluster.release.tag(step.tag).to_string());
+        say(format!("render: {} ({image})", step.name));
+        ran.push(one(&work, step, &image, opts).map_err(failed)?);
+    }
+    let rendered = Rendered {
+        release: cluster.release.image.clone(),
+        version: cluster.release.version.clone().unwrap_or_default(),
+        kubernetes: cluster.release.kubernetes.clone().unwrap_or_default(),
+        steps: ran,
+    };
+    let json = serde_json::to_vec_pretty(&rendered).map_err(Error::other)?;
+    fsio::write_file_atomic(&work.join("renders.json"), &json, 0o644).map_err(Error::other)?;
+    let target = dir.join(render::DIR);
+    let old = dir.join(format!(".{}.old-{}", render::DIR, std::process::id()));
+    if target.exists() {
+        std::fs::rename(&target, &old).map_err(Error::other)?;
+    }
+    std::fs::rename(&work, &target).map_err(Error::other)?;
+    let _ = std::fs::remove_dir_all(&old);
+    Ok(rendered)
+}
+
+/// The layout over the live bundle. The renders must be given the bundle's own CAs: refused when
+/// it has not made them yet.
+fn layout_of(dir: &Path, cluster: &Cluster, live: &Live) -> Result<Vec<render::Asset>, Error> {
+    let specs = pki::plan(cluster);
+    let issued = pki::issue(
+        &specs,
+        &live.existing,
+        time::OffsetDateTime::now_utc(),
+        &SystemKeys,
+        pki::Options::default(),
+    )
+    .map_err(Error::input)?;
+    let missing = super::decide::missing_cas(&issued);
+    if !missing.is_empty() {
+        return Err(Error::input(format!(
+            "{}: the bundle has no {} yet; the renders must be given the bundle's own CAs\n    hint: run `hardshift create --dir {}` first",
+            dir.display(),
+            missing.join(", "),
+            dir.display()
+        )));
+    }
+    render::layout(cluster, &issued).map_err(Error::other)
+}
+
+/// Run one step in `work` (its assets in work/assets), then bootkube's copies.
+fn one(work: &Path, step: &Step, image: &str, opts: &Options) -> Result<Ran, Error> {
+    let assets = work.join("assets");
+    // Every asset it reads, there and not empty: a render given an empty file writes an empty
+    // Secret or ConfigMap and says nothing.
+    for r in &step.reads {
+        let p = assets.join(r);
+        if std::fs::metadata(&p).map(|m| m.len() == 0).unwrap_or(true) {
+            return Err(Error::input(format!(
+                "the {} render reads {r}, which is {} in its assets ({}): refusing to run it on a partial layout",
+                step.name,
+                if p.exists() { "empty" } else { "missing" },
+                assets.display()
+            )));
+        }
+    }
+    let network = match &step.net {
+        Net::None => None,
+        Net::Bootstrap { subnet, ip, .. } => Some(bootstrap_network(&opts.podman, subnet, *ip)?),
+    };
+    let argv = podman_argv(work, step, image, opts, network.as_deref());
+    let logs = work.join("logs");
+    std::fs::create_dir_all(&logs).map_err(Error::other)?;
+    let log = logs.join(format!("{}.log", step.name));
+    let out = std::fs::File::create(&log).map_err(|e| Error::other(format!("{}: {e}", log.display())))?;
+    let err = out.try_clone().map_err(Error::other)?;
+    let t = std::time::Instant::now();
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..]).stdout(out).stderr(err);
+    if work.join("registries.conf").is_file() {
+        cmd.env("CONTAINERS_REGISTRIES_CONF", work.join("registries.conf"));
+    }
+    let status = cmd.status();
+    if let Some(n) = &network {
+        let _ = Command::new(&opts.podman).args(["network", "rm", "-f", n]).output();
+    }
+    let status = status.map_err(|e| {
+        Error::input(format!(
+            "{}: {e} (install podman, or set PODMAN to the podman to use)",
+            opts.podman.display()
+        ))
+    })?;
+    let seconds = t.elapsed().as_secs_f64();
+    if !status.success() {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let tail: Vec<&str> = text.lines().rev().take(15).collect::<Vec<_>>().into_iter().rev().collect();
+        return Err(Error::other(format!(
+            "the {} render ({image}) failed ({status}); the last of its output:\n  {}\n    its whole output: {}",
+            step.name,
+            tail.join("\n  "),
+            log.display()
+        )));
+    }
+    for c in &step.then {
+        copy_all(&assets.join(&c.from), &assets.join(&c.to)).map_err(|e| {
+            Error::other(format!(
+                "after the {} render: {e} (bootkube copies {}/* to {}/)",
+                step.name, c.from, c.to
+            ))
+        })?;
+    }
+    Ok(Ran {
+        name: step.name.to_string(),
+        image: image.to_string(),
+        argv,
+        seconds,
+        log: format!("logs/{}.log", step.name),
+    })
+}
+
+/// podman's command line for a step.
+pub fn podman_argv(work: &Path, step: &Step, image: &str, opts: &Options, network: Option<&str>) -> Vec<String> {
+    let mut argv: Vec<String> = vec![
+        opts.podman.to_string_lossy().into(),
+        "run".into(),
+        "--rm".into(),
+        "--quiet".into(),
+        "--user=0".into(),
+        format!("--authfile={}", work.join("pull-secret.json").display()),
+        format!("--volume={}:/assets:z", work.join("assets").display()),
+        format!("--entrypoint={}", step.entrypoint),
+    ];
+    match (&step.net, network) {
+        (Net::Bootstrap { hostname, ip, .. }, Some(n)) => {
+            argv.extend([format!("--network={n}"), format!("--ip={ip}"), format!("--hostname={hostname}")]);
+        }
+        _ => argv.push("--net=none".into()),
+    }
+    argv.push(image.to_string());
+    argv.extend(step.args.iter().cloned());
+    argv
+}
+
+/// A podman network on the machine network, internal (nothing routed out), in which the etcd
+/// render runs at the bootstrap's address. Its gateway is an address of the subnet the
+/// bootstrap does not have.
+fn bootstrap_network(podman: &Path, subnet: &str, ip: std::net::IpAddr) -> Result<String, Error> {
+    let name = format!("hardshift-render-{}", std::process::id());
+    let net: ipnet::IpNet = subnet
+        .parse()
+        .map_err(|e| Error::input(format!("machine network {subnet:?}: {e}")))?;
+    let gateway = net.hosts().find(|h| *h != ip).ok_or_else(|| {
+        Error::input(format!(
+            "machine network {subnet}: no address beside the bootstrap's for podman's gateway"
+        ))
+    })?;
+    let _ = Command::new(podman).args(["network", "rm", "-f", &name]).output();
+    let out = Command::new(podman)
+        .args(["network", "create", "--internal"])
+        .arg(format!("--subnet={net}"))
+        .arg(format!("--gateway={gateway}"))
+        .arg(&name)
+        .output()
+        .map_err(|e| Error::input(format!("{}: {e} (install podman, or set PODMAN)", podman.display())))?;
+    if !out.status.success() {
+        return Err(Error::other(format!(
+            "podman network create (for the etcd render, at the bootstrap's address {ip}): {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(name)
+}
+
+/// `cp FROM/* TO/`: every file under `from` (recursively), into `to`.
+fn copy_all(from: &Path, to: &Path) -> std::io::Result<()> {
+    let rd = std::fs::read_dir(from).map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", from.display())))?;
+    std::fs::create_dir_all(to)?;
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            copy_all(&p, &to.join(e.file_name()))?;
+        } else {
+            std::fs::copy(&p, to.join(e.file_name()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Where the renders' outputs are, once `render` ran.
+pub fn rendered_dir(dir: &Path) -> PathBuf {
+    dir.join(render::DIR)
+}

@@ -1,0 +1,61 @@
+//! `hardshift render`: run the release's own renders (cluster-config-api, etcd, kube-apiserver,
+//! kube-controller-manager, kube-scheduler, machine-config-operator and -controller) over the
+//! bundle through podman, as the installer's bootkube.sh does, and keep what they made in
+//! DIR/render/.
+
+use crate::failure::Failure;
+use hardshift_generator::build::render::{self, Options};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    cluster: super::ClusterArgs,
+    /// Run this image for a release tag instead of the release's (TAG=PULLSPEC; repeatable): an
+    /// operator built or patched locally.
+    #[arg(long = "image", value_name = "TAG=PULLSPEC", value_parser = parse_image)]
+    images: Vec<(String, String)>,
+}
+
+fn parse_image(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((t, p)) if !t.is_empty() && !p.is_empty() => Ok((t.to_string(), p.to_string())),
+        _ => Err(format!(
+            "{s:?}: expected TAG=PULLSPEC, e.g. cluster-etcd-operator=localhost/etcd-operator:dev"
+        )),
+    }
+}
+
+pub fn run(a: Args) -> Result<u8, Failure> {
+    let cluster = a.cluster.load()?;
+    let dir = &a.cluster.dir;
+    let known: Vec<&str> = hardshift_generator::render::steps::TAGS.to_vec();
+    let mut images = BTreeMap::new();
+    for (tag, pullspec) in a.images {
+        if !known.contains(&tag.as_str()) {
+            return Err(Failure::input(format!(
+                "--image {tag}={pullspec}: no render runs the {tag:?} image; the renders run {}",
+                known.join(", ")
+            )));
+        }
+        images.insert(tag, pullspec);
+    }
+    let opts = Options {
+        podman: std::env::var_os("PODMAN")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("podman")),
+        images,
+    };
+    let rendered = render::run(dir, &cluster, &opts, &mut |m| println!("{m}"))?;
+    for s in &rendered.steps {
+        println!("  {:<24} {:>6.1} s  {}", s.name, s.seconds, s.log);
+    }
+    println!(
+        "rendered release {} (Kubernetes {}) into {}: the renders' outputs under assets/, what ran in renders.json",
+        rendered.version,
+        rendered.kubernetes,
+        render::rendered_dir(dir).display()
+    );
+    Ok(0)
+}
