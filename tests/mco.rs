@@ -188,30 +188,6 @@ fn mco_inputs_carry_the_cluster_and_create_merges_into_the_rendered_configs() {
     assert!(m.join("rendered/master.yaml").exists());
 }
 
-/// podman as root on this kind of machine: no systemd (cgroupfs, file events), vfs storage in a
-/// scratch directory, and rlimits below the sandbox's own (runc may not raise them).
-fn podman_env(work: &Path) -> Vec<(String, String)> {
-    let conf = work.join("containers.conf");
-    std::fs::write(
-        &conf,
-        "[containers]\ndefault_ulimits = [\"nofile=4096:4096\", \"nproc=4096:4096\"]\n[engine]\ncgroup_manager = \"cgroupfs\"\nevents_logger = \"file\"\n",
-    )
-    .unwrap();
-    let storage = work.join("storage.conf");
-    std::fs::write(
-        &storage,
-        format!(
-            "[storage]\ndriver = \"vfs\"\nrunroot = \"{0}/run\"\ngraphroot = \"{0}/graph\"\n",
-            work.display()
-        ),
-    )
-    .unwrap();
-    vec![
-        ("CONTAINERS_CONF".into(), conf.to_string_lossy().into()),
-        ("CONTAINERS_STORAGE_CONF".into(), storage.to_string_lossy().into()),
-    ]
-}
-
 #[test]
 fn render_sh_runs_both_renders_with_real_podman_and_create_merges_the_result() {
     let d = example_copy();
@@ -224,41 +200,19 @@ fn render_sh_runs_both_renders_with_real_podman_and_create_merges_the_result() {
     // check what render.sh hands them and write what the real ones write.
     let work = tempfile::tempdir().unwrap();
     let w = work.path();
-    let root = w.join("rootfs");
-    for sub in ["bin", "usr/bin"] {
-        std::fs::create_dir_all(root.join(sub)).unwrap();
-    }
-    std::fs::copy("/bin/busybox", root.join("bin/busybox")).expect("busybox-static (hack/setup.sh installs it)");
-    for applet in ["sh", "sed", "mkdir", "echo", "cat"] {
-        std::os::unix::fs::symlink("busybox", root.join("bin").join(applet)).unwrap();
-    }
-    let standin = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mco-standin");
-    for b in ["machine-config-operator", "machine-config-controller", "render"] {
-        std::fs::copy(standin.join(b), root.join("usr/bin").join(b)).unwrap();
-    }
-    std::fs::copy(format!("{MCO_FIXTURES}/worker-machineconfig.json"), root.join("fixture.json")).unwrap();
-    let (ok, out) = run(
-        "tar",
-        &["-C", root.to_str().unwrap(), "-cf", w.join("layer.tar").to_str().unwrap(), "."],
-    );
-    assert!(ok, "{out}");
-    std::fs::write(
-        w.join("Containerfile"),
-        "FROM scratch\nADD layer.tar /\nENV PATH=/bin:/usr/bin\nENTRYPOINT [\"/usr/bin/machine-config-operator\"]\n",
-    )
-    .unwrap();
-    let env = podman_env(w);
+    let env = common::podman::env(w);
     let image = "localhost/hardshift-mco-standin:test";
-    let podman = |args: &[&str]| {
-        let out = std::process::Command::new("podman")
-            .args(args)
-            .envs(env.iter().map(|(k, v)| (k, v)))
-            .output()
-            .expect("podman (hack/setup.sh installs it)");
-        (out.status.success(), format!("{}{}", text(&out.stdout), text(&out.stderr)))
-    };
-    let (ok, out) = podman(&["build", "-q", "-t", image, w.to_str().unwrap()]);
-    assert!(ok, "podman build: {out}");
+    let standin = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mco-standin");
+    let fixture = format!("{MCO_FIXTURES}/worker-machineconfig.json");
+    common::podman::standin_image(
+        &env,
+        w,
+        image,
+        &standin,
+        &["sh", "sed", "mkdir", "echo", "cat"],
+        &[(Path::new(&fixture), "fixture.json")],
+    );
+    let podman = |args: &[&str]| common::podman::run(&env, args);
 
     // render.sh exactly as generated, with real podman; only the image is the stand-in.
     let script = d.path().join("mco/render.sh");

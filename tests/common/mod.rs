@@ -4,6 +4,7 @@
 pub mod containerd;
 pub mod control_plane;
 pub mod netns;
+pub mod podman;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

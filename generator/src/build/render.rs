@@ -48,8 +48,15 @@ pub fn run(dir: &Path, cluster: &Cluster, opts: &Options, say: &mut dyn FnMut(St
     let _lock = fsio::lock(dir, "render").map_err(Error::other)?;
     let live = Live::read(dir, &pki::plan(cluster));
     let assets = layout_of(dir, cluster, &live)?;
-    let work = dir.join(format!(".{}.new-{}", render::DIR, std::process::id()));
-    let _ = std::fs::remove_dir_all(&work);
+    // A failed run's work was named to the user then; the next run clears it (under the lock,
+    // nothing else is rendering here).
+    let stale = format!(".{}.new-", render::DIR);
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if e.file_name().to_string_lossy().starts_with(&stale) {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+    let work = dir.join(format!("{stale}{}", std::process::id()));
     let files: Vec<(String, u32, Vec<u8>)> = assets
         .into_iter()
         .map(|a| (format!("assets/{}", a.path), a.mode, a.bytes))
@@ -57,9 +64,10 @@ pub fn run(dir: &Path, cluster: &Cluster, opts: &Options, say: &mut dyn FnMut(St
         .chain(crate::assets::node::registries_conf(cluster).map(|r| ("registries.conf".to_string(), 0o644, r.into_bytes())))
         .collect();
     fsio::replace_dir(&work, &files, &[]).map_err(|e| Error::other(format!("{}: {e}", work.display())))?;
+    let kept = |m: String| format!("{m}\n    the renders' work is kept in {} (the next run clears it)", work.display());
     let failed = |e: Error| match e {
-        Error::Other(m) => Error::Other(format!("{m}\n    the renders' work is kept in {}", work.display())),
-        input => input,
+        Error::Other(m) => Error::Other(kept(m)),
+        Error::Input(m) => Error::Input(kept(m)),
     };
     let mut ran = Vec::new();
     for step in &steps {

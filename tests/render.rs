@@ -1,0 +1,202 @@
+//! `hardshift render` with real podman and a stand-in for the release's images (busybox and a
+//! script per program that checks what it is handed and writes what the real one writes): the
+//! renders run in bootkube.sh's order over the bundle's installer layout, bootkube's copies
+//! between them, the etcd render at the bootstrap's name and address, the outputs and the record
+//! kept; a missing asset is refused before the render that reads it; a failing render is named.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::path::Path;
+
+const IMAGE: &str = "localhost/hardshift-render-standin:test";
+const TAGS: &[&str] = &[
+    "cluster-config-api",
+    "cluster-etcd-operator",
+    "cluster-kube-apiserver-operator",
+    "cluster-kube-controller-manager-operator",
+    "cluster-kube-scheduler-operator",
+    "machine-config-operator",
+];
+
+/// The example's release as a real one names it: the cluster-policy-controller image, and the
+/// Kubernetes version on the hyperkube tag (what `oc adm release info` reads).
+fn full_release(dir: &Path) {
+    let p = dir.join("release/image-references");
+    let mut v: Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+    let tags = v["spec"]["tags"].as_array_mut().unwrap();
+    for t in tags.iter_mut() {
+        if t["name"] == "hyperkube" {
+            t["annotations"]["io.openshift.build.versions"] = "kubernetes=1.31.5".into();
+        }
+    }
+    let mut cpc = tags[0].clone();
+    cpc["name"] = "cluster-policy-controller".into();
+    tags.push(cpc);
+    std::fs::write(&p, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+}
+
+/// A `$PODMAN` that hands every container `env` and is podman otherwise.
+fn wrapper(env: &str) -> String {
+    format!("#!/bin/sh\nif [ \"$1\" = run ]; then shift; exec podman run --env={env} \"$@\"; fi\nexec podman \"$@\"\n")
+}
+
+fn render(dir: &str, env: &[(String, String)], podman: Option<&Path>) -> std::process::Output {
+    let mut args = vec!["render".to_string(), "--dir".into(), dir.into()];
+    for t in TAGS {
+        args.push(format!("--image={t}={IMAGE}"));
+    }
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_hardshift"));
+    cmd.args(&args).envs(env.iter().map(|(k, v)| (k, v)));
+    if let Some(p) = podman {
+        cmd.env("PODMAN", p);
+    }
+    cmd.output().unwrap()
+}
+
+#[test]
+fn the_releases_renders_run_in_bootkubes_order_over_the_bundle() {
+    let d = example_copy();
+    let dir = d.path().to_str().unwrap();
+    full_release(d.path());
+    create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let env = common::podman::env(w);
+    let programs = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/render-standin");
+    let applets = [
+        "sh", "hostname", "ip", "awk", "grep", "base64", "printf", "cp", "mkdir", "head", "cat", "basename", "echo",
+    ];
+    common::podman::standin_image(&env, &w.join("image"), IMAGE, &programs, &applets, &[]);
+
+    // Before a bundle's renders can run, the release must name what they need.
+    let bare = example_copy();
+    create(bare.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    let out = render(bare.path().to_str().unwrap(), &env, None);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("cluster-policy-controller") && err.contains("Kubernetes version"),
+        "{err}"
+    );
+
+    let out = render(dir, &env, None);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}{stderr}");
+    let r = d.path().join("render");
+    let record: Value = serde_json::from_slice(&std::fs::read(r.join("renders.json")).unwrap()).unwrap();
+    let names: Vec<&str> = record["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "api",
+            "etcd",
+            "kube-apiserver",
+            "kube-controller-manager",
+            "kube-scheduler",
+            "mco",
+            "mcc"
+        ]
+    );
+    assert_eq!(record["version"], "4.18.0");
+    assert_eq!(record["kubernetes"], "1.31.5");
+    for s in record["steps"].as_array().unwrap() {
+        let argv: Vec<&str> = s["argv"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+        assert_eq!(argv[..2], ["podman", "run"], "{argv:?}");
+        assert!(argv.contains(&IMAGE), "{argv:?}");
+        let log = std::fs::read_to_string(r.join(s["log"].as_str().unwrap())).unwrap();
+        assert!(log.contains("stand-in "), "{}: {log}", s["name"]);
+    }
+
+    // The etcd render ran at the bootstrap's name and address; its client certificate reached
+    // tls/ before the kube-apiserver render (which checks it), as bootkube copies it.
+    let a = r.join("assets");
+    let cluster: Value = serde_json::from_slice(&std::fs::read(d.path().join("cluster.json")).unwrap()).unwrap();
+    let boot = cluster["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["role"] == "bootstrap")
+        .unwrap();
+    let etcd_pod = std::fs::read_to_string(a.join("etcd-bootstrap/etc-kubernetes/manifests/etcd-member-pod.yaml")).unwrap();
+    let (host, ip) = (boot["hostname"].as_str().unwrap(), boot["ip"].as_str().unwrap());
+    assert!(
+        etcd_pod.contains(&format!("standin/node: \"{host}\"")) && etcd_pod.contains(&format!("standin/ip: \"{ip}\"")),
+        "{etcd_pod}"
+    );
+    assert!(a.join("tls/etcd-client.key").is_file());
+    // The signer the kube-apiserver render loaded is the bundle's own (front-proxy-ca).
+    let secret = std::fs::read_to_string(a.join("manifests/aggregator-client-signer.yaml")).unwrap();
+    let ca = std::fs::read(d.path().join("pki/front-proxy-ca.crt")).unwrap();
+    use base64::Engine;
+    assert!(secret.contains(&base64::engine::general_purpose::STANDARD.encode(&ca)), "{secret}");
+    for pod in [
+        "kube-apiserver-pod.yaml",
+        "kube-controller-manager-pod.yaml",
+        "kube-scheduler-pod.yaml",
+    ] {
+        assert!(a.join("bootstrap-manifests").join(pod).is_file(), "{pod}");
+    }
+    assert!(a.join("mcc-output/machine-configs/rendered-master-standin.yaml").is_file());
+    assert!(
+        a.join("manifests/0000_10_standin.crd.yaml").is_file(),
+        "the api render's CRDs are copied"
+    );
+    // No podman network, and no work directory, is left behind.
+    let (_, nets) = common::podman::run(&env, &["network", "ls", "--format", "{{.Name}}"]);
+    assert!(!nets.contains("hardshift-render"), "{nets}");
+    let left: Vec<_> = std::fs::read_dir(d.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".render"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+
+    // A render that does not make what the next one reads: refused before that one runs, naming
+    // the asset; the renders of the last good run stay in DIR/render.
+    let omit = w.join("podman-omit");
+    std::fs::write(&omit, wrapper("STANDIN_OMIT=etcd-client.key")).unwrap();
+    std::fs::set_permissions(&omit, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = render(dir, &env, Some(&omit));
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("the kube-apiserver render reads tls/etcd-client.key, which is missing"),
+        "{err}"
+    );
+    assert!(
+        r.join("renders.json").is_file() && a.join("tls/etcd-client.key").is_file(),
+        "the last good renders stay"
+    );
+
+    // A render that fails: named, with its own words and where its whole output is.
+    let fail = w.join("podman-fail");
+    std::fs::write(&fail, wrapper("STANDIN_FAIL=cluster-kube-scheduler-operator")).unwrap();
+    std::fs::set_permissions(&fail, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = render(dir, &env, Some(&fail));
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("the kube-scheduler render") && err.contains("failing as asked"),
+        "{err}"
+    );
+    assert!(
+        err.contains("logs/kube-scheduler.log") && err.contains("the renders' work is kept in"),
+        "{err}"
+    );
+    // Only the last failed run's work is kept beside the bundle.
+    let left = std::fs::read_dir(d.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".render.new-"))
+        .count();
+    assert_eq!(left, 1);
+    let _ = common::podman::run(&env, &["rmi", "-f", IMAGE]);
+}
