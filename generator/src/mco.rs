@@ -9,7 +9,7 @@
 use crate::assets::manifests;
 use crate::cluster::Cluster;
 use crate::pki::{trust, Pki};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 pub const DIR: &str = crate::layout::MCO;
 /// Where render.sh leaves the rendered MachineConfigs; `create` merges nodes into them.
@@ -18,21 +18,6 @@ pub const RENDERED_WORKER: &str = "mco/rendered/worker.yaml";
 
 /// (path inside the bundle directory, mode, contents)
 pub type McoFile = (String, u32, Vec<u8>);
-
-/// The release's image references as the ImageStream the MCO reads (`--image-references`).
-pub fn image_references(c: &Cluster) -> Value {
-    let tags: Vec<Value> = c
-        .release
-        .tags
-        .iter()
-        .map(|(name, pullspec)| json!({"name": name, "from": {"kind": "DockerImage", "name": pullspec}}))
-        .collect();
-    let mut v = json!({"kind": "ImageStream", "apiVersion": "image.openshift.io/v1", "metadata": {}, "spec": {"tags": tags}});
-    if let Some(version) = &c.release.version {
-        v["metadata"]["name"] = json!(version);
-    }
-    v
-}
 
 /// Every input file, by the names the MCO's flags default to. The config CRs are found by group,
 /// kind and name among the manifests bootkube applies; one that is not there is named, never guessed.
@@ -66,7 +51,7 @@ pub fn inputs(c: &Cluster, pki: &Pki) -> Result<Vec<McoFile>, String> {
         0o644,
         trust::client_ca(pki).into_bytes(),
     );
-    let mut refs = serde_json::to_string_pretty(&image_references(c)).expect("json");
+    let mut refs = serde_json::to_string_pretty(&crate::release::image_references(c)).expect("json");
     refs.push('\n');
     add("image-references", 0o644, refs.into_bytes());
     add("pull-secret.json", 0o600, c.pull_secret.clone().into_bytes());

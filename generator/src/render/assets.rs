@@ -284,7 +284,7 @@ pub fn layout(c: &Cluster, pki: &Pki) -> Result<Vec<Asset>, String> {
             bytes: crate::yamlout::to_yaml(&v).into_bytes(),
         });
     }
-    let mut refs = serde_json::to_string_pretty(&crate::mco::image_references(c)).unwrap_or_default();
+    let mut refs = serde_json::to_string_pretty(&crate::release::image_references(c)).unwrap_or_default();
     refs.push('\n');
     out.push(Asset {
         path: "image-references".into(),

@@ -40,7 +40,7 @@ pub struct Step {
     pub net: Net,
     pub then: Vec<Copy>,
     /// The flags its program declares, and those it refuses to run without.
-    pub declared: &'static [&'static str],
+    pub declared: Vec<&'static str>,
     pub required: &'static [&'static str],
 }
 
@@ -132,7 +132,7 @@ pub fn steps(c: &Cluster) -> Result<Vec<Step>, String> {
             String::new()
         }
     };
-    let (etcd, hyperkube, kas_op, cpc, mco) = (
+    let (etcd_image, hyperkube, kas_op, cpc, mco_image) = (
         tag("etcd"),
         tag("hyperkube"),
         tag("cluster-kube-apiserver-operator"),
@@ -179,17 +179,263 @@ pub fn steps(c: &Cluster) -> Result<Vec<Step>, String> {
             .unwrap_or_default(),
     };
     let v = format!("--payload-version={version}");
-    let m = |f: &str| format!("manifests/{f}");
-    let kas_reads: Vec<String> = KAS_TLS
-        .iter()
-        .map(|f| format!("tls/{f}"))
-        .chain([
-            m("cluster-network-02-config.yml"),
+    Ok(vec![
+        api(&v),
+        etcd(&etcd_image, net),
+        kube_apiserver(&v, &hyperkube, &kas_op, &kubernetes),
+        kube_controller_manager(&v, &hyperkube, &cpc),
+        kube_scheduler(&hyperkube),
+        mco(&v, &r.image, &mco_image, &oscontent, &infra),
+        mcc(&v),
+    ])
+}
+
+fn m(f: &str) -> String {
+    format!("manifests/{f}")
+}
+
+/// cluster-config-api's render: the FeatureGate's status for the release's version.
+fn api(v: &str) -> Step {
+    Step {
+        name: "api",
+        tag: "cluster-config-api",
+        entrypoint: "/usr/bin/render",
+        args: vec![
+            "--asset-output-dir=/assets/api-bootstrap".into(),
+            "--rendered-manifest-dir=/assets/manifests".into(),
+            "--cluster-profile=self-managed-high-availability".into(),
+            v.into(),
+        ],
+        reads: vec![m("99_feature-gate.yaml")],
+        makes: vec![],
+        net: Net::None,
+        then: vec![cp("api-bootstrap/manifests", "manifests")],
+        // openshift/api payload-command/cmd/render/main.go, payload-command/render/render.go
+        declared: vec![
+            "rendered-manifest-dir",
+            "image-manifests",
+            "payload-version",
+            "asset-output-dir",
+            "cluster-profile",
+        ],
+        required: &["rendered-manifest-dir", "asset-output-dir", "payload-version"],
+    }
+}
+
+/// cluster-etcd-operator's render: etcd's own signer, certificates and pod.
+fn etcd(image: &str, net: Net) -> Step {
+    Step {
+        name: "etcd",
+        tag: "cluster-etcd-operator",
+        entrypoint: "/usr/bin/cluster-etcd-operator",
+        args: vec![
+            "render".into(),
+            "--asset-output-dir=/assets/etcd-bootstrap".into(),
+            "--cluster-configmap-file=/assets/manifests/cluster-config.yaml".into(),
+            format!("--etcd-image={image}"),
+            "--infra-config-file=/assets/manifests/cluster-infrastructure-02-config.yml".into(),
+            "--network-config-file=/assets/manifests/cluster-network-02-config.yml".into(),
+        ],
+        reads: vec![
+            m("cluster-config.yaml"),
             m("cluster-infrastructure-02-config.yml"),
-            m("99_feature-gate.yaml"),
-        ])
-        .collect();
-    let mut mco_args = strings(&[
+            m("cluster-network-02-config.yml"),
+        ],
+        makes: strings(&["tls/etcd-ca-bundle.crt", "tls/etcd-client.crt", "tls/etcd-client.key"]),
+        net,
+        then: vec![cp("etcd-bootstrap/manifests", "manifests"), cp("etcd-bootstrap/tls", "tls")],
+        // cluster-etcd-operator pkg/cmd/render/render.go
+        declared: vec![
+            "asset-output-dir",
+            "template-dir",
+            "etcd-image",
+            "network-config-file",
+            "cluster-configmap-file",
+            "infra-config-file",
+            "delayed-ha-bootstrap-scaling-marker-file",
+        ],
+        required: &[
+            "asset-output-dir",
+            "etcd-image",
+            "network-config-file",
+            "cluster-configmap-file",
+            "infra-config-file",
+        ],
+    }
+}
+
+/// The kube-apiserver operator's render: the bootstrap API server's pod and config, and the
+/// signers' Secrets loaded from tls/.
+fn kube_apiserver(v: &str, hyperkube: &str, operator: &str, kubernetes: &str) -> Step {
+    Step {
+        name: "kube-apiserver",
+        tag: "cluster-kube-apiserver-operator",
+        entrypoint: "/usr/bin/cluster-kube-apiserver-operator",
+        args: vec![
+            "render".into(),
+            "--manifest-etcd-serving-ca=etcd-ca-bundle.crt".into(),
+            "--manifest-etcd-server-urls=https://localhost:2379".into(),
+            format!("--manifest-image={hyperkube}"),
+            format!("--manifest-operator-image={operator}"),
+            "--asset-input-dir=/assets/tls".into(),
+            "--asset-output-dir=/assets/kube-apiserver-bootstrap".into(),
+            "--config-output-file=/assets/kube-apiserver-bootstrap/config".into(),
+            "--cluster-config-file=/assets/manifests/cluster-network-02-config.yml".into(),
+            "--cluster-auth-file=/assets/manifests/cluster-authentication-02-config.yaml".into(),
+            "--infra-config-file=/assets/manifests/cluster-infrastructure-02-config.yml".into(),
+            "--rendered-manifest-files=/assets/manifests".into(),
+            v.into(),
+            format!("--operand-kubernetes-version={kubernetes}"),
+        ],
+        reads: KAS_TLS
+            .iter()
+            .map(|f| format!("tls/{f}"))
+            .chain([
+                m("cluster-network-02-config.yml"),
+                m("cluster-infrastructure-02-config.yml"),
+                m("99_feature-gate.yaml"),
+            ])
+            .collect(),
+        makes: vec![],
+        net: Net::None,
+        then: vec![
+            cp("kube-apiserver-bootstrap/bootstrap-manifests", "bootstrap-manifests"),
+            cp("kube-apiserver-bootstrap/manifests", "manifests"),
+        ],
+        // cluster-kube-apiserver-operator pkg/cmd/render/render.go, with library-go's options
+        declared: with_generic(&[
+            "manifest-lock-host-path",
+            "manifest-etcd-server-urls",
+            "manifest-etcd-serving-ca",
+            "cluster-config-file",
+            "cluster-auth-file",
+            "infra-config-file",
+            "operand-kubernetes-version",
+        ]),
+        required: &[
+            "asset-output-dir",
+            "asset-input-dir",
+            "config-output-file",
+            "manifest-image",
+            "manifest-operator-image",
+            "operand-kubernetes-version",
+            "rendered-manifest-files",
+            "payload-version",
+        ],
+    }
+}
+
+/// The kube-controller-manager operator's render (with the cluster-policy-controller's config).
+fn kube_controller_manager(v: &str, hyperkube: &str, policy: &str) -> Step {
+    Step {
+        name: "kube-controller-manager",
+        tag: "cluster-kube-controller-manager-operator",
+        entrypoint: "/usr/bin/cluster-kube-controller-manager-operator",
+        args: vec![
+            "render".into(),
+            format!("--cluster-policy-controller-image={policy}"),
+            format!("--manifest-image={hyperkube}"),
+            "--asset-input-dir=/assets/tls".into(),
+            "--asset-output-dir=/assets/kube-controller-manager-bootstrap".into(),
+            "--config-output-file=/assets/kube-controller-manager-bootstrap/config".into(),
+            "--cpc-config-output-file=/assets/kube-controller-manager-bootstrap/cpc-config".into(),
+            "--cluster-config-file=/assets/manifests/cluster-network-02-config.yml".into(),
+            "--rendered-manifest-files=/assets/manifests".into(),
+            v.into(),
+        ],
+        reads: strings(&[
+            "tls/kubelet-signer.crt",
+            "tls/kubelet-signer.key",
+            "tls/service-account.key",
+            "auth/kubeconfig",
+            "manifests/cluster-network-02-config.yml",
+        ]),
+        makes: vec![],
+        net: Net::None,
+        then: vec![
+            cp("kube-controller-manager-bootstrap/bootstrap-manifests", "bootstrap-manifests"),
+            cp("kube-controller-manager-bootstrap/manifests", "manifests"),
+        ],
+        // cluster-kube-controller-manager-operator pkg/cmd/render/render.go
+        declared: with_generic(&[
+            "cluster-config-file",
+            "cluster-policy-controller-image",
+            "cpc-config-output-file",
+            "disable-phase-2",
+        ]),
+        required: &[
+            "asset-output-dir",
+            "asset-input-dir",
+            "config-output-file",
+            "cpc-config-output-file",
+            "manifest-image",
+            "rendered-manifest-files",
+            "payload-version",
+        ],
+    }
+}
+
+/// The kube-scheduler operator's render.
+fn kube_scheduler(hyperkube: &str) -> Step {
+    Step {
+        name: "kube-scheduler",
+        tag: "cluster-kube-scheduler-operator",
+        entrypoint: "/usr/bin/cluster-kube-scheduler-operator",
+        args: vec![
+            "render".into(),
+            format!("--manifest-image={hyperkube}"),
+            "--asset-input-dir=/assets/tls".into(),
+            "--asset-output-dir=/assets/kube-scheduler-bootstrap".into(),
+            "--config-output-file=/assets/kube-scheduler-bootstrap/config".into(),
+        ],
+        reads: strings(&["auth/kubeconfig"]),
+        makes: vec![],
+        net: Net::None,
+        then: vec![
+            cp("kube-scheduler-bootstrap/bootstrap-manifests", "bootstrap-manifests"),
+            cp("kube-scheduler-bootstrap/manifests", "manifests"),
+        ],
+        // cluster-kube-scheduler-operator cmd/render/render.go: library-go's options only
+        declared: with_generic(&[]),
+        required: &["asset-output-dir", "asset-input-dir", "config-output-file", "manifest-image"],
+    }
+}
+
+/// The flags of machine-config-operator `bootstrap` (cmd/machine-config-operator/bootstrap.go
+/// and main.go).
+const MCO_DECLARED: &[&str] = &[
+    "root-ca",
+    "kube-ca",
+    "pull-secret",
+    "dest-dir",
+    "machine-config-operator-image",
+    "machine-config-oscontent-image",
+    "infra-image",
+    "release-image",
+    "config-file",
+    "infra-config-file",
+    "network-config-file",
+    "cloud-config-file",
+    "proxy-config-file",
+    "dns-config-file",
+    "additional-trust-bundle-config-file",
+    "keepalived-image",
+    "coredns-image",
+    "haproxy-image",
+    "baremetal-runtimecfg-image",
+    "oauth-proxy-image",
+    "kube-rbac-proxy-image",
+    "baseos-image",
+    "baseos-extensions-image",
+    "image-references",
+    "cloud-provider-ca-file",
+    "payload-version",
+    "operator-image",
+];
+
+/// The machine-config-operator's bootstrap: the controller's inputs and its own manifests.
+fn mco(v: &str, release: &str, operator: &str, oscontent: &str, infra: &str) -> Step {
+    let mut args = strings(&[
         "bootstrap",
         "--root-ca=/assets/tls/root-ca.crt",
         "--kube-ca=/assets/tls/kube-apiserver-complete-client-ca-bundle.crt",
@@ -202,304 +448,75 @@ pub fn steps(c: &Cluster) -> Result<Vec<Step>, String> {
         "--image-references=/assets/image-references",
         "--dest-dir=/assets/mco-bootstrap",
     ]);
-    mco_args.extend([
-        format!("--machine-config-operator-image={mco}"),
+    args.extend([
+        format!("--machine-config-operator-image={operator}"),
         format!("--machine-config-oscontent-image={oscontent}"),
         format!("--infra-image={infra}"),
-        format!("--release-image={}", r.image),
-        v.clone(),
+        format!("--release-image={release}"),
+        v.into(),
     ]);
-    Ok(vec![
-        Step {
-            name: "api",
-            tag: "cluster-config-api",
-            entrypoint: "/usr/bin/render",
-            args: vec![
-                "--asset-output-dir=/assets/api-bootstrap".into(),
-                "--rendered-manifest-dir=/assets/manifests".into(),
-                "--cluster-profile=self-managed-high-availability".into(),
-                v.clone(),
-            ],
-            reads: vec![m("99_feature-gate.yaml")],
-            makes: vec![],
-            net: Net::None,
-            then: vec![cp("api-bootstrap/manifests", "manifests")],
-            // openshift/api payload-command/cmd/render/main.go, payload-command/render/render.go
-            declared: &[
-                "rendered-manifest-dir",
-                "image-manifests",
-                "payload-version",
-                "asset-output-dir",
-                "cluster-profile",
-            ],
-            required: &["rendered-manifest-dir", "asset-output-dir", "payload-version"],
-        },
-        Step {
-            name: "etcd",
-            tag: "cluster-etcd-operator",
-            entrypoint: "/usr/bin/cluster-etcd-operator",
-            args: vec![
-                "render".into(),
-                "--asset-output-dir=/assets/etcd-bootstrap".into(),
-                "--cluster-configmap-file=/assets/manifests/cluster-config.yaml".into(),
-                format!("--etcd-image={etcd}"),
-                "--infra-config-file=/assets/manifests/cluster-infrastructure-02-config.yml".into(),
-                "--network-config-file=/assets/manifests/cluster-network-02-config.yml".into(),
-            ],
-            reads: vec![
-                m("cluster-config.yaml"),
-                m("cluster-infrastructure-02-config.yml"),
-                m("cluster-network-02-config.yml"),
-            ],
-            makes: strings(&["tls/etcd-ca-bundle.crt", "tls/etcd-client.crt", "tls/etcd-client.key"]),
-            net,
-            then: vec![cp("etcd-bootstrap/manifests", "manifests"), cp("etcd-bootstrap/tls", "tls")],
-            // cluster-etcd-operator pkg/cmd/render/render.go
-            declared: &[
-                "asset-output-dir",
-                "template-dir",
-                "etcd-image",
-                "network-config-file",
-                "cluster-configmap-file",
-                "infra-config-file",
-                "delayed-ha-bootstrap-scaling-marker-file",
-            ],
-            required: &[
-                "asset-output-dir",
-                "etcd-image",
-                "network-config-file",
-                "cluster-configmap-file",
-                "infra-config-file",
-            ],
-        },
-        Step {
-            name: "kube-apiserver",
-            tag: "cluster-kube-apiserver-operator",
-            entrypoint: "/usr/bin/cluster-kube-apiserver-operator",
-            args: vec![
-                "render".into(),
-                "--manifest-etcd-serving-ca=etcd-ca-bundle.crt".into(),
-                "--manifest-etcd-server-urls=https://localhost:2379".into(),
-                format!("--manifest-image={hyperkube}"),
-                format!("--manifest-operator-image={kas_op}"),
-                "--asset-input-dir=/assets/tls".into(),
-                "--asset-output-dir=/assets/kube-apiserver-bootstrap".into(),
-                "--config-output-file=/assets/kube-apiserver-bootstrap/config".into(),
-                "--cluster-config-file=/assets/manifests/cluster-network-02-config.yml".into(),
-                "--cluster-auth-file=/assets/manifests/cluster-authentication-02-config.yaml".into(),
-                "--infra-config-file=/assets/manifests/cluster-infrastructure-02-config.yml".into(),
-                "--rendered-manifest-files=/assets/manifests".into(),
-                v.clone(),
-                format!("--operand-kubernetes-version={kubernetes}"),
-            ],
-            reads: kas_reads,
-            makes: vec![],
-            net: Net::None,
-            then: vec![
-                cp("kube-apiserver-bootstrap/bootstrap-manifests", "bootstrap-manifests"),
-                cp("kube-apiserver-bootstrap/manifests", "manifests"),
-            ],
-            // cluster-kube-apiserver-operator pkg/cmd/render/render.go, with library-go's options
-            declared: &[
-                "manifest-lock-host-path",
-                "manifest-etcd-server-urls",
-                "manifest-etcd-serving-ca",
-                "cluster-config-file",
-                "cluster-auth-file",
-                "infra-config-file",
-                "operand-kubernetes-version",
-                "asset-output-dir",
-                "asset-input-dir",
-                "templates-input-dir",
-                "config-override-files",
-                "config-output-file",
-                "rendered-manifest-files",
-                "payload-version",
-                "manifest-namespace",
-                "manifest-image",
-                "manifest-operator-image",
-                "manifest-image-pull-policy",
-                "manifest-config-host-path",
-                "manifest-secrets-host-path",
-                "manifest-config-file-name",
-                "manifest-cloud-provider-host-path",
-            ],
-            required: &[
-                "asset-output-dir",
-                "asset-input-dir",
-                "config-output-file",
-                "manifest-image",
-                "manifest-operator-image",
-                "operand-kubernetes-version",
-                "rendered-manifest-files",
-                "payload-version",
-            ],
-        },
-        Step {
-            name: "kube-controller-manager",
-            tag: "cluster-kube-controller-manager-operator",
-            entrypoint: "/usr/bin/cluster-kube-controller-manager-operator",
-            args: vec![
-                "render".into(),
-                format!("--cluster-policy-controller-image={cpc}"),
-                format!("--manifest-image={hyperkube}"),
-                "--asset-input-dir=/assets/tls".into(),
-                "--asset-output-dir=/assets/kube-controller-manager-bootstrap".into(),
-                "--config-output-file=/assets/kube-controller-manager-bootstrap/config".into(),
-                "--cpc-config-output-file=/assets/kube-controller-manager-bootstrap/cpc-config".into(),
-                "--cluster-config-file=/assets/manifests/cluster-network-02-config.yml".into(),
-                "--rendered-manifest-files=/assets/manifests".into(),
-                v.clone(),
-            ],
-            reads: strings(&[
-                "tls/kubelet-signer.crt",
-                "tls/kubelet-signer.key",
-                "tls/service-account.key",
-                "auth/kubeconfig",
-                "manifests/cluster-network-02-config.yml",
-            ]),
-            makes: vec![],
-            net: Net::None,
-            then: vec![
-                cp("kube-controller-manager-bootstrap/bootstrap-manifests", "bootstrap-manifests"),
-                cp("kube-controller-manager-bootstrap/manifests", "manifests"),
-            ],
-            // cluster-kube-controller-manager-operator pkg/cmd/render/render.go
-            declared: &[
-                "cluster-config-file",
-                "cluster-policy-controller-image",
-                "cpc-config-output-file",
-                "disable-phase-2",
-                "asset-output-dir",
-                "asset-input-dir",
-                "templates-input-dir",
-                "config-override-files",
-                "config-output-file",
-                "rendered-manifest-files",
-                "payload-version",
-                "manifest-namespace",
-                "manifest-image",
-                "manifest-operator-image",
-                "manifest-image-pull-policy",
-                "manifest-config-host-path",
-                "manifest-secrets-host-path",
-                "manifest-config-file-name",
-                "manifest-cloud-provider-host-path",
-            ],
-            required: &[
-                "asset-output-dir",
-                "asset-input-dir",
-                "config-output-file",
-                "cpc-config-output-file",
-                "manifest-image",
-                "rendered-manifest-files",
-                "payload-version",
-            ],
-        },
-        Step {
-            name: "kube-scheduler",
-            tag: "cluster-kube-scheduler-operator",
-            entrypoint: "/usr/bin/cluster-kube-scheduler-operator",
-            args: vec![
-                "render".into(),
-                format!("--manifest-image={hyperkube}"),
-                "--asset-input-dir=/assets/tls".into(),
-                "--asset-output-dir=/assets/kube-scheduler-bootstrap".into(),
-                "--config-output-file=/assets/kube-scheduler-bootstrap/config".into(),
-            ],
-            reads: strings(&["auth/kubeconfig"]),
-            makes: vec![],
-            net: Net::None,
-            then: vec![
-                cp("kube-scheduler-bootstrap/bootstrap-manifests", "bootstrap-manifests"),
-                cp("kube-scheduler-bootstrap/manifests", "manifests"),
-            ],
-            // cluster-kube-scheduler-operator cmd/render/render.go: library-go's options only
-            declared: GENERIC,
-            required: &["asset-output-dir", "asset-input-dir", "config-output-file", "manifest-image"],
-        },
-        Step {
-            name: "mco",
-            tag: "machine-config-operator",
-            entrypoint: "/usr/bin/machine-config-operator",
-            args: mco_args,
-            reads: strings(&[
-                "tls/root-ca.crt",
-                "tls/kube-apiserver-complete-client-ca-bundle.crt",
-                "manifests/cluster-config.yaml",
-                "manifests/cluster-infrastructure-02-config.yml",
-                "manifests/cluster-network-02-config.yml",
-                "manifests/cluster-proxy-01-config.yaml",
-                "manifests/cluster-dns-02-config.yml",
-                "manifests/openshift-config-secret-pull-secret.yaml",
-                "image-references",
-            ]),
-            makes: strings(&["mco-bootstrap/bootstrap/manifests/machineconfigcontroller-pull-secret"]),
-            net: Net::None,
-            // bootkube hands the controller the operator's manifests and everything rendered so
-            // far (/etc/mcc/bootstrap), then adds the operator's own manifests to bootkube's.
-            then: vec![
-                cp("mco-bootstrap/bootstrap/manifests", "mcc-input"),
-                cp("manifests", "mcc-input"),
-                cp("mco-bootstrap/manifests", "manifests"),
-            ],
-            // machine-config-operator cmd/machine-config-operator/bootstrap.go and main.go
-            declared: &[
-                "root-ca",
-                "kube-ca",
-                "pull-secret",
-                "dest-dir",
-                "machine-config-operator-image",
-                "machine-config-oscontent-image",
-                "infra-image",
-                "release-image",
-                "config-file",
-                "infra-config-file",
-                "network-config-file",
-                "cloud-config-file",
-                "proxy-config-file",
-                "dns-config-file",
-                "additional-trust-bundle-config-file",
-                "keepalived-image",
-                "coredns-image",
-                "haproxy-image",
-                "baremetal-runtimecfg-image",
-                "oauth-proxy-image",
-                "kube-rbac-proxy-image",
-                "baseos-image",
-                "baseos-extensions-image",
-                "image-references",
-                "cloud-provider-ca-file",
-                "payload-version",
-                "operator-image",
-            ],
-            required: &[
-                "dest-dir",
-                "machine-config-operator-image",
-                "machine-config-oscontent-image",
-                "infra-image",
-                "release-image",
-                "config-file",
-            ],
-        },
-        Step {
-            name: "mcc",
-            tag: "machine-config-operator",
-            entrypoint: "/usr/bin/machine-config-controller",
-            args: vec![
-                "bootstrap".into(),
-                "--manifest-dir=/assets/mcc-input".into(),
-                "--dest-dir=/assets/mcc-output".into(),
-                "--pull-secret=/assets/mco-bootstrap/bootstrap/manifests/machineconfigcontroller-pull-secret".into(),
-                v,
-            ],
-            reads: strings(&["mco-bootstrap/bootstrap/manifests/machineconfigcontroller-pull-secret"]),
-            makes: vec![],
-            net: Net::None,
-            then: vec![],
-            // machine-config-operator cmd/machine-config-controller/bootstrap.go and main.go
-            declared: &["manifest-dir", "dest-dir", "pull-secret", "payload-version", "templates"],
-            required: &["manifest-dir", "dest-dir", "pull-secret"],
-        },
-    ])
+    Step {
+        name: "mco",
+        tag: "machine-config-operator",
+        entrypoint: "/usr/bin/machine-config-operator",
+        args,
+        reads: strings(&[
+            "tls/root-ca.crt",
+            "tls/kube-apiserver-complete-client-ca-bundle.crt",
+            "manifests/cluster-config.yaml",
+            "manifests/cluster-infrastructure-02-config.yml",
+            "manifests/cluster-network-02-config.yml",
+            "manifests/cluster-proxy-01-config.yaml",
+            "manifests/cluster-dns-02-config.yml",
+            "manifests/openshift-config-secret-pull-secret.yaml",
+            "image-references",
+        ]),
+        makes: strings(&["mco-bootstrap/bootstrap/manifests/machineconfigcontroller-pull-secret"]),
+        net: Net::None,
+        // bootkube hands the controller the operator's manifests and everything rendered so far
+        // (/etc/mcc/bootstrap), then adds the operator's own manifests to bootkube's.
+        then: vec![
+            cp("mco-bootstrap/bootstrap/manifests", "mcc-input"),
+            cp("manifests", "mcc-input"),
+            cp("mco-bootstrap/manifests", "manifests"),
+        ],
+        declared: MCO_DECLARED.to_vec(),
+        required: &[
+            "dest-dir",
+            "machine-config-operator-image",
+            "machine-config-oscontent-image",
+            "infra-image",
+            "release-image",
+            "config-file",
+        ],
+    }
+}
+
+/// The machine-config-controller's bootstrap (in the installer, an init container of the
+/// operator's bootstrap pod): the rendered MachineConfigs of every pool.
+fn mcc(v: &str) -> Step {
+    Step {
+        name: "mcc",
+        tag: "machine-config-operator",
+        entrypoint: "/usr/bin/machine-config-controller",
+        args: vec![
+            "bootstrap".into(),
+            "--manifest-dir=/assets/mcc-input".into(),
+            "--dest-dir=/assets/mcc-output".into(),
+            "--pull-secret=/assets/mco-bootstrap/bootstrap/manifests/machineconfigcontroller-pull-secret".into(),
+            v.into(),
+        ],
+        reads: strings(&["mco-bootstrap/bootstrap/manifests/machineconfigcontroller-pull-secret"]),
+        makes: vec![],
+        net: Net::None,
+        then: vec![],
+        // machine-config-operator cmd/machine-config-controller/bootstrap.go and main.go
+        declared: vec!["manifest-dir", "dest-dir", "pull-secret", "payload-version", "templates"],
+        required: &["manifest-dir", "dest-dir", "pull-secret"],
+    }
+}
+
+/// A library-go operator's own flags and the render options they all share.
+fn with_generic(own: &[&'static str]) -> Vec<&'static str> {
+    own.iter().chain(GENERIC).copied().collect()
 }
