@@ -200,3 +200,109 @@ fn the_releases_renders_run_in_bootkubes_order_over_the_bundle() {
     assert_eq!(left, 1);
     let _ = common::podman::run(&env, &["rmi", "-f", IMAGE]);
 }
+
+/// With OpenShift 4.18's own renders (built by hand into `HARDSHIFT_OCP_BIN`, run by
+/// tests/fixtures/podman-ocp-bin in place of the release's images): every render runs on the
+/// example bundle, and what they load from the bundle's layout is the bundle's own, never empty.
+#[test]
+#[ignore = "needs HARDSHIFT_OCP_BIN: OpenShift 4.18's cluster-config-api render, cluster-etcd-operator, cluster-kube-apiserver-operator, -controller-manager- and -scheduler-operator (with their templates in bootkube-templates/), machine-config-operator and -controller, built by hand"]
+fn the_releases_own_renders_run_on_the_bundle() {
+    let bin = std::env::var("HARDSHIFT_OCP_BIN").expect("HARDSHIFT_OCP_BIN (see hack/tiers)");
+    let d = example_copy();
+    let dir = d.path().to_str().unwrap();
+    full_release(d.path());
+    create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let tmp = tempfile::tempdir().unwrap();
+    let env = vec![
+        ("HARDSHIFT_OCP_BIN".to_string(), bin),
+        (
+            "HARDSHIFT_OCP_MANIFESTS".to_string(),
+            root.join("../shared/openshift-4.18/crds").to_string_lossy().to_string(),
+        ),
+        ("TMPDIR".to_string(), tmp.path().to_string_lossy().to_string()),
+    ];
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hardshift"))
+        .args(["render", "--dir", dir])
+        .env("PODMAN", root.join("tests/fixtures/podman-ocp-bin"))
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}{stderr}");
+    let a = d.path().join("render/assets");
+    // etcd's pod and certificates for the bootstrap's name and address.
+    let cluster: Value = serde_json::from_slice(&std::fs::read(d.path().join("cluster.json")).unwrap()).unwrap();
+    let boot = cluster["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["role"] == "bootstrap")
+        .unwrap();
+    let etcd = std::fs::read_to_string(a.join("etcd-bootstrap/etc-kubernetes/manifests/etcd-member-pod.yaml")).unwrap();
+    assert!(etcd.contains(boot["ip"].as_str().unwrap()), "{etcd}");
+    let host = boot["hostname"].as_str().unwrap();
+    assert!(a
+        .join(format!(
+            "etcd-bootstrap/etc-kubernetes/static-pod-resources/etcd-member/etcd-all-certs/etcd-serving-{host}.crt"
+        ))
+        .is_file());
+    // What the kube-apiserver render loaded from tls/ is the bundle's, not empty.
+    let object = |kind: &str, name: &str| -> Value {
+        std::fs::read_dir(a.join("manifests"))
+            .unwrap()
+            .flatten()
+            .filter_map(|e| hardshift_generator::config::yaml::parse(&std::fs::read_to_string(e.path()).ok()?).ok())
+            .map(|d| d.value)
+            .find(|v| v["kind"] == kind && v["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("no {kind} {name} in the rendered manifests"))
+    };
+    let signer = object("Secret", "aggregator-client-signer");
+    use base64::Engine;
+    let crt = base64::engine::general_purpose::STANDARD
+        .decode(signer["data"]["tls.crt"].as_str().unwrap())
+        .unwrap();
+    assert_eq!(crt, std::fs::read(d.path().join("pki/front-proxy-ca.crt")).unwrap());
+    for cm in [
+        "admin-kubeconfig-client-ca",
+        "csr-controller-ca",
+        "kubelet-bootstrap-kubeconfig",
+        "sa-token-signing-certs",
+    ] {
+        let v = object("ConfigMap", cm);
+        let data: Vec<&str> = v["data"].as_object().unwrap().values().filter_map(|d| d.as_str()).collect();
+        assert!(
+            !data.is_empty() && data.iter().all(|d| d.contains("-----BEGIN ")),
+            "{cm} is empty: {v}"
+        );
+    }
+    // The bundle's own serving and client signers, as the operators will keep them.
+    for (secret, ca) in [
+        ("loadbalancer-serving-signer", "kube-apiserver-lb-signer"),
+        ("csr-signer-signer", "kubelet-signer"),
+    ] {
+        let v = object("Secret", secret);
+        let crt = base64::engine::general_purpose::STANDARD
+            .decode(v["data"]["tls.crt"].as_str().unwrap())
+            .unwrap();
+        assert_eq!(crt, std::fs::read(d.path().join(format!("pki/{ca}.crt"))).unwrap(), "{secret}");
+    }
+    // The bound-token key is the bundle's: the render made none of its own.
+    assert_eq!(
+        std::fs::read(a.join("tls/bound-service-account-signing-key.key")).unwrap(),
+        std::fs::read(d.path().join("pki/service-account.key")).unwrap()
+    );
+    for pod in [
+        "kube-apiserver-pod.yaml",
+        "kube-controller-manager-pod.yaml",
+        "kube-scheduler-pod.yaml",
+    ] {
+        assert!(a.join("bootstrap-manifests").join(pod).is_file(), "{pod}");
+    }
+    let rendered: Vec<String> = std::fs::read_dir(a.join("mcc-output/machine-configs"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .collect();
+    assert!(rendered.iter().any(|n| n.starts_with("rendered-master-")), "{rendered:?}");
+}
