@@ -214,7 +214,7 @@ fn the_releases_own_renders_run_on_the_bundle() {
     create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let tmp = tempfile::tempdir().unwrap();
-    let env = vec![
+    let env = [
         ("HARDSHIFT_OCP_BIN".to_string(), bin),
         (
             "HARDSHIFT_OCP_MANIFESTS".to_string(),
