@@ -71,6 +71,12 @@ fn the_releases_renders_run_in_bootkubes_order_over_the_bundle() {
     ];
     common::podman::standin_image(&env, &w.join("image"), IMAGE, &programs, &applets, &[]);
 
+    // No diff before there are renders to compare with.
+    let out = hardshift(&["render", "--dir", dir, "--diff"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("no renders yet") && err.contains("hardshift render --dir"), "{err}");
+
     // Before a bundle's renders can run, the release must name what they need.
     let bare = example_copy();
     create(bare.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
@@ -158,6 +164,35 @@ fn the_releases_renders_run_in_bootkubes_order_over_the_bundle() {
         .filter(|e| e.file_name().to_string_lossy().starts_with(".render"))
         .collect();
     assert!(left.is_empty(), "{left:?}");
+
+    // The diff: the stand-in's kube-apiserver runs none of hardshift's flags; the signer Secret
+    // it loaded from the layout holds the certificate hardshift seeds (only the key and type,
+    // which the stand-in leaves out, differ); in JSON, the same.
+    let out = hardshift(&["render", "--dir", dir, "--diff"]);
+    let diff = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        diff.contains("  kube-apiserver:\n") && diff.contains("    - --etcd-servers="),
+        "{diff}"
+    );
+    assert!(
+        diff.contains("  ~ Secret openshift-kube-apiserver-operator/aggregator-client-signer: .data.tls.key, .type\n"),
+        "{diff}"
+    );
+    assert!(diff.contains("= Namespace openshift-config"), "{diff}");
+    let out = hardshift(&["render", "--dir", dir, "--diff", "-o", "json"]);
+    let j: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(j["differences"].as_u64().unwrap() > 0);
+    let kas = j["diff"]["flags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["component"] == "kube-apiserver")
+        .unwrap();
+    assert!(
+        kas["only_native"].as_array().unwrap().iter().any(|f| f[0] == "etcd-servers"),
+        "{kas}"
+    );
 
     // A render that does not make what the next one reads: refused before that one runs, naming
     // the asset; the renders of the last good run stay in DIR/render.

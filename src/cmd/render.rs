@@ -16,6 +16,13 @@ pub struct Args {
     /// operator built or patched locally.
     #[arg(long = "image", value_name = "TAG=PULLSPEC", value_parser = parse_image)]
     images: Vec<(String, String)>,
+    /// Run nothing: print how the native bundle differs from the renders in DIR/render/, the
+    /// bootstrap control plane flag by flag and the manifests object by object.
+    #[arg(long, conflicts_with = "images")]
+    diff: bool,
+    /// Output format (with --diff).
+    #[arg(short, long, value_enum, default_value_t = super::Output::Table, requires = "diff")]
+    output: super::Output,
 }
 
 fn parse_image(s: &str) -> Result<(String, String), String> {
@@ -30,6 +37,23 @@ fn parse_image(s: &str) -> Result<(String, String), String> {
 pub fn run(a: Args) -> Result<u8, Failure> {
     let cluster = a.cluster.load()?;
     let dir = &a.cluster.dir;
+    if a.diff {
+        let d = render::diff(dir, &cluster)?;
+        if a.output == super::Output::Json {
+            let v = serde_json::json!({"differences": d.count(), "diff": d});
+            println!("{}", serde_json::to_string_pretty(&v).map_err(Failure::other)?);
+        } else {
+            for l in hardshift_generator::render::diff::lines(&d) {
+                println!("{l}");
+            }
+            println!(
+                "{} differences between the native bundle and the renders; {} objects hardshift applies that no render makes",
+                d.count(),
+                d.only_native.len()
+            );
+        }
+        return Ok(0);
+    }
     let known: Vec<&str> = hardshift_generator::render::steps::TAGS.to_vec();
     let mut images = BTreeMap::new();
     for (tag, pullspec) in a.images {

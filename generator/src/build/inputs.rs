@@ -146,6 +146,11 @@ fn mco_bases(req: &Request) -> Vec<(Role, PathBuf)> {
     rendered.into_iter().filter(|(_, p)| p.is_file()).collect()
 }
 
+/// The CRDs bootkube applies from DIR/crds/ (or DIR/release/crds/), by name.
+pub fn crds(dir: &Path) -> Result<Vec<Crd>, Error> {
+    read_extras(dir, &[]).map(|e| e.crds)
+}
+
 /// CRDs from DIR/crds/ (name order) and the MCO bases: read and checked before anything is made.
 fn read_extras(dir: &Path, bases: &[(Role, PathBuf)]) -> Result<Extras, Error> {
     let mut extras = Extras::default();

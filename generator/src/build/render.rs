@@ -259,6 +259,104 @@ fn copy_all(from: &Path, to: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// How the native bundle differs from DIR/render/ (made by `run` before): the bootstrap's
+/// static pods flag by flag, and the manifests bootkube applies object by object.
+pub fn diff(dir: &Path, cluster: &Cluster) -> Result<render::diff::Diff, Error> {
+    let assets = dir.join(render::DIR).join("assets");
+    if !dir.join(crate::layout::RENDERS_RECORD).is_file() {
+        return Err(Error::input(format!(
+            "{}: no renders yet\n    hint: run `hardshift render --dir {}` first (the release's images, through podman)",
+            dir.join(render::DIR).display(),
+            dir.display()
+        )));
+    }
+    let live = Live::read(dir, &pki::plan(cluster));
+    let issued = pki::issue(
+        &pki::plan(cluster),
+        &live.existing,
+        time::OffsetDateTime::now_utc(),
+        &SystemKeys,
+        pki::Options::default(),
+    )
+    .map_err(Error::input)?;
+    let mut native = render::diff::Side::default();
+    for (file, pod) in crate::assets::static_pods::bootstrap_pods(cluster) {
+        native
+            .pods
+            .insert(render::diff::component_of(file), serde_json::to_value(&pod).map_err(Error::other)?);
+    }
+    native.objects = crate::assets::manifests::manifests(cluster, &issued, None)
+        .into_iter()
+        .chain(crate::assets::manifests::after_cvo(cluster))
+        .flat_map(|(_, objs)| objs)
+        .collect();
+    for crd in super::inputs::crds(dir).unwrap_or_default() {
+        native.objects.extend(documents(&String::from_utf8_lossy(&crd.contents)));
+    }
+    let mut rendered = render::diff::Side::default();
+    for f in files(&assets.join("bootstrap-manifests"))
+        .into_iter()
+        .chain(files(&assets.join("etcd-bootstrap/etc-kubernetes/manifests")))
+    {
+        for pod in documents(&std::fs::read_to_string(&f).unwrap_or_default()) {
+            let name = pod["metadata"]["name"].as_str().unwrap_or_default().to_string();
+            rendered.pods.insert(render::diff::component_of(&name), pod);
+        }
+    }
+    for (component, config) in [
+        ("kube-apiserver", "kube-apiserver-bootstrap/config"),
+        ("kube-controller-manager", "kube-controller-manager-bootstrap/config"),
+    ] {
+        if let Some(v) = documents(&std::fs::read_to_string(assets.join(config)).unwrap_or_default())
+            .into_iter()
+            .next()
+        {
+            rendered.configs.insert(component.to_string(), v);
+        }
+    }
+    for step in render::steps(cluster).map_err(Error::input)? {
+        for c in step.then.iter().filter(|c| c.to == "manifests" && c.from != "manifests") {
+            for f in files(&assets.join(&c.from)) {
+                rendered.objects.extend(documents(&std::fs::read_to_string(&f).unwrap_or_default()));
+            }
+        }
+    }
+    Ok(render::diff::diff(&native, &rendered))
+}
+
+/// The regular files of a directory, by name.
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_file())
+        .collect();
+    v.sort();
+    v
+}
+
+/// The YAML documents of a text (`---` between them), each parsed; what does not parse is left out.
+fn documents(text: &str) -> Vec<serde_json::Value> {
+    let mut docs = vec![String::new()];
+    for line in text.lines() {
+        if line.trim_end() == "---" {
+            docs.push(String::new());
+        } else {
+            let last = docs.last_mut().expect("one");
+            last.push_str(line);
+            last.push('\n');
+        }
+    }
+    docs.iter()
+        .filter(|d| !d.trim().is_empty())
+        .filter_map(|d| crate::config::yaml::parse(d).ok())
+        .map(|d| d.value)
+        .filter(|v| v.is_object())
+        .collect()
+}
+
 /// Where the renders' outputs are, once `render` ran.
 pub fn rendered_dir(dir: &Path) -> PathBuf {
     dir.join(render::DIR)
