@@ -67,9 +67,10 @@ fn the_releases_renders_run_in_bootkubes_order_over_the_bundle() {
     let env = common::podman::env(w);
     let programs = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/render-standin");
     let applets = [
-        "sh", "hostname", "ip", "awk", "grep", "base64", "printf", "cp", "mkdir", "head", "cat", "basename", "echo",
+        "sh", "hostname", "ip", "awk", "grep", "base64", "printf", "cp", "mkdir", "head", "cat", "basename", "echo", "sed",
     ];
-    common::podman::standin_image(&env, &w.join("image"), IMAGE, &programs, &applets, &[]);
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mco/worker-machineconfig.json");
+    common::podman::standin_image(&env, &w.join("image"), IMAGE, &programs, &applets, &[(&fixture, "fixture.json")]);
 
     // No diff before there are renders to compare with.
     let out = hardshift(&["render", "--dir", dir, "--diff"]);
@@ -193,6 +194,43 @@ fn the_releases_renders_run_in_bootkubes_order_over_the_bundle() {
         kas["only_native"].as_array().unwrap().iter().any(|f| f[0] == "etcd-servers"),
         "{kas}"
     );
+
+    // The next create merges the masters and workers into the renders' MachineConfigs, and
+    // verify makes the same bundle again from them.
+    let out = create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("merged into the release's own rendered MachineConfigs"), "{stdout}");
+    assert!(
+        stdout.contains("merged into the MCO master base") && stdout.contains("merged into the MCO worker base"),
+        "{stdout}"
+    );
+    let out = hardshift(&["verify", "--dir", dir]);
+    assert!(out.status.success(), "{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(text(&out.stderr).contains(" 0 failed"), "{}", text(&out.stderr));
+    // Renders made from another layout (here: their record says so) are refused, nothing written.
+    let record = r.join("renders.json");
+    let good = std::fs::read(&record).unwrap();
+    let mut stale: Value = serde_json::from_slice(&good).unwrap();
+    stale["layout"]["tls/root-ca.crt"] = "0".repeat(64).into();
+    std::fs::write(&record, serde_json::to_vec(&stale).unwrap()).unwrap();
+    let before = snapshot(d.path());
+    let out = hardshift(&[
+        "create",
+        "--dir",
+        dir,
+        "--key-algorithm",
+        "ecdsa-p256",
+        "--no-agent",
+        "--self-contained-nodes",
+    ]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("the renders were made from another bundle") && err.contains("tls/root-ca.crt"),
+        "{err}"
+    );
+    assert_eq!(before, snapshot(d.path()), "nothing written");
+    std::fs::write(&record, good).unwrap();
 
     // A render that does not make what the next one reads: refused before that one runs, naming
     // the asset; the renders of the last good run stay in DIR/render.
@@ -340,4 +378,19 @@ fn the_releases_own_renders_run_on_the_bundle() {
         .map(|e| e.file_name().to_string_lossy().to_string())
         .collect();
     assert!(rendered.iter().any(|n| n.starts_with("rendered-master-")), "{rendered:?}");
+    // create merges the masters and workers into what the release's controller rendered, and
+    // verify makes the same bundle again.
+    let out = create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("merged into the release's own rendered MachineConfigs"), "{stdout}");
+    let out = hardshift(&["verify", "--dir", dir]);
+    assert!(
+        text(&out.stderr).contains(" 0 failed"),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let out = hardshift(&["render", "--dir", dir, "--diff", "-o", "json"]);
+    let j: Value = serde_json::from_slice(&out.stdout).unwrap();
+    eprintln!("render --diff on the example bundle: {} differences", j["differences"]);
 }

@@ -146,7 +146,13 @@ pub fn run(a: Args) -> Result<u8, Failure> {
 
 /// What `create` made and wrote, in lines.
 fn say(created: &Created) {
-    let Created { made, written, rerun, dir } = created;
+    let Created {
+        made,
+        written,
+        rerun,
+        dir,
+        from_renders,
+    } = created;
     let (cluster, extras) = (&made.cluster, &made.extras);
     let count = |r| cluster.nodes.iter().filter(|n| n.role == r).count();
     println!(
@@ -161,6 +167,14 @@ fn say(created: &Created) {
     );
     say_pki(cluster, &made.pki, *rerun);
     say_configs(dir, made);
+    if *from_renders {
+        println!(
+            "masters and workers: merged into the release's own rendered MachineConfigs ({})",
+            dir.join(layout::RENDER).display()
+        );
+    }
+    // Said once a run, plainly: the release's operators will find a control plane they did not render.
+    println!("bootstrap control plane: hardshift's own static pods, not the release's renders (`hardshift render`, then `hardshift render --diff` shows how they differ)");
     say_written(dir, made, written);
     println!("admin kubeconfig: {}", dir.join(layout::ADMIN_KUBECONFIG).display());
     if made.new_password {

@@ -110,3 +110,36 @@ pub fn missing_cas(issued: &pki::Pki) -> Vec<String> {
         .map(|e| e.spec.id())
         .collect()
 }
+
+/// The release's renders are taken only while this bundle would give them the same layout (its
+/// PKI, kubeconfigs and config CRs): a rendered node that trusts other CAs, or carries another
+/// install-config, would not join this cluster.
+pub fn renders_fresh(
+    req: &Request,
+    cluster: &Cluster,
+    pki: &pki::Pki,
+    recorded: &std::collections::BTreeMap<String, String>,
+) -> Result<(), Error> {
+    let now = crate::render::layout(cluster, pki).map_err(Error::other)?;
+    let now = super::render::layout_hashes(&now);
+    let changed: Vec<&String> = now
+        .iter()
+        .filter(|(p, h)| recorded.get(*p) != Some(*h))
+        .map(|(p, _)| p)
+        .chain(recorded.keys().filter(|p| !now.contains_key(*p)))
+        .collect();
+    if changed.is_empty() {
+        return Ok(());
+    }
+    let shown: Vec<&str> = changed.iter().take(5).map(|s| s.as_str()).collect();
+    Err(Error::input(format!(
+        "{}/{}: the renders were made from another bundle than this one ({}{} differ now): their masters and workers would trust other CAs or carry another configuration\n    hint: run `hardshift render --dir {}` again, or remove {}/{} to build without them",
+        req.dir.display(),
+        crate::layout::RENDER,
+        shown.join(", "),
+        if changed.len() > 5 { format!(" and {} more", changed.len() - 5) } else { String::new() },
+        req.dir.display(),
+        req.dir.display(),
+        crate::layout::RENDER,
+    )))
+}

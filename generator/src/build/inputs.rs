@@ -6,6 +6,7 @@ use super::{decide, Error, Request};
 use crate::assets::{agent, Crd, Extras};
 use crate::cluster::{Cluster, Role};
 use crate::{config, ignition, layout};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -47,6 +48,8 @@ pub struct Inputs {
     /// CRDs and MCO bases; the agent and the kubeadmin login are added by the build.
     pub extras: Extras,
     pub agent: Option<PendingAgent>,
+    /// The layout the renders were given (their record), when the bases are the renders'.
+    pub renders: Option<Layout>,
 }
 
 /// Read and validate the cluster's inputs in `dir` (install-config, agent-config, hardshift.yaml,
@@ -82,7 +85,8 @@ pub fn read(req: &Request, cache: Arc<dyn EncodingCache>) -> Result<Inputs, Erro
     let cluster = cluster(&req.dir, req.release_refs.as_deref(), &overrides)?;
     tracing::debug!(ms = t.elapsed().as_millis(), nodes = cluster.nodes.len(), "read the cluster");
     let t = std::time::Instant::now();
-    let extras = read_extras(&req.dir, &mco_bases(req))?;
+    let (bases, renders) = mco_bases(req);
+    let extras = read_extras(&req.dir, &bases)?;
     decide::check_bases(req, &cluster, &extras)?;
     tracing::debug!(
         ms = t.elapsed().as_millis(),
@@ -90,7 +94,12 @@ pub fn read(req: &Request, cache: Arc<dyn EncodingCache>) -> Result<Inputs, Erro
         bases = extras.bases.len(),
         "read the CRDs and MCO bases"
     );
-    Ok(Inputs { cluster, extras, agent })
+    Ok(Inputs {
+        cluster,
+        extras,
+        agent,
+        renders,
+    })
 }
 
 /// An ELF file, and an http(s) URL if one is given.
@@ -134,16 +143,30 @@ fn load_agent(path: &Path, url: Option<&str>, cache: Arc<dyn EncodingCache>) -> 
     }
 }
 
-/// The MCO bases: as given, else DIR/mco/rendered/ when `hardshift mco`'s render.sh left one.
-fn mco_bases(req: &Request) -> Vec<(Role, PathBuf)> {
+/// The SHA-256 of each file of the layout the renders were given, by path.
+pub type Layout = BTreeMap<String, String>;
+
+/// The MCO bases: as given; else the release's own renders (`hardshift render`: DIR/render/,
+/// with the layout they were made from); else DIR/mco/rendered/ when `hardshift mco`'s render.sh
+/// left one.
+fn mco_bases(req: &Request) -> (Vec<(Role, PathBuf)>, Option<Layout>) {
     if !req.mco_base.is_empty() {
-        return req.mco_base.clone();
+        return (req.mco_base.clone(), None);
+    }
+    if let Some(r) = super::render::recorded(&req.dir) {
+        let pools: Vec<(Role, PathBuf)> = [(Role::Master, "master"), (Role::Worker, "worker")]
+            .into_iter()
+            .filter_map(|(role, pool)| Some((role, super::render::rendered_pool(&req.dir, pool)?)))
+            .collect();
+        if !pools.is_empty() {
+            return (pools, Some(r.layout));
+        }
     }
     let rendered = [
         (Role::Master, req.dir.join(crate::mco::RENDERED_MASTER)),
         (Role::Worker, req.dir.join(crate::mco::RENDERED_WORKER)),
     ];
-    rendered.into_iter().filter(|(_, p)| p.is_file()).collect()
+    (rendered.into_iter().filter(|(_, p)| p.is_file()).collect(), None)
 }
 
 /// The CRDs bootkube applies from DIR/crds/ (or DIR/release/crds/), by name.

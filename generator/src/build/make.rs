@@ -66,6 +66,7 @@ pub fn make<S: Stage>(req: &Request, inputs: Inputs, live: &Live, env: &Env, sta
         cluster,
         mut extras,
         agent,
+        renders,
     } = inputs;
     let t = std::time::Instant::now();
     let specs = pki::plan(&cluster);
@@ -112,6 +113,9 @@ pub fn make<S: Stage>(req: &Request, inputs: Inputs, live: &Live, env: &Env, sta
         PkiError::Refused { .. } => Error::input(e),
         other => Error::other(other),
     })?;
+    if let Some(layout) = &renders {
+        decide::renders_fresh(req, &cluster, &pki, layout)?;
+    }
     let (nodes, staged) = match early? {
         Some((nodes, st)) => (nodes, Some(st)),
         None => (Vec::new(), None),

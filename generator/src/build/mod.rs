@@ -67,6 +67,8 @@ pub struct Created {
     pub rerun: bool,
     /// The bundle's directory.
     pub dir: PathBuf,
+    /// The masters and workers were merged into the release's own renders (DIR/render).
+    pub from_renders: bool,
 }
 
 /// `hardshift create`: read the inputs, then under the bundle's lock read the live bundle, make
@@ -74,6 +76,7 @@ pub struct Created {
 pub fn create(req: &Request, cache: Arc<dyn EncodingCache>, warn: &mut dyn FnMut(String)) -> Result<Created, Error> {
     let t = std::time::Instant::now();
     let inputs = inputs::read(req, cache.clone())?;
+    let from_renders = inputs.renders.is_some();
     // Not an input error: hardshift's own bootstrap runs without the MCO's bootstrap; but the
     // render (`hardshift mco`) and a real release need them.
     for m in crate::release::missing_for_mco(&inputs.cluster.release) {
@@ -103,6 +106,7 @@ pub fn create(req: &Request, cache: Arc<dyn EncodingCache>, warn: &mut dyn FnMut
         written,
         rerun,
         dir: req.dir.clone(),
+        from_renders,
     })
 }
 

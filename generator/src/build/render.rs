@@ -22,7 +22,7 @@ pub struct Options {
 }
 
 /// One render as it ran.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Ran {
     pub name: String,
     pub image: String,
@@ -34,12 +34,23 @@ pub struct Ran {
 }
 
 /// What `render` leaves in DIR/render/renders.json.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Rendered {
     pub release: String,
     pub version: String,
     pub kubernetes: String,
     pub steps: Vec<Ran>,
+    /// The SHA-256 of every file of the layout the renders were given: `create` takes what they
+    /// made only while the bundle would give them the same.
+    pub layout: BTreeMap<String, String>,
+}
+
+/// The SHA-256 of each file of a layout, by path.
+pub fn layout_hashes(assets: &[render::Asset]) -> BTreeMap<String, String> {
+    assets
+        .iter()
+        .map(|a| (a.path.clone(), crate::bundle::sha256_hex(&a.bytes)))
+        .collect()
 }
 
 /// Run every render for DIR's bundle; `say` hears each step as it starts.
@@ -48,6 +59,7 @@ pub fn run(dir: &Path, cluster: &Cluster, opts: &Options, say: &mut dyn FnMut(St
     let _lock = fsio::lock(dir, "render").map_err(Error::other)?;
     let live = Live::read(dir, &pki::plan(cluster));
     let assets = layout_of(dir, cluster, &live)?;
+    let layout = layout_hashes(&assets);
     // A failed run's work was named to the user then; the next run clears it (under the lock,
     // nothing else is rendering here).
     let stale = format!(".{}.new-", render::DIR);
@@ -84,6 +96,7 @@ pub fn run(dir: &Path, cluster: &Cluster, opts: &Options, say: &mut dyn FnMut(St
         version: cluster.release.version.clone().unwrap_or_default(),
         kubernetes: cluster.release.kubernetes.clone().unwrap_or_default(),
         steps: ran,
+        layout,
     };
     let json = serde_json::to_vec_pretty(&rendered).map_err(Error::other)?;
     fsio::write_file_atomic(&work.join("renders.json"), &json, 0o644).map_err(Error::other)?;
@@ -355,6 +368,21 @@ fn documents(text: &str) -> Vec<serde_json::Value> {
         .map(|d| d.value)
         .filter(|v| v.is_object())
         .collect()
+}
+
+/// What DIR/render/renders.json records, if there is one that reads.
+pub fn recorded(dir: &Path) -> Option<Rendered> {
+    serde_json::from_slice(&std::fs::read(dir.join(crate::layout::RENDERS_RECORD)).ok()?).ok()
+}
+
+/// The rendered MachineConfig of a pool (`rendered-<pool>-*.yaml`), if the renders made one.
+pub fn rendered_pool(dir: &Path, pool: &str) -> Option<PathBuf> {
+    files(&dir.join(render::DIR).join("assets/mcc-output/machine-configs"))
+        .into_iter()
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(&format!("rendered-{pool}-")))
+        })
 }
 
 /// Where the renders' outputs are, once `render` ran.

@@ -16,6 +16,7 @@ fn inputs() -> Inputs {
         cluster: crate::testing::example_cluster(None),
         extras: Default::default(),
         agent: None,
+        renders: None,
     }
 }
 
@@ -251,4 +252,34 @@ fn a_damaged_live_copy_of_the_same_bundle_is_repaired_and_an_intact_one_left_alo
     // Another bundle is live (or none): a new generation, and the live one is not even read.
     assert_eq!(fsio::action(Some("gen-0"), "gen-1", || panic!("not read")), Action::New);
     assert_eq!(fsio::action(None, "gen-1", || panic!("not read")), Action::New);
+}
+
+#[test]
+fn the_releases_renders_are_taken_only_while_the_bundle_gives_them_the_same_layout() {
+    let first = build(&request(), &Live::default(), &new_password).unwrap();
+    let live = live_of(&first);
+    let layout = crate::build::render::layout_hashes(&crate::render::layout(&first.cluster, &first.pki).unwrap());
+    let env = Env {
+        now: time::OffsetDateTime::now_utc(),
+        keys: &SystemKeys,
+        new_password: &no_new_password,
+    };
+    let with = |renders| Inputs { renders, ..inputs() };
+    assert!(make(&request(), with(Some(layout.clone())), &live, &env, None::<()>).is_ok());
+    // Rendered from another PKI: refused, naming what differs.
+    let mut stale = layout.clone();
+    stale.insert("tls/root-ca.crt".into(), "0".repeat(64));
+    let Err(Error::Input(m)) = make(&request(), with(Some(stale)), &live, &env, None::<()>) else {
+        panic!("stale renders must be refused")
+    };
+    assert!(m.contains("tls/root-ca.crt") && m.contains("hardshift render --dir /bundle"), "{m}");
+    // Over a fresh PKI (every key new), the renders of the first bundle are stale too.
+    let fresh = Env {
+        new_password: &new_password,
+        ..env
+    };
+    let Err(Error::Input(m)) = make(&request(), with(Some(layout)), &Live::default(), &fresh, None::<()>) else {
+        panic!("renders of another bundle must be refused")
+    };
+    assert!(m.contains("tls/"), "{m}");
 }
