@@ -11,14 +11,7 @@ use serde_json::Value;
 use std::path::Path;
 
 const IMAGE: &str = "localhost/hardshift-render-standin:test";
-const TAGS: &[&str] = &[
-    "cluster-config-api",
-    "cluster-etcd-operator",
-    "cluster-kube-apiserver-operator",
-    "cluster-kube-controller-manager-operator",
-    "cluster-kube-scheduler-operator",
-    "machine-config-operator",
-];
+use hardshift_generator::render::steps::TAGS;
 
 /// The example's release as a real one names it: the cluster-policy-controller image, and the
 /// Kubernetes version on the hyperkube tag (what `oc adm release info` reads).
@@ -35,6 +28,18 @@ fn full_release(dir: &Path) {
     cpc["name"] = "cluster-policy-controller".into();
     tags.push(cpc);
     std::fs::write(&p, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+}
+
+/// The bundle's bootstrap node, as cluster.json records it.
+fn bootstrap(dir: &Path) -> Value {
+    let cluster: Value = serde_json::from_slice(&std::fs::read(dir.join("cluster.json")).unwrap()).unwrap();
+    cluster["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["role"] == "bootstrap")
+        .unwrap()
+        .clone()
 }
 
 /// A `$PODMAN` that hands every container `env` and is podman otherwise.
@@ -125,13 +130,7 @@ fn the_releases_renders_run_in_bootkubes_order_over_the_bundle() {
     // The etcd render ran at the bootstrap's name and address; its client certificate reached
     // tls/ before the kube-apiserver render (which checks it), as bootkube copies it.
     let a = r.join("assets");
-    let cluster: Value = serde_json::from_slice(&std::fs::read(d.path().join("cluster.json")).unwrap()).unwrap();
-    let boot = cluster["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|n| n["role"] == "bootstrap")
-        .unwrap();
+    let boot = bootstrap(d.path());
     let etcd_pod = std::fs::read_to_string(a.join("etcd-bootstrap/etc-kubernetes/manifests/etcd-member-pod.yaml")).unwrap();
     let (host, ip) = (boot["hostname"].as_str().unwrap(), boot["ip"].as_str().unwrap());
     assert!(
@@ -305,13 +304,7 @@ fn the_releases_own_renders_run_on_the_bundle() {
     assert!(out.status.success(), "{stdout}{stderr}");
     let a = d.path().join("render/assets");
     // etcd's pod and certificates for the bootstrap's name and address.
-    let cluster: Value = serde_json::from_slice(&std::fs::read(d.path().join("cluster.json")).unwrap()).unwrap();
-    let boot = cluster["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|n| n["role"] == "bootstrap")
-        .unwrap();
+    let boot = bootstrap(d.path());
     let etcd = std::fs::read_to_string(a.join("etcd-bootstrap/etc-kubernetes/manifests/etcd-member-pod.yaml")).unwrap();
     assert!(etcd.contains(boot["ip"].as_str().unwrap()), "{etcd}");
     let host = boot["hostname"].as_str().unwrap();
