@@ -51,7 +51,7 @@ pub fn inputs(c: &Cluster, pki: &Pki) -> Result<Vec<McoFile>, String> {
         0o644,
         trust::client_ca(pki).into_bytes(),
     );
-    let mut refs = serde_json::to_string_pretty(&crate::release::image_references(c)).expect("json");
+    let mut refs = serde_json::to_string_pretty(&crate::render::assets::image_references(c)).expect("json");
     refs.push('\n');
     add("image-references", 0o644, refs.into_bytes());
     add("pull-secret.json", 0o600, c.pull_secret.clone().into_bytes());

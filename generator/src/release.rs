@@ -64,23 +64,6 @@ impl Release {
     }
 }
 
-/// The release's image references as the ImageStream the MCO reads (`--image-references`) and
-/// the renders are given.
-pub fn image_references(c: &crate::cluster::Cluster) -> serde_json::Value {
-    use serde_json::json;
-    let tags: Vec<serde_json::Value> = c
-        .release
-        .tags
-        .iter()
-        .map(|(name, pullspec)| json!({"name": name, "from": {"kind": "DockerImage", "name": pullspec}}))
-        .collect();
-    let mut v = json!({"kind": "ImageStream", "apiVersion": "image.openshift.io/v1", "metadata": {}, "spec": {"tags": tags}});
-    if let Some(version) = &c.release.version {
-        v["metadata"]["name"] = json!(version);
-    }
-    v
-}
-
 /// Parse references; `Err` holds (line, message) pairs.
 pub fn parse(text: &str, release_image: Option<&str>) -> Result<Release, Vec<(usize, String)>> {
     let mut errors = Vec::new();

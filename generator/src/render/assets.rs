@@ -253,6 +253,23 @@ pub fn config_crs(c: &Cluster, pki: &Pki) -> Result<Vec<(&'static str, Value)>, 
     }
 }
 
+/// The release's image references as the ImageStream the MCO reads (`--image-references`) and
+/// the renders are given.
+pub fn image_references(c: &Cluster) -> Value {
+    use serde_json::json;
+    let tags: Vec<Value> = c
+        .release
+        .tags
+        .iter()
+        .map(|(name, pullspec)| json!({"name": name, "from": {"kind": "DockerImage", "name": pullspec}}))
+        .collect();
+    let mut v = json!({"kind": "ImageStream", "apiVersion": "image.openshift.io/v1", "metadata": {}, "spec": {"tags": tags}});
+    if let Some(version) = &c.release.version {
+        v["metadata"]["name"] = json!(version);
+    }
+    v
+}
+
 /// The whole layout. The FeatureGate goes without its status: the cluster-config-api render
 /// fills it for the release's version, as on the installer's bootstrap node.
 pub fn layout(c: &Cluster, pki: &Pki) -> Result<Vec<Asset>, String> {
@@ -284,7 +301,7 @@ pub fn layout(c: &Cluster, pki: &Pki) -> Result<Vec<Asset>, String> {
             bytes: crate::yamlout::to_yaml(&v).into_bytes(),
         });
     }
-    let mut refs = serde_json::to_string_pretty(&crate::release::image_references(c)).unwrap_or_default();
+    let mut refs = serde_json::to_string_pretty(&image_references(c)).unwrap_or_default();
     refs.push('\n');
     out.push(Asset {
         path: "image-references".into(),
