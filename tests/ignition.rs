@@ -259,6 +259,7 @@ fn decoded_files_are_exactly_what_the_generator_placed() {
                 .to_string(),
             &cluster.domain(),
         )),
+        renders: None,
     };
     let shared = node::Shared::new(&cluster, &issued, &extras);
     for n in &cluster.nodes {

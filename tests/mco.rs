@@ -283,21 +283,6 @@ fn a_release_without_the_mcos_images_is_named_before_the_render() {
     assert!(!d.path().join("mco").exists(), "nothing written");
 }
 
-fn node_files(dir: &Path, node: &str) -> std::collections::BTreeMap<String, Vec<u8>> {
-    let cfg: hardshift_generator::ignition::Config =
-        serde_json::from_slice(&std::fs::read(dir.join(format!("ignition/{node}.ign"))).unwrap()).unwrap();
-    cfg.storage
-        .files
-        .iter()
-        .map(|f| {
-            (
-                f.path.clone(),
-                hardshift_generator::ignition::decode(f.contents.as_ref().unwrap()).unwrap(),
-            )
-        })
-        .collect()
-}
-
 /// Point 9 of "the bundle survives the pivot" (machine-config-operator `pkg/server/server.go`,
 /// `pkg/daemon/on_disk_validation.go`): a node merged into a rendered MachineConfig carries what
 /// the machine-config server adds to it, and the files the MCO rendered stay byte for byte (the

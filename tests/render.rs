@@ -231,6 +231,63 @@ fn the_releases_renders_run_in_bootkubes_order_over_the_bundle() {
     assert_eq!(before, snapshot(d.path()), "nothing written");
     std::fs::write(&record, good).unwrap();
 
+    // --bootstrap-from-renders: the bootstrap runs the renders' control plane (their pods, configs,
+    // secrets, etcd's resources and manifests), the etcd render's CA where every etcd client of
+    // the bundle reads it; the real Ignition takes the config; verify agrees; the diff is empty.
+    let out = create(
+        d.path(),
+        &["--key-algorithm", "ecdsa-p256", "--no-agent", "--bootstrap-from-renders"],
+    );
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("bootstrap control plane: the release's renders"), "{stdout}");
+    let files = node_files(d.path(), "bootstrap");
+    let rendered = |p: &str| std::fs::read(a.join(p)).unwrap();
+    assert_eq!(
+        files["/etc/kubernetes/manifests/kube-apiserver-pod.yaml"],
+        rendered("bootstrap-manifests/kube-apiserver-pod.yaml")
+    );
+    assert_eq!(
+        files["/etc/kubernetes/manifests/etcd-member-pod.yaml"],
+        rendered("etcd-bootstrap/etc-kubernetes/manifests/etcd-member-pod.yaml")
+    );
+    assert!(
+        !files.contains_key("/etc/kubernetes/manifests/kube-apiserver-bootstrap.yaml"),
+        "hardshift's own pod is gone"
+    );
+    assert_eq!(
+        files["/etc/kubernetes/bootstrap-secrets/etcd-ca.crt"],
+        rendered("tls/etcd-ca-bundle.crt")
+    );
+    assert_eq!(
+        files["/etc/kubernetes/bootstrap-secrets/etcd-client.key"],
+        rendered("tls/etcd-client.key")
+    );
+    assert_eq!(
+        files["/etc/kubernetes/bootstrap-secrets/kubeconfig"],
+        rendered("auth/kubeconfig-loopback")
+    );
+    assert_eq!(
+        files["/etc/kubernetes/bootstrap-configs/kube-apiserver-config.yaml"],
+        rendered("kube-apiserver-bootstrap/config")
+    );
+    assert!(files.contains_key("/etc/kubernetes/static-pod-resources/etcd-member/ca.crt"));
+    let (ok, out) = run("ignition-validate", &[d.path().join("ignition/bootstrap.ign").to_str().unwrap()]);
+    assert!(ok, "{out}");
+    let out = hardshift(&["verify", "--dir", dir]);
+    assert!(
+        text(&out.stderr).contains(" 0 failed"),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let out = hardshift(&["render", "--dir", dir, "--diff"]);
+    let diff = text(&out.stdout);
+    assert!(diff.contains("\n0 differences between the bundle and the renders"), "{diff}");
+    assert!(
+        !diff.contains("Secret openshift-config/etcd-client"),
+        "the bundle's etcd seeds give way: {diff}"
+    );
+
     // A render that does not make what the next one reads: refused before that one runs, naming
     // the asset; the renders of the last good run stay in DIR/render.
     let omit = w.join("podman-omit");
@@ -386,4 +443,27 @@ fn the_releases_own_renders_run_on_the_bundle() {
     let out = hardshift(&["render", "--dir", dir, "--diff", "-o", "json"]);
     let j: Value = serde_json::from_slice(&out.stdout).unwrap();
     eprintln!("render --diff on the example bundle: {} differences", j["differences"]);
+    assert!(
+        j["differences"].as_u64().unwrap() > 100,
+        "hardshift's own control plane differs: {j}"
+    );
+    // With the renders' control plane on the bootstrap, the real Ignition takes the config, verify
+    // agrees (every rendered object against the bundle's CRDs), and nothing differs.
+    let out = create(
+        d.path(),
+        &["--key-algorithm", "ecdsa-p256", "--no-agent", "--bootstrap-from-renders"],
+    );
+    assert!(text(&out.stdout).contains("bootstrap control plane: the release's renders"));
+    let (ok, out) = run("ignition-validate", &[d.path().join("ignition/bootstrap.ign").to_str().unwrap()]);
+    assert!(ok, "{out}");
+    let out = hardshift(&["verify", "--dir", dir]);
+    assert!(
+        text(&out.stderr).contains(" 0 failed"),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let out = hardshift(&["render", "--dir", dir, "--diff", "-o", "json"]);
+    let j: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["differences"], 0, "{j}");
 }

@@ -45,6 +45,11 @@ pub struct Args {
     /// network: create is offline otherwise; `hardshift mirror-check` does the same alone).
     #[arg(long, conflicts_with = "no_mirror_check")]
     mirror_check: bool,
+    /// Run the bootstrap control plane the release's renders made (`hardshift render`: their etcd,
+    /// kube-apiserver, controller-manager and scheduler pods, configs and secrets, and the
+    /// manifests they make) instead of hardshift's own. Recorded: `verify` and later runs keep it.
+    #[arg(long)]
+    bootstrap_from_renders: bool,
     /// The default (kept so existing scripts run): no mirror check.
     #[arg(long, hide = true)]
     no_mirror_check: bool,
@@ -114,6 +119,7 @@ impl Args {
             agent,
             agent_url: self.agent_url.clone(),
             crypto_fips: Some(hardshift_crypto::module().fips),
+            bootstrap_from_renders: self.bootstrap_from_renders,
         }
     }
 }
@@ -173,8 +179,18 @@ fn say(created: &Created) {
             dir.join(layout::RENDER).display()
         );
     }
-    // Said once a run, plainly: the release's operators will find a control plane they did not render.
-    println!("bootstrap control plane: hardshift's own static pods, not the release's renders (`hardshift render`, then `hardshift render --diff` shows how they differ)");
+    match &made.extras.renders {
+        Some(r) => println!(
+            "bootstrap control plane: the release's renders ({}): {} static pods, {} configs, {} manifests and {} CRDs of theirs",
+            dir.join(layout::RENDER).display(),
+            r.pods.len(),
+            r.configs.len(),
+            r.manifests.len(),
+            r.crds.len()
+        ),
+        // Said once a run, plainly: the release's operators will find a control plane they did not render.
+        None => println!("bootstrap control plane: hardshift's own static pods, not the release's renders (`hardshift render`, then `hardshift render --diff` shows how they differ)"),
+    }
     say_written(dir, made, written);
     println!("admin kubeconfig: {}", dir.join(layout::ADMIN_KUBECONFIG).display());
     if made.new_password {

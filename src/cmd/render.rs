@@ -16,7 +16,7 @@ pub struct Args {
     /// operator built or patched locally.
     #[arg(long = "image", value_name = "TAG=PULLSPEC", value_parser = parse_image)]
     images: Vec<(String, String)>,
-    /// Run nothing: print how the native bundle differs from the renders in DIR/render/, the
+    /// Run nothing: print how the bundle as written differs from the renders in DIR/render/, the
     /// bootstrap control plane flag by flag and the manifests object by object.
     #[arg(long, conflicts_with = "images")]
     diff: bool,
@@ -47,7 +47,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
                 println!("{l}");
             }
             println!(
-                "{} differences between the native bundle and the renders; {} objects hardshift applies that no render makes",
+                "{} differences between the bundle and the renders; {} objects hardshift applies that no render makes",
                 d.count(),
                 d.only_native.len()
             );

@@ -208,3 +208,19 @@ pub fn set_agent_keys(path: &Path, keys: &[(&str, toml::Value)]) {
     }
     std::fs::write(path, toml::to_string(&t).unwrap()).unwrap();
 }
+
+/// A node's files from its Ignition config in the bundle: path → bytes.
+pub fn node_files(dir: &Path, node: &str) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let cfg: hardshift_generator::ignition::Config =
+        serde_json::from_slice(&std::fs::read(dir.join(format!("ignition/{node}.ign"))).unwrap()).unwrap();
+    cfg.storage
+        .files
+        .iter()
+        .map(|f| {
+            (
+                f.path.clone(),
+                hardshift_generator::ignition::decode(f.contents.as_ref().unwrap()).unwrap(),
+            )
+        })
+        .collect()
+}

@@ -39,6 +39,8 @@ pub struct Extras {
     pub agent: Option<agent::Binary>,
     /// The kubeadmin password (`auth/kubeadmin-password`); None leaves the kubeadmin Secret out.
     pub kubeadmin: Option<crate::kubeadmin::Kubeadmin>,
+    /// The bootstrap control plane the release's renders made, in place of hardshift's own.
+    pub renders: Option<crate::render::bootstrap::Bootstrap>,
 }
 
 #[derive(Debug, Clone)]

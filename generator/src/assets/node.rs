@@ -197,7 +197,13 @@ fn with_chain(pki: &Pki, e: &crate::pki::Issued) -> String {
 fn bootstrap_files(c: &Cluster, pki: &Pki, extras: &Extras) -> Vec<NodeFile> {
     let mut f = Vec::new();
     let peer = format!("pki/etcd-peer-{}", c.bootstrap().hostname);
-    for e in pki.entries.iter().filter(|e| e.spec.dir == "pki") {
+    // With the renders' etcd, the bundle's etcd certificates are not the bootstrap's.
+    let own_etcd = extras.renders.is_none();
+    for e in pki
+        .entries
+        .iter()
+        .filter(|e| e.spec.dir == "pki" && (own_etcd || !e.spec.name.starts_with("etcd-")))
+    {
         let id = e.spec.id();
         // The bootstrap etcd's peer certificate under a fixed name, as its static pod expects.
         let name = if id == peer { "etcd-peer".to_string() } else { e.spec.name.clone() };
@@ -230,15 +236,31 @@ fn bootstrap_files(c: &Cluster, pki: &Pki, extras: &Extras) -> Vec<NodeFile> {
             kubeconfig::render(k, pki),
         ));
     }
-    for (name, pod) in static_pods::bootstrap_pods(c) {
-        f.push(NodeFile::new(format!("{STATIC_PODS}/{name}"), PUBLIC, static_pods::to_yaml(&pod)));
+    match &extras.renders {
+        Some(r) => f.extend(rendered_control_plane(r)),
+        None => {
+            for (name, pod) in static_pods::bootstrap_pods(c) {
+                f.push(NodeFile::new(format!("{STATIC_PODS}/{name}"), PUBLIC, static_pods::to_yaml(&pod)));
+            }
+        }
     }
     f.push(NodeFile::new(
         CVO_STAGED,
         PUBLIC,
         static_pods::to_yaml(&static_pods::cluster_version_operator(c)),
     ));
-    for (name, objs) in manifests::manifests(c, pki, extras.kubeadmin.as_ref()) {
+    for (name, mut objs) in manifests::manifests(c, pki, extras.kubeadmin.as_ref()) {
+        // The renders' objects win over the bundle's of the same identity; with their etcd, the
+        // bundle's etcd seeds would name another CA.
+        if let Some(r) = &extras.renders {
+            objs.retain(|o| {
+                let id = crate::render::diff::identity(o);
+                !r.objects.contains(&id) && !crate::render::bootstrap::ETCD_SEEDS.contains(&id.as_str())
+            });
+            if objs.is_empty() {
+                continue;
+            }
+        }
         let mode = if objs.iter().any(|o| o["kind"] == "Secret") {
             SECRET
         } else {
@@ -267,7 +289,15 @@ fn bootstrap_files(c: &Cluster, pki: &Pki, extras: &Extras) -> Vec<NodeFile> {
         let status = serde_json::to_string_pretty(&fg).expect("json");
         f.push(NodeFile::new(format!("{ASSET_DIR}/featuregate-status.json"), PUBLIC, status + "\n"));
     }
-    for crd in &extras.crds {
+    // A CRD the renders give (their feature set's variant) replaces the bundle's of that name.
+    let rendered = |c: &&crate::assets::Crd| {
+        extras.renders.as_ref().is_some_and(|r| {
+            let text = String::from_utf8_lossy(&c.contents);
+            r.crds.iter().any(|(n, _)| *n == c.file)
+                || crate::config::yaml::parse(&text).is_ok_and(|d| r.objects.contains(&crate::render::diff::identity(&d.value)))
+        })
+    };
+    for crd in extras.crds.iter().filter(|c| !rendered(c)) {
         f.push(NodeFile::new(
             format!("{ASSET_DIR}/crds/{}", crd.file),
             PUBLIC,
@@ -275,7 +305,64 @@ fn bootstrap_files(c: &Cluster, pki: &Pki, extras: &Extras) -> Vec<NodeFile> {
         ));
     }
     f.push(NodeFile::new(BOOTKUBE, SCRIPT, bootkube::script()));
+    if extras.renders.is_some() {
+        // The renders' files (pushed after the bundle's secrets) win over the same names.
+        let (secrets, rest): (Vec<NodeFile>, Vec<NodeFile>) = f.into_iter().partition(|n| n.path.starts_with(BOOTSTRAP_SECRETS));
+        let mut f = rest;
+        f.extend(dedupe_last(secrets));
+        return f;
+    }
     f
+}
+
+/// The bootstrap control plane the renders made, where bootkube.sh and cluster-bootstrap put it.
+/// The secrets go last: `dedupe_secrets` lets them win over the bundle's of the same name.
+fn rendered_control_plane(r: &crate::render::bootstrap::Bootstrap) -> Vec<NodeFile> {
+    let mut f = Vec::new();
+    for (name, bytes) in &r.pods {
+        f.push(NodeFile::new(format!("{STATIC_PODS}/{name}"), PUBLIC, bytes.clone()));
+    }
+    for (name, bytes) in &r.configs {
+        f.push(NodeFile::new(format!("{BOOTSTRAP_CONFIGS}/{name}"), PUBLIC, bytes.clone()));
+    }
+    for (rel, bytes) in &r.resources {
+        f.push(NodeFile::new(format!("{STATIC_POD_RESOURCES}/{rel}"), SECRET, bytes.clone()));
+    }
+    for (i, (name, bytes)) in r.manifests.iter().enumerate() {
+        f.push(NodeFile::new(
+            format!("{ASSET_DIR}/manifests/50-render-{i:03}-{name}"),
+            SECRET,
+            bytes.clone(),
+        ));
+    }
+    for (name, bytes) in &r.crds {
+        f.push(NodeFile::new(format!("{ASSET_DIR}/crds/{name}"), PUBLIC, bytes.clone()));
+    }
+    for (name, bytes) in &r.secrets {
+        let mode = if name.ends_with(".key") || name == "kubeconfig" {
+            SECRET
+        } else {
+            PUBLIC
+        };
+        f.push(NodeFile::new(format!("{BOOTSTRAP_SECRETS}/{name}"), mode, bytes.clone()));
+    }
+    // bootkube.sh's etcd health check and the agent read the etcd CA here: the etcd render's.
+    if let Some((_, ca)) = r.secrets.iter().find(|(n, _)| n == "etcd-ca-bundle.crt") {
+        f.push(NodeFile::new(
+            format!("{BOOTSTRAP_SECRETS}/{}", crate::render::bootstrap::ETCD_CA),
+            PUBLIC,
+            ca.clone(),
+        ));
+    }
+    f
+}
+
+/// Of files with the same path, the last one given (the renders' over the bundle's).
+fn dedupe_last(files: Vec<NodeFile>) -> Vec<NodeFile> {
+    let mut seen = std::collections::HashSet::new();
+    let mut out: Vec<NodeFile> = files.into_iter().rev().filter(|f| seen.insert(f.path.clone())).collect();
+    out.reverse();
+    out
 }
 
 fn proxy_dropins(c: &Cluster) -> Vec<Unit> {

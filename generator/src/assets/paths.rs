@@ -6,6 +6,10 @@ pub const SECRETS_MOUNT: &str = "/etc/kubernetes/secrets";
 pub const KUBECONFIGS_DIR: &str = "/etc/kubernetes/kubeconfigs";
 pub const KUBECONFIGS_MOUNT: &str = "/etc/kubernetes/kubeconfigs";
 pub const STATIC_PODS: &str = "/etc/kubernetes/manifests";
+/// Where the renders' bootstrap pods read their configs (`--openshift-config`), as bootkube.sh copies them.
+pub const BOOTSTRAP_CONFIGS: &str = "/etc/kubernetes/bootstrap-configs";
+/// etcd's certificates from its render (`etcd-member/`), as bootkube.sh copies them.
+pub const STATIC_POD_RESOURCES: &str = "/etc/kubernetes/static-pod-resources";
 pub const ASSET_DIR: &str = "/opt/openshift";
 /// Under ASSET_DIR: what bootkube applies once the cluster-version-operator has installed the
 /// release's CRDs (`manifests::after_cvo`).

@@ -85,8 +85,19 @@ pub fn read(req: &Request, cache: Arc<dyn EncodingCache>) -> Result<Inputs, Erro
     let cluster = cluster(&req.dir, req.release_refs.as_deref(), &overrides)?;
     tracing::debug!(ms = t.elapsed().as_millis(), nodes = cluster.nodes.len(), "read the cluster");
     let t = std::time::Instant::now();
-    let (bases, renders) = mco_bases(req);
-    let extras = read_extras(&req.dir, &bases)?;
+    let (bases, mut renders) = mco_bases(req);
+    let mut extras = read_extras(&req.dir, &bases)?;
+    if req.bootstrap_from_renders {
+        let Some(r) = super::render::recorded(&req.dir) else {
+            return Err(Error::input(format!(
+                "--bootstrap-from-renders: {} has no renders\n    hint: run `hardshift render --dir {}` first",
+                req.dir.join(layout::RENDER).display(),
+                req.dir.display()
+            )));
+        };
+        extras.renders = Some(super::render::read_bootstrap(&req.dir, &cluster)?);
+        renders = Some(r.layout);
+    }
     decide::check_bases(req, &cluster, &extras)?;
     tracing::debug!(
         ms = t.elapsed().as_millis(),

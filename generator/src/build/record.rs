@@ -28,6 +28,9 @@ pub struct Record {
     /// install-config's `fips`.
     #[serde(default)]
     pub fips: bool,
+    /// `--bootstrap-from-renders`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub bootstrap_from_renders: bool,
 }
 
 /// Where the record is.
@@ -68,6 +71,7 @@ impl Record {
             crypto_module: Some(hardshift_crypto::module().name().to_string()),
             crypto_fips: hardshift_crypto::module().fips,
             fips,
+            bootstrap_from_renders: req.bootstrap_from_renders,
         }
     }
 
@@ -90,6 +94,7 @@ impl Record {
             agent_url: self.agent_url.clone(),
             // A rebuild writes nothing: it may check a FIPS bundle from any build.
             crypto_fips: None,
+            bootstrap_from_renders: self.bootstrap_from_renders,
         }
     }
 }
@@ -149,6 +154,7 @@ mod tests {
             agent: None,
             agent_url: Some("http://h/a".into()),
             crypto_fips: Some(false),
+            bootstrap_from_renders: true,
         };
         let rec = Record::of(&req, Some("ab".into()), true);
         assert!(!rec.no_agent && rec.fips);
@@ -158,7 +164,7 @@ mod tests {
         assert_eq!(again.key_algorithm, req.key_algorithm);
         assert_eq!(again.mco_base, req.mco_base);
         assert_eq!(again.agent_url, req.agent_url);
-        assert!(again.self_contained_nodes);
+        assert!(again.self_contained_nodes && again.bootstrap_from_renders);
         // A rebuild never rotates, and makes no keys to judge by the module.
         assert!(!again.rotate_ca);
         assert_eq!(again.crypto_fips, None);

@@ -272,7 +272,7 @@ fn copy_all(from: &Path, to: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// How the native bundle differs from DIR/render/ (made by `run` before): the bootstrap's
+/// How the bundle as written differs from DIR/render/ (made by `run` before): the bootstrap's
 /// static pods flag by flag, and the manifests bootkube applies object by object.
 pub fn diff(dir: &Path, cluster: &Cluster) -> Result<render::diff::Diff, Error> {
     let assets = dir.join(render::DIR).join("assets");
@@ -283,29 +283,7 @@ pub fn diff(dir: &Path, cluster: &Cluster) -> Result<render::diff::Diff, Error> 
             dir.display()
         )));
     }
-    let live = Live::read(dir, &pki::plan(cluster));
-    let issued = pki::issue(
-        &pki::plan(cluster),
-        &live.existing,
-        time::OffsetDateTime::now_utc(),
-        &SystemKeys,
-        pki::Options::default(),
-    )
-    .map_err(Error::input)?;
-    let mut native = render::diff::Side::default();
-    for (file, pod) in crate::assets::static_pods::bootstrap_pods(cluster) {
-        native
-            .pods
-            .insert(render::diff::component_of(file), serde_json::to_value(&pod).map_err(Error::other)?);
-    }
-    native.objects = crate::assets::manifests::manifests(cluster, &issued, None)
-        .into_iter()
-        .chain(crate::assets::manifests::after_cvo(cluster))
-        .flat_map(|(_, objs)| objs)
-        .collect();
-    for crd in super::inputs::crds(dir).unwrap_or_default() {
-        native.objects.extend(documents(&String::from_utf8_lossy(&crd.contents)));
-    }
+    let native = written_bootstrap(dir, cluster)?;
     let mut rendered = render::diff::Side::default();
     for f in files(&assets.join("bootstrap-manifests"))
         .into_iter()
@@ -335,6 +313,136 @@ pub fn diff(dir: &Path, cluster: &Cluster) -> Result<render::diff::Diff, Error> 
         }
     }
     Ok(render::diff::diff(&native, &rendered))
+}
+
+/// The bootstrap node as the live bundle's Ignition config has it: its static pods, the configs
+/// they read, and what bootkube applies.
+fn written_bootstrap(dir: &Path, cluster: &Cluster) -> Result<render::diff::Side, Error> {
+    let node = cluster
+        .nodes
+        .iter()
+        .find(|n| n.role == crate::cluster::Role::Bootstrap)
+        .ok_or_else(|| Error::input("the inventory has no bootstrap node"))?;
+    let path = crate::layout::ignition(&node.hostname);
+    let bytes = fsio::read_current(dir, &path).ok_or_else(|| {
+        Error::input(format!(
+            "{}: no bundle yet\n    hint: run `hardshift create --dir {}` first",
+            dir.join(&path).display(),
+            dir.display()
+        ))
+    })?;
+    let cfg: crate::ignition::Config = serde_json::from_slice(&bytes).map_err(|e| Error::other(format!("{path}: {e}")))?;
+    let mut side = render::diff::Side::default();
+    let asset = |d: &str| format!("{}/{d}/", crate::assets::paths::ASSET_DIR);
+    let applied = [asset("manifests"), asset(crate::assets::paths::AFTER_CVO), asset("crds")];
+    for f in &cfg.storage.files {
+        let Some(bytes) = f.contents.as_ref().and_then(crate::ignition::decode) else {
+            continue;
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        if f.path.starts_with(&format!("{}/", crate::assets::paths::STATIC_PODS)) {
+            for pod in documents(&text) {
+                let name = pod["metadata"]["name"].as_str().unwrap_or_default().to_string();
+                side.pods.insert(render::diff::component_of(&name), pod);
+            }
+        } else if let Some(name) = f.path.strip_prefix(&format!("{}/", crate::assets::paths::BOOTSTRAP_CONFIGS)) {
+            if let Some(v) = documents(&text).into_iter().next() {
+                side.configs.insert(name.trim_end_matches("-config.yaml").to_string(), v);
+            }
+        } else if applied.iter().any(|d| f.path.starts_with(d.as_str())) {
+            side.objects.extend(documents(&text));
+        }
+    }
+    Ok(side)
+}
+
+/// What the renders made for the bootstrap node, read from DIR/render/assets (see
+/// `render::bootstrap`). Every piece bootkube.sh would copy must be there.
+pub fn read_bootstrap(dir: &Path, cluster: &Cluster) -> Result<render::bootstrap::Bootstrap, Error> {
+    let assets = dir.join(render::DIR).join("assets");
+    let read = |p: &Path| {
+        std::fs::read(p).map_err(|e| {
+            Error::input(format!(
+                "{}: {e} (run `hardshift render --dir {}` again)",
+                p.display(),
+                dir.display()
+            ))
+        })
+    };
+    let name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+    let mut b = render::bootstrap::Bootstrap::default();
+    for p in files(&assets.join("bootstrap-manifests"))
+        .into_iter()
+        .chain(files(&assets.join("etcd-bootstrap/etc-kubernetes/manifests")))
+    {
+        b.pods.push((name(&p), read(&p)?));
+    }
+    for (from, to) in [
+        ("kube-apiserver-bootstrap/config", "kube-apiserver-config.yaml"),
+        ("kube-controller-manager-bootstrap/config", "kube-controller-manager-config.yaml"),
+        (
+            "kube-controller-manager-bootstrap/cpc-config",
+            "cluster-policy-controller-config.yaml",
+        ),
+        ("kube-scheduler-bootstrap/config", "kube-scheduler-config.yaml"),
+    ] {
+        b.configs.push((to.to_string(), read(&assets.join(from))?));
+    }
+    for p in files(&assets.join("tls")) {
+        b.secrets.push((name(&p), read(&p)?));
+    }
+    b.secrets
+        .push(("kubeconfig".into(), read(&assets.join("auth/kubeconfig-loopback"))?));
+    let resources = assets.join("etcd-bootstrap/etc-kubernetes/static-pod-resources");
+    let mut stack = vec![resources.clone()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(&resources).unwrap_or(&p).to_string_lossy().to_string();
+                b.resources.push((rel, read(&p)?));
+            }
+        }
+    }
+    b.resources.sort();
+    for step in render::steps(cluster).map_err(Error::input)? {
+        for c in step.then.iter().filter(|c| c.to == "manifests" && c.from != "manifests") {
+            for p in files(&assets.join(&c.from)) {
+                let bytes = read(&p)?;
+                let objects = documents(&String::from_utf8_lossy(&bytes));
+                b.objects.extend(objects.iter().map(render::diff::identity));
+                if objects.iter().any(|o| o["kind"] == "CustomResourceDefinition") {
+                    b.crds.push((name(&p), bytes));
+                } else {
+                    b.manifests.push((name(&p), bytes));
+                }
+            }
+        }
+    }
+    let missing: Vec<&str> = [
+        "kube-apiserver-pod.yaml",
+        "kube-controller-manager-pod.yaml",
+        "kube-scheduler-pod.yaml",
+        "etcd-member-pod.yaml",
+    ]
+    .into_iter()
+    .filter(|p| !b.pods.iter().any(|(n, _)| n == p))
+    .collect();
+    if !missing.is_empty() || b.resources.is_empty() {
+        return Err(Error::input(format!(
+            "{}: the renders made no {}: run `hardshift render --dir {}` again",
+            assets.display(),
+            if missing.is_empty() {
+                "etcd static-pod resources".to_string()
+            } else {
+                missing.join(", ")
+            },
+            dir.display()
+        )));
+    }
+    Ok(b)
 }
 
 /// The regular files of a directory, by name.

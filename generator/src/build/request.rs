@@ -25,6 +25,9 @@ pub struct Request {
     pub agent: Option<PathBuf>,
     /// Have Ignition fetch the agent from this URL instead of embedding it.
     pub agent_url: Option<String>,
+    /// Run the bootstrap control plane the release's renders made (DIR/render) instead of
+    /// hardshift's own.
+    pub bootstrap_from_renders: bool,
     /// Some(whether the crypto module is FIPS) when this run may make keys (`create`); None when
     /// it only rebuilds a bundle to compare (`verify` may check a FIPS bundle from any build).
     pub crypto_fips: Option<bool>,

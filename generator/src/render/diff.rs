@@ -229,7 +229,7 @@ pub fn diff(native: &Side, rendered: &Side) -> Diff {
 pub fn lines(d: &Diff) -> Vec<String> {
     let mut out = Vec::new();
     if !d.flags.is_empty() || !d.only_rendered_pods.is_empty() || !d.only_native_pods.is_empty() {
-        out.push("the bootstrap control plane, flag by flag (hardshift's static pods against the renders'):".into());
+        out.push("the bootstrap control plane, flag by flag (the bundle's static pods against the renders'):".into());
     }
     for f in &d.flags {
         out.push(format!("  {}:", f.component));
@@ -237,19 +237,19 @@ pub fn lines(d: &Diff) -> Vec<String> {
             out.push(format!("    + --{k}={v}    (the render's only)"));
         }
         for (k, v) in &f.only_native {
-            out.push(format!("    - --{k}={v}    (hardshift's only)"));
+            out.push(format!("    - --{k}={v}    (the bundle's only)"));
         }
         for (k, n, r) in &f.differ {
-            out.push(format!("    ~ --{k}: hardshift {n} | render {r}"));
+            out.push(format!("    ~ --{k}: bundle {n} | render {r}"));
         }
     }
     for c in &d.only_rendered_pods {
         out.push(format!("  + {c}: a pod the renders make, hardshift does not"));
     }
     for c in &d.only_native_pods {
-        out.push(format!("  - {c}: a pod hardshift runs, the renders do not"));
+        out.push(format!("  - {c}: a pod the bundle runs, the renders do not"));
     }
-    if !d.only_rendered.is_empty() || !d.only_native.is_empty() || !d.changed.is_empty() {
+    if !d.only_rendered.is_empty() || !d.changed.is_empty() {
         out.push("the manifests bootkube applies, object by object:".into());
     }
     for o in &d.only_rendered {

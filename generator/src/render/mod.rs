@@ -4,6 +4,7 @@
 //! each writes ([`steps`]). Pure: running them (podman) is `build::render`'s.
 
 pub mod assets;
+pub mod bootstrap;
 pub mod diff;
 pub mod steps;
 
