@@ -10,6 +10,7 @@ use crate::pki::{self, keys::SystemKeys};
 use crate::render::{self, Net, Step};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::os::unix::fs::OpenOptionsExt;
 use std::process::Command;
 
 /// How to run the renders.
@@ -158,7 +159,14 @@ fn one(work: &Path, step: &Step, image: &str, opts: &Options) -> Result<Ran, Err
     let logs = work.join("logs");
     std::fs::create_dir_all(&logs).map_err(Error::other)?;
     let log = logs.join(format!("{}.log", step.name));
-    let out = std::fs::File::create(&log).map_err(|e| Error::other(format!("{}: {e}", log.display())))?;
+    // A render's output may quote what it was given: this user's only, like the keys beside it.
+    let out = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&log)
+        .map_err(|e| Error::other(format!("{}: {e}", log.display())))?;
     let err = out.try_clone().map_err(Error::other)?;
     let t = std::time::Instant::now();
     let mut cmd = Command::new(&argv[0]);
