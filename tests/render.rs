@@ -123,7 +123,10 @@ fn the_releases_renders_run_in_bootkubes_order_over_the_bundle() {
         let argv: Vec<&str> = s["argv"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
         assert_eq!(argv[..2], ["podman", "run"], "{argv:?}");
         assert!(argv.contains(&IMAGE), "{argv:?}");
-        let log = std::fs::read_to_string(r.join(s["log"].as_str().unwrap())).unwrap();
+        let log_path = r.join(s["log"].as_str().unwrap());
+        let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&log_path).unwrap().permissions()) & 0o777;
+        assert_eq!(mode, 0o600, "{}: a render's output is this user's only", log_path.display());
+        let log = std::fs::read_to_string(&log_path).unwrap();
         assert!(log.contains("stand-in "), "{}: {log}", s["name"]);
     }
 

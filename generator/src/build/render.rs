@@ -9,8 +9,8 @@ use crate::fsio;
 use crate::pki::{self, keys::SystemKeys};
 use crate::render::{self, Net, Step};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// How to run the renders.
