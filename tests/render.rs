@@ -42,9 +42,12 @@ fn bootstrap(dir: &Path) -> Value {
         .clone()
 }
 
-/// A `$PODMAN` that hands every container `env` and is podman otherwise.
-fn wrapper(env: &str) -> String {
-    format!("#!/bin/sh\nif [ \"$1\" = run ]; then shift; exec podman run --env={env} \"$@\"; fi\nexec podman \"$@\"\n")
+/// A `$PODMAN` at `path` that hands every container `env` and is podman otherwise.
+fn wrapper(path: &Path, env: &str) -> std::path::PathBuf {
+    let script = format!("#!/bin/sh\nif [ \"$1\" = run ]; then shift; exec podman run --env={env} \"$@\"; fi\nexec podman \"$@\"\n");
+    std::fs::write(path, script).unwrap();
+    std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    path.to_path_buf()
 }
 
 fn render(dir: &str, env: &[(String, String)], podman: Option<&Path>) -> std::process::Output {
@@ -293,9 +296,7 @@ fn the_releases_renders_run_in_bootkubes_order_over_the_bundle() {
 
     // A render that does not make what the next one reads: refused before that one runs, naming
     // the asset; the renders of the last good run stay in DIR/render.
-    let omit = w.join("podman-omit");
-    std::fs::write(&omit, wrapper("STANDIN_OMIT=etcd-client.key")).unwrap();
-    std::fs::set_permissions(&omit, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let omit = wrapper(&w.join("podman-omit"), "STANDIN_OMIT=etcd-client.key");
     let out = render(dir, &env, Some(&omit));
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
@@ -309,9 +310,7 @@ fn the_releases_renders_run_in_bootkubes_order_over_the_bundle() {
     );
 
     // A render that fails: named, with its own words and where its whole output is.
-    let fail = w.join("podman-fail");
-    std::fs::write(&fail, wrapper("STANDIN_FAIL=cluster-kube-scheduler-operator")).unwrap();
-    std::fs::set_permissions(&fail, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let fail = wrapper(&w.join("podman-fail"), "STANDIN_FAIL=cluster-kube-scheduler-operator");
     let out = render(dir, &env, Some(&fail));
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
