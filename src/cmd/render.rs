@@ -5,6 +5,7 @@
 
 use crate::failure::Failure;
 use hardshift_generator::build::render::{self, Options};
+use hardshift_generator::build::rendered;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -38,7 +39,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     let cluster = a.cluster.load()?;
     let dir = &a.cluster.dir;
     if a.diff {
-        let d = render::diff(dir, &cluster)?;
+        let d = rendered::diff(dir, &cluster)?;
         if a.output == super::Output::Json {
             let v = serde_json::json!({"differences": d.count(), "diff": d});
             println!("{}", serde_json::to_string_pretty(&v).map_err(Failure::other)?);
@@ -79,7 +80,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         "rendered release {} (Kubernetes {}) into {}: the renders' outputs under assets/, what ran in renders.json",
         rendered.version,
         rendered.kubernetes,
-        render::rendered_dir(dir).display()
+        rendered::rendered_dir(dir).display()
     );
     Ok(0)
 }

@@ -88,14 +88,14 @@ pub fn read(req: &Request, cache: Arc<dyn EncodingCache>) -> Result<Inputs, Erro
     let (bases, mut renders) = mco_bases(req);
     let mut extras = read_extras(&req.dir, &bases)?;
     if req.bootstrap_from_renders {
-        let Some(r) = super::render::recorded(&req.dir) else {
+        let Some(r) = super::rendered::recorded(&req.dir) else {
             return Err(Error::input(format!(
                 "--bootstrap-from-renders: {} has no renders\n    hint: run `hardshift render --dir {}` first",
                 req.dir.join(layout::RENDER).display(),
                 req.dir.display()
             )));
         };
-        extras.renders = Some(super::render::read_bootstrap(&req.dir, &cluster)?);
+        extras.renders = Some(super::rendered::read_bootstrap(&req.dir, &cluster)?);
         renders = Some(r.layout);
     }
     decide::check_bases(req, &cluster, &extras)?;
@@ -164,10 +164,10 @@ fn mco_bases(req: &Request) -> (Vec<(Role, PathBuf)>, Option<Layout>) {
     if !req.mco_base.is_empty() {
         return (req.mco_base.clone(), None);
     }
-    if let Some(r) = super::render::recorded(&req.dir) {
+    if let Some(r) = super::rendered::recorded(&req.dir) {
         let pools: Vec<(Role, PathBuf)> = [(Role::Master, "master"), (Role::Worker, "worker")]
             .into_iter()
-            .filter_map(|(role, pool)| Some((role, super::render::rendered_pool(&req.dir, pool)?)))
+            .filter_map(|(role, pool)| Some((role, super::rendered::rendered_pool(&req.dir, pool)?)))
             .collect();
         if !pools.is_empty() {
             return (pools, Some(r.layout));

@@ -17,6 +17,7 @@ pub mod live;
 pub mod make;
 pub mod record;
 pub mod render;
+pub mod rendered;
 pub mod request;
 pub mod side;
 #[cfg(test)]
