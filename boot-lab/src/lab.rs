@@ -336,8 +336,9 @@ impl Lab {
             if s.ignition_done.is_none() && watch::ignition_done(&console) {
                 s.ignition_done = Some(at);
             }
-            if s.failed.is_none() {
-                s.failed = watch::failure(&console);
+            // Read again each time: a later line can say better why (Ignition's own words).
+            if let Some(f) = watch::failure(&console) {
+                s.failed = Some(f);
             }
             // A report of this boot stored (the agent's hello alone names the boot).
             let boot = store.as_ref().and_then(|st| st.boot_of(&vm.name).ok().flatten());

@@ -82,19 +82,21 @@ pub fn ignition_done(console: &str) -> bool {
         .any(|l| l.contains("Reached target") && (l.contains("ignition-complete.target") || l.contains("Ignition Complete")))
 }
 
-/// The first console line that says the boot failed, without terminal escapes.
+/// The console line that says best why the boot failed, without terminal escapes: Ignition's own
+/// words before systemd's "Failed to start" or the emergency shell, whichever reached the console
+/// first (under load, systemd's line can come before Ignition's).
 pub fn failure(console: &str) -> Option<String> {
     const SIGNS: [&str; 5] = [
         "hash verification failed",
         "Ignition failed",
+        "failed to fetch config",
         "Failed to start ignition",
         "emergency mode",
-        "failed to fetch config",
     ];
-    console
-        .lines()
-        .map(plain)
-        .find(|l| SIGNS.iter().any(|s| l.contains(s)))
+    let lines: Vec<String> = console.lines().map(plain).collect();
+    SIGNS
+        .iter()
+        .find_map(|s| lines.iter().find(|l| l.contains(s)))
         .map(|l| without_timestamp(l.trim()).chars().take(300).collect())
 }
 
@@ -171,6 +173,16 @@ dnsmasq-dhcp[77]: 2877044526 DHCPDISCOVER(eth0) 52:54:00:de:ad:01 no address ava
             Some("ignition[412]: failed to fetch config: hash verification failed")
         );
         assert_eq!(failure(ok), None);
+        // systemd's line first, Ignition's after it: Ignition's words are the reason.
+        let late = "[FAILED] Failed to start ignition-fetch.service - Ignition (fetch).\nignition[412]: failed to fetch config: hash verification failed\n";
+        assert_eq!(
+            failure(late).as_deref(),
+            Some("ignition[412]: failed to fetch config: hash verification failed")
+        );
+        assert_eq!(
+            failure("[FAILED] Failed to start ignition-fetch.service - Ignition (fetch).\n").as_deref(),
+            Some("[FAILED] Failed to start ignition-fetch.service - Ignition (fetch).")
+        );
         let stamped = "[   21.649177] ignition[272]: Ignition failed: unsupported config version\n";
         assert_eq!(
             failure(stamped).as_deref(),
