@@ -6,7 +6,7 @@
 use super::{Error, Live};
 use crate::cluster::Cluster;
 use crate::fsio;
-use crate::pki::{self, keys::SystemKeys};
+use crate::pki;
 use crate::render::{self, Net, Step};
 use std::collections::BTreeMap;
 use std::os::unix::fs::OpenOptionsExt;
@@ -114,24 +114,8 @@ pub fn run(dir: &Path, cluster: &Cluster, opts: &Options, say: &mut dyn FnMut(St
 /// The layout over the live bundle. The renders must be given the bundle's own CAs: refused when
 /// it has not made them yet.
 fn layout_of(dir: &Path, cluster: &Cluster, live: &Live) -> Result<Vec<render::Asset>, Error> {
-    let specs = pki::plan(cluster);
-    let issued = pki::issue(
-        &specs,
-        &live.existing,
-        time::OffsetDateTime::now_utc(),
-        &SystemKeys,
-        pki::Options::default(),
-    )
-    .map_err(Error::input)?;
-    let missing = super::decide::missing_cas(&issued);
-    if !missing.is_empty() {
-        return Err(Error::input(format!(
-            "{}: the bundle has no {} yet; the renders must be given the bundle's own CAs\n    hint: run `hardshift create --dir {}` first",
-            dir.display(),
-            missing.join(", "),
-            dir.display()
-        )));
-    }
+    let then = format!("`hardshift create --dir {}` first", dir.display());
+    let issued = super::side::own_pki(dir, cluster, live, time::OffsetDateTime::now_utc(), "the renders", &then)?;
     render::layout(cluster, &issued).map_err(Error::other)
 }
 

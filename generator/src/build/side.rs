@@ -32,23 +32,45 @@ pub fn mco(dir: &Path, cluster: &Cluster) -> Result<usize, Error> {
 /// The MCO's inputs over the live bundle, paths inside DIR/mco/. The CAs the rendered nodes will
 /// trust must be the bundle's: refused when the bundle has not made them yet.
 pub fn mco_inputs(dir: &Path, cluster: &Cluster, live: &Live, now: time::OffsetDateTime) -> Result<Vec<(String, u32, Vec<u8>)>, Error> {
-    let specs = pki::plan(cluster);
-    let issued = pki::issue(&specs, &live.existing, now, &SystemKeys, pki::Options::default()).map_err(Error::input)?;
-    let stale = super::decide::missing_cas(&issued);
-    if !stale.is_empty() {
-        return Err(Error::input(format!(
-            "{}: the bundle has no {} yet; the MCO must be given the bundle's own CAs\n    hint: run `hardshift create --dir {} --self-contained-nodes` first, then `hardshift mco`",
-            dir.display(),
-            stale.join(", "),
+    let issued = own_pki(
+        dir,
+        cluster,
+        live,
+        now,
+        "the MCO",
+        &format!(
+            "`hardshift create --dir {} --self-contained-nodes` first, then `hardshift mco`",
             dir.display()
-        )));
-    }
+        ),
+    )?;
     let prefix = format!("{}/", layout::MCO);
     Ok(mco::inputs(cluster, &issued)
         .map_err(Error::other)?
         .into_iter()
         .map(|(p, mode, bytes)| (p.strip_prefix(&prefix).unwrap_or(&p).to_string(), mode, bytes))
         .collect())
+}
+
+/// The live bundle's PKI, for what must be given the bundle's own CAs (`whom`: the MCO, the
+/// renders): refused, with `then` as the hint, while the bundle has not made them yet.
+pub(super) fn own_pki(
+    dir: &Path,
+    cluster: &Cluster,
+    live: &Live,
+    now: time::OffsetDateTime,
+    whom: &str,
+    then: &str,
+) -> Result<pki::Pki, Error> {
+    let issued = pki::issue(&pki::plan(cluster), &live.existing, now, &SystemKeys, pki::Options::default()).map_err(Error::input)?;
+    let missing = super::decide::missing_cas(&issued);
+    if !missing.is_empty() {
+        return Err(Error::input(format!(
+            "{}: the bundle has no {} yet; {whom} must be given the bundle's own CAs\n    hint: run {then}",
+            dir.display(),
+            missing.join(", "),
+        )));
+    }
+    Ok(issued)
 }
 
 /// Rewrite DIR/lab/ alone, from the inputs and the live bundle's Ignition configs; how it was
