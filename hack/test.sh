@@ -52,13 +52,21 @@ while IFS='|' read -r var programs targets; do
   args=(); for t in $targets; do args+=(--test "$t"); done
   names=$(cargo test --quiet --locked "${args[@]}" -- --list --ignored 2>/dev/null | sed -n 's/: test$//p' | paste -sd, -)
   count=$(echo "$names" | tr ',' '\n' | grep -c . || true)
-  dir=${!var:-}
-  if [ -z "$dir" ]; then
-    summary+=("tier $var: NOT RUN ($var is unset): $count tests skipped: $names")
+  # VAR may be several joined by `+`: each must be set, and each program in one of their dirs.
+  dirs=(); unset_vars=()
+  for v in ${var//+/ }; do
+    if [ -n "${!v:-}" ]; then dirs+=("${!v}"); else unset_vars+=("$v"); fi
+  done
+  dir=$(IFS=' '; echo "${dirs[*]}")
+  if [ ${#unset_vars[@]} -gt 0 ]; then
+    summary+=("tier $var: NOT RUN (${unset_vars[*]} unset): $count tests skipped: $names")
     continue
   fi
   missing=()
-  for p in $programs; do [ -x "$dir/$p" ] || missing+=("$p"); done
+  for p in $programs; do
+    found=""; for d in "${dirs[@]}"; do [ -x "$d/$p" ] && found=1; done
+    [ -n "$found" ] || missing+=("$p")
+  done
   if [ ${#missing[@]} -gt 0 ]; then
     summary+=("tier $var: FAILED: $dir lacks ${missing[*]}: $count tests not run: $names")
     failed=1

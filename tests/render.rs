@@ -6,29 +6,13 @@
 
 mod common;
 
+use common::renders::{self, full_release};
 use common::*;
 use serde_json::Value;
 use std::path::Path;
 
 const IMAGE: &str = "localhost/hardshift-render-standin:test";
 use hardshift_generator::render::steps::TAGS;
-
-/// The example's release as a real one names it: the cluster-policy-controller image, and the
-/// Kubernetes version on the hyperkube tag (what `oc adm release info` reads).
-fn full_release(dir: &Path) {
-    let p = dir.join("release/image-references");
-    let mut v: Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
-    let tags = v["spec"]["tags"].as_array_mut().unwrap();
-    for t in tags.iter_mut() {
-        if t["name"] == "hyperkube" {
-            t["annotations"]["io.openshift.build.versions"] = "kubernetes=1.31.5".into();
-        }
-    }
-    let mut cpc = tags[0].clone();
-    cpc["name"] = "cluster-policy-controller".into();
-    tags.push(cpc);
-    std::fs::write(&p, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
-}
 
 /// The bundle's bootstrap node, as cluster.json records it.
 fn bootstrap(dir: &Path) -> Value {
@@ -95,6 +79,31 @@ fn the_releases_renders_run_in_bootkubes_order_over_the_bundle() {
     assert!(
         err.contains("cluster-policy-controller") && err.contains("Kubernetes version"),
         "{err}"
+    );
+    // Without renders, their control plane is refused when asked for (also by the old flag), and
+    // the default is hardshift's own, said so.
+    let bare_dir = bare.path().to_str().unwrap();
+    for ask in [&["--bootstrap-control-plane", "renders"][..], &["--bootstrap-from-renders"]] {
+        let mut args = vec![
+            "create",
+            "--dir",
+            bare_dir,
+            "--key-algorithm",
+            "ecdsa-p256",
+            "--no-agent",
+            "--self-contained-nodes",
+        ];
+        args.extend_from_slice(ask);
+        let out = hardshift(&args);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("has no renders") && err.contains("hardshift render --dir"), "{err}");
+    }
+    let out = create(bare.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    assert!(
+        text(&out.stdout).contains("hardshift's own static pods, not the release's renders"),
+        "{}",
+        text(&out.stdout)
     );
 
     let out = render(dir, &env, None);
@@ -200,11 +209,17 @@ fn the_releases_renders_run_in_bootkubes_order_over_the_bundle() {
         "{kas}"
     );
 
-    // The next create merges the masters and workers into the renders' MachineConfigs, and
-    // verify makes the same bundle again from them.
-    let out = create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    // Asked for hardshift's own control plane, the next create still merges the masters and
+    // workers into the renders' MachineConfigs, says whose the bootstrap runs, and verify makes
+    // the same bundle again (native: the record says what was chosen).
+    let out = create(
+        d.path(),
+        &["--key-algorithm", "ecdsa-p256", "--no-agent", "--bootstrap-control-plane", "native"],
+    );
     let stdout = text(&out.stdout);
     assert!(stdout.contains("merged into the release's own rendered MachineConfigs"), "{stdout}");
+    assert!(stdout.contains("hardshift's own static pods, as asked"), "{stdout}");
+    assert!(node_files(d.path(), "bootstrap").contains_key("/etc/kubernetes/manifests/kube-apiserver-bootstrap.yaml"));
     assert!(
         stdout.contains("merged into the MCO master base") && stdout.contains("merged into the MCO worker base"),
         "{stdout}"
@@ -237,13 +252,11 @@ fn the_releases_renders_run_in_bootkubes_order_over_the_bundle() {
     assert_eq!(before, snapshot(d.path()), "nothing written");
     std::fs::write(&record, good).unwrap();
 
-    // --bootstrap-from-renders: the bootstrap runs the renders' control plane (their pods, configs,
-    // secrets, etcd's resources and manifests), the etcd render's CA where every etcd client of
-    // the bundle reads it; the real Ignition takes the config; verify agrees; the diff is empty.
-    let out = create(
-        d.path(),
-        &["--key-algorithm", "ecdsa-p256", "--no-agent", "--bootstrap-from-renders"],
-    );
+    // By default, with renders beside it: the bootstrap runs the renders' control plane (their
+    // pods, configs, secrets, etcd's resources and manifests), the etcd render's CA where every
+    // etcd client of the bundle reads it; the real Ignition takes the config; verify agrees; the
+    // diff is empty.
+    let out = create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
     let stdout = text(&out.stdout);
     assert!(stdout.contains("bootstrap control plane: the release's renders"), "{stdout}");
     let files = node_files(d.path(), "bootstrap");
@@ -343,22 +356,7 @@ fn the_releases_own_renders_run_on_the_bundle() {
     let dir = d.path().to_str().unwrap();
     full_release(d.path());
     create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let tmp = tempfile::tempdir().unwrap();
-    let env = [
-        ("HARDSHIFT_OCP_BIN".to_string(), bin),
-        (
-            "HARDSHIFT_OCP_MANIFESTS".to_string(),
-            root.join("../shared/openshift-4.18/crds").to_string_lossy().to_string(),
-        ),
-        ("TMPDIR".to_string(), tmp.path().to_string_lossy().to_string()),
-    ];
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hardshift"))
-        .args(["render", "--dir", dir])
-        .env("PODMAN", root.join("tests/fixtures/podman-ocp-bin"))
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .output()
-        .unwrap();
+    let out = renders::render_with_release_programs(d.path(), &bin);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "{stdout}{stderr}");
     let a = d.path().join("render/assets");
@@ -432,7 +430,10 @@ fn the_releases_own_renders_run_on_the_bundle() {
     assert!(rendered.iter().any(|n| n.starts_with("rendered-master-")), "{rendered:?}");
     // create merges the masters and workers into what the release's controller rendered, and
     // verify makes the same bundle again.
-    let out = create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    let out = create(
+        d.path(),
+        &["--key-algorithm", "ecdsa-p256", "--no-agent", "--bootstrap-control-plane", "native"],
+    );
     let stdout = text(&out.stdout);
     assert!(stdout.contains("merged into the release's own rendered MachineConfigs"), "{stdout}");
     let out = hardshift(&["verify", "--dir", dir]);
@@ -451,10 +452,7 @@ fn the_releases_own_renders_run_on_the_bundle() {
     );
     // With the renders' control plane on the bootstrap, the real Ignition takes the config, verify
     // agrees (every rendered object against the bundle's CRDs), and nothing differs.
-    let out = create(
-        d.path(),
-        &["--key-algorithm", "ecdsa-p256", "--no-agent", "--bootstrap-from-renders"],
-    );
+    let out = create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
     assert!(text(&out.stdout).contains("bootstrap control plane: the release's renders"));
     let (ok, out) = run("ignition-validate", &[d.path().join("ignition/bootstrap.ign").to_str().unwrap()]);
     assert!(ok, "{out}");

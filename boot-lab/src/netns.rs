@@ -105,8 +105,25 @@ impl Netns {
 
     /// Like `spawn`, with environment variables and output to `log`; returns the PID.
     pub fn spawn_logged(&mut self, name: &str, program: &str, args: &[String], env: &[(String, String)], log: &std::path::Path) -> u32 {
+        self.spawn_logged_in(name, program, args, env, log, None)
+    }
+
+    /// As `spawn_logged`, in working directory `cwd` (a container's `/`: what it writes to a
+    /// relative path lands there, not in the caller's directory).
+    pub fn spawn_logged_in(
+        &mut self,
+        name: &str,
+        program: &str,
+        args: &[String],
+        env: &[(String, String)],
+        log: &std::path::Path,
+        cwd: Option<&std::path::Path>,
+    ) -> u32 {
         let out = std::fs::OpenOptions::new().create(true).append(true).open(log).expect("log file");
         let mut cmd = self.command(name, program);
+        if let Some(dir) = cwd {
+            cmd.current_dir(dir);
+        }
         if self.die_with_parent {
             die_with_parent(&mut cmd);
         }

@@ -3,6 +3,7 @@
 //! re-keying by accident), and say what it did.
 
 use crate::failure::Failure;
+use hardshift_generator::build::request::Bootstrap;
 use hardshift_generator::build::{self, Created, Request};
 use hardshift_generator::cluster::Cluster;
 use hardshift_generator::cluster::{KeyAlgorithm, Role};
@@ -45,14 +46,28 @@ pub struct Args {
     /// network: create is offline otherwise; `hardshift mirror-check` does the same alone).
     #[arg(long, conflicts_with = "no_mirror_check")]
     mirror_check: bool,
-    /// Run the bootstrap control plane the release's renders made (`hardshift render`: their etcd,
-    /// kube-apiserver, controller-manager and scheduler pods, configs and secrets, and the
-    /// manifests they make) instead of hardshift's own. Recorded: `verify` and later runs keep it.
-    #[arg(long)]
+    /// Whose control plane the bootstrap runs: `renders`, the one the release's renders made
+    /// (`hardshift render`: their etcd, kube-apiserver, controller-manager and scheduler pods,
+    /// configs and secrets, and the manifests they make), or `native`, hardshift's own static
+    /// pods. Default: the renders' when DIR/render holds renders, else hardshift's own. What was
+    /// chosen is recorded: `verify` makes the same.
+    #[arg(long, value_enum, value_name = "WHOSE")]
+    bootstrap_control_plane: Option<ControlPlane>,
+    /// The same as `--bootstrap-control-plane renders` (kept so existing scripts run).
+    #[arg(long, hide = true, conflicts_with = "bootstrap_control_plane")]
     bootstrap_from_renders: bool,
     /// The default (kept so existing scripts run): no mirror check.
     #[arg(long, hide = true)]
     no_mirror_check: bool,
+}
+
+/// `--bootstrap-control-plane`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ControlPlane {
+    /// The release's renders' (DIR/render).
+    Renders,
+    /// hardshift's own static pods.
+    Native,
 }
 
 /// Without DIR/release/image-references (and no --release-refs), the release comes from its
@@ -119,7 +134,11 @@ impl Args {
             agent,
             agent_url: self.agent_url.clone(),
             crypto_fips: Some(hardshift_crypto::module().fips),
-            bootstrap_from_renders: self.bootstrap_from_renders,
+            bootstrap: match (self.bootstrap_control_plane, self.bootstrap_from_renders) {
+                (Some(ControlPlane::Renders), _) | (None, true) => Bootstrap::Renders,
+                (Some(ControlPlane::Native), _) => Bootstrap::Native,
+                (None, false) => Bootstrap::Auto,
+            },
         }
     }
 }
@@ -189,7 +208,8 @@ fn say(created: &Created) {
             r.crds.len()
         ),
         // Said once a run, plainly: the release's operators will find a control plane they did not render.
-        None => println!("bootstrap control plane: hardshift's own static pods, not the release's renders (`hardshift render`, then `hardshift render --diff` shows how they differ)"),
+        None if build::rendered::recorded(dir).is_some() => println!("bootstrap control plane: hardshift's own static pods, as asked, not the release's renders beside it (`hardshift render --diff` shows how they differ)"),
+        None => println!("bootstrap control plane: hardshift's own static pods, not the release's renders (`hardshift render` makes them, and the next `create` uses them; `hardshift render --diff` shows how they differ)"),
     }
     say_written(dir, made, written);
     println!("admin kubeconfig: {}", dir.join(layout::ADMIN_KUBECONFIG).display());

@@ -210,6 +210,9 @@ pub struct ControlPlane {
     pub pids: BTreeMap<String, u32>,
     /// (what, how long) for hack/bench-control-plane.sh.
     pub timings: Vec<(String, Duration)>,
+    /// The rendered pods' containers, restarted when they exit (as the kubelet does a static
+    /// pod's), and how many times each was.
+    pub supervised: BTreeMap<String, (Process, u32)>,
 }
 
 impl ControlPlane {
@@ -224,8 +227,12 @@ impl ControlPlane {
         Self::start_from(bundle, |_| {})
     }
 
-    /// As `start`, after `tamper` changed the laid-out bootstrap root (to prove a test can fail).
-    pub fn start_from(bundle: tempfile::TempDir, tamper: impl FnOnce(&NodeRoot)) -> ControlPlane {
+    /// The bundle's bootstrap laid out, and the lab's namespaces: nothing running yet.
+    pub fn lab(bundle: tempfile::TempDir) -> ControlPlane {
+        Self::lab_with(bundle, |_| {})
+    }
+
+    fn lab_with(bundle: tempfile::TempDir, tamper: impl FnOnce(&NodeRoot)) -> ControlPlane {
         for b in ["kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet"] {
             kube_bin(b);
         }
@@ -253,14 +260,20 @@ impl ControlPlane {
         for n in ["bootstrap", "master-0", "helper"] {
             net.hosts(n, HELPER_IP, &names);
         }
-        let mut cp = ControlPlane {
+        ControlPlane {
             bundle,
             work,
             net,
             boot,
             pids: BTreeMap::new(),
             timings: vec![],
-        };
+            supervised: BTreeMap::new(),
+        }
+    }
+
+    /// As `start`, after `tamper` changed the laid-out bootstrap root (to prove a test can fail).
+    pub fn start_from(bundle: tempfile::TempDir, tamper: impl FnOnce(&NodeRoot)) -> ControlPlane {
+        let mut cp = Self::lab_with(bundle, tamper);
         let pods = cp.boot.static_pods();
         let by = |n: &str| {
             pods.iter()
@@ -341,7 +354,7 @@ impl ControlPlane {
                     } else {
                         format!("timed out after {timeout:?}")
                     },
-                    tail(&self.log_path(log), 40)
+                    tail(&self.log_path(log), 400)
                 ),
                 Err(_) => std::thread::sleep(Duration::from_millis(250)),
             }
@@ -405,5 +418,255 @@ impl Drop for ControlPlane {
                 self.net.kill(pid);
             }
         }
+    }
+}
+
+/// A rendered static pod's container (the release's renders, `create --bootstrap-from-renders`)
+/// as a process. As `pod_process`, and: the container is the one named `container`; a shell
+/// script is reduced to the command it runs (`hyperkube NAME ...`, `exec etcd ...`, continuation
+/// lines joined); `${VAR}`, `$(VAR)` and `$VAR` come from its env, the downward API's host IP and
+/// node name given; every mount path is mapped in its env values too, and in the configs its
+/// `/etc/kubernetes/config` volume holds (the paths they name are the container's).
+pub fn rendered_process(pod: &Pod, container: &str, root: &NodeRoot, ip: &str, node: &str) -> Process {
+    let spec = pod.spec.as_ref().expect("pod spec");
+    let c = spec
+        .containers
+        .iter()
+        .find(|c| c.name == container)
+        .unwrap_or_else(|| panic!("no container {container}"));
+    let ns = pod.metadata.namespace.clone().unwrap_or_default();
+    let env: Vec<(String, String)> = c
+        .env
+        .iter()
+        .flatten()
+        .map(|e| {
+            let field = e
+                .value_from
+                .as_ref()
+                .and_then(|v| v.field_ref.as_ref())
+                .map(|f| f.field_path.as_str());
+            let v = match field {
+                Some("status.hostIP" | "status.podIP") => ip.to_string(),
+                Some("spec.nodeName") => node.to_string(),
+                Some("metadata.namespace") => ns.clone(),
+                _ => e.value.clone().unwrap_or_default(),
+            };
+            (e.name.clone(), v)
+        })
+        .collect();
+    let mut mounts: Vec<(String, String)> = c
+        .volume_mounts
+        .iter()
+        .flatten()
+        .map(|m| {
+            let vol = spec.volumes.iter().flatten().find(|v| v.name == m.name).expect("volume of mount");
+            let host = &vol.host_path.as_ref().expect("hostPath volume").path;
+            (m.mount_path.trim_end_matches('/').to_string(), root.map(host))
+        })
+        .collect();
+    mounts.sort_by_key(|(m, _)| std::cmp::Reverse(m.len()));
+    for (_, h) in &mounts {
+        std::fs::create_dir_all(h).unwrap();
+    }
+    let map_path = |v: &str| -> String {
+        mounts
+            .iter()
+            .find(|(m, _)| v == m || v.starts_with(&format!("{m}/")))
+            .map(|(m, h)| format!("{h}{}", &v[m.len()..]))
+            .unwrap_or_else(|| v.to_string())
+    };
+    let map_word = |w: &str| -> String {
+        let (flag, value) = match w.split_once('=') {
+            Some((f, v)) if f.starts_with('-') => (Some(f), v),
+            _ => (None, w),
+        };
+        let mapped = value.split(',').map(map_path).collect::<Vec<_>>().join(",");
+        flag.map_or(mapped.clone(), |f| format!("{f}={mapped}"))
+    };
+    let expand = |w: &str| -> String {
+        let mut w = w.to_string();
+        for (k, v) in &env {
+            w = w
+                .replace(&format!("${{{k}}}"), v)
+                .replace(&format!("$({k})"), v)
+                .replace(&format!("${k}"), v);
+        }
+        w
+    };
+    let mut words: Vec<String> = c.command.clone().unwrap_or_default();
+    words.extend(c.args.clone().unwrap_or_default());
+    if words.first().is_some_and(|w| w.ends_with("sh")) {
+        let script = words.last().cloned().unwrap_or_default().replace("\\\n", " ");
+        let line = script
+            .lines()
+            .find_map(|l| {
+                l.find("hyperkube ")
+                    .or_else(|| l.find("exec ").map(|i| i + 5))
+                    .map(|i| l[i..].to_string())
+            })
+            .unwrap_or_else(|| panic!("{container}: no command in its script:\n{script}"));
+        words = line
+            .split_whitespace()
+            .map(|w| w.trim_matches(|ch| ch == '"' || ch == '\'').to_string())
+            .collect();
+    }
+    // The configs the container reads name its paths: map them once.
+    if let Some((_, dir)) = mounts.iter().find(|(m, _)| m == "/etc/kubernetes/config") {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+            if text.contains(root.root.to_str().unwrap()) {
+                continue;
+            }
+            let mut mapped = text.clone();
+            for (m, h) in &mounts {
+                mapped = mapped.replace(&format!("{m}/"), &format!("{h}/"));
+            }
+            std::fs::write(e.path(), mapped).unwrap();
+        }
+    }
+    let words: Vec<String> = words.iter().map(|w| map_word(&expand(w))).collect();
+    let (program, rest) = if words[0] == "hyperkube" {
+        (kube_bin(&words[1]).to_string_lossy().to_string(), words[2..].to_vec())
+    } else {
+        (
+            Path::new(&words[0]).file_name().unwrap().to_string_lossy().to_string(),
+            words[1..].to_vec(),
+        )
+    };
+    Process {
+        name: container.to_string(),
+        program,
+        args: rest,
+        env: env.iter().map(|(k, v)| (k.clone(), map_word(v))).collect(),
+    }
+}
+
+impl ControlPlane {
+    /// The bootstrap control plane the release's renders made (a bundle made with
+    /// `--bootstrap-from-renders`), started from their pods and configs as the kubelet starts
+    /// them: etcd, and once it is healthy, the API server, the controller-manager and the
+    /// scheduler together. None is waited for: bootkube.sh waits for what it needs
+    /// (`run_bootkube_supervised` restarts what exits meanwhile).
+    pub fn start_rendered(bundle: tempfile::TempDir) -> ControlPlane {
+        let mut cp = Self::lab(bundle);
+        let pods = cp.boot.static_pods();
+        let by = |n: &str| {
+            pods.iter()
+                .find(|(f, _)| f == n)
+                .unwrap_or_else(|| panic!("no static pod {n}"))
+                .1
+                .clone()
+        };
+        let p = rendered_process(&by("etcd-member-pod.yaml"), "etcd", &cp.boot, BOOTSTRAP_IP, "bootstrap");
+        cp.supervise(p);
+        let (ca, cert, key) = (
+            cp.boot.map("/etc/kubernetes/bootstrap-secrets/etcd-ca.crt"),
+            cp.boot.map("/etc/kubernetes/bootstrap-secrets/etcd-client.crt"),
+            cp.boot.map("/etc/kubernetes/bootstrap-secrets/etcd-client.key"),
+        );
+        cp.wait("etcd healthy", Duration::from_secs(60), "etcd", |cp| {
+            let (ok, out) = cp.exec(
+                "bootstrap",
+                "curl",
+                &[
+                    "-sS",
+                    "--cacert",
+                    &ca,
+                    "--cert",
+                    &cert,
+                    "--key",
+                    &key,
+                    "https://localhost:2379/health",
+                ],
+            );
+            if ok && out.contains("\"health\":\"true\"") {
+                Ok(())
+            } else {
+                Err(out)
+            }
+        });
+        for (pod, container) in [
+            ("kube-apiserver-pod.yaml", "kube-apiserver"),
+            ("kube-controller-manager-pod.yaml", "kube-controller-manager"),
+            ("kube-scheduler-pod.yaml", "kube-scheduler"),
+        ] {
+            let p = rendered_process(&by(pod), container, &cp.boot, BOOTSTRAP_IP, "bootstrap");
+            cp.supervise(p);
+        }
+        cp
+    }
+
+    /// Start `p` in the bootstrap's namespace, in the node's root (a container's `/`), logging to
+    /// its log (appended to across restarts), and keep it for `restart_exited`.
+    fn supervise(&mut self, p: Process) {
+        let log = self.log_path(&p.name);
+        let root = self.boot.root.clone();
+        let pid = self
+            .net
+            .spawn_logged_in("bootstrap", &p.program, &p.args, &p.env, &log, Some(&root));
+        self.pids.insert(p.name.clone(), pid);
+        let restarts = self.supervised.get(&p.name).map_or(0, |(_, n)| n + 1);
+        self.supervised.insert(p.name.clone(), (p, restarts));
+    }
+
+    /// Start again every supervised container that has exited, as the kubelet does (restart
+    /// policy Always), after a second.
+    fn restart_exited(&mut self) {
+        let names: Vec<String> = self.supervised.keys().cloned().collect();
+        let mut exited = vec![];
+        for n in names {
+            if let Some(&pid) = self.pids.get(&n) {
+                if self.net.exited(pid).is_some() {
+                    exited.push(n);
+                }
+            }
+        }
+        for n in exited {
+            let log = self.log_path(&n);
+            let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+            std::io::Write::write_all(&mut f, b"--- exited; restarted by the test's kubelet ---\n").unwrap();
+            std::thread::sleep(Duration::from_secs(1));
+            let p = self.supervised[&n].0.clone();
+            self.supervise(p);
+        }
+    }
+
+    /// bootkube.sh run (paths mapped as `run_bootkube`) while the supervised containers are
+    /// restarted when they exit; its success and output.
+    pub fn run_bootkube_supervised(&mut self, timeout: Duration) -> (bool, String) {
+        let script = self.boot.text("/usr/local/bin/bootkube.sh");
+        let mut mapped = script.clone();
+        for p in ["/opt/openshift", "/var/lib/hardshift", "/etc/kubernetes"] {
+            mapped = mapped.replace(p, &self.boot.map(p));
+        }
+        let path = self.work.path().join("bootkube.sh");
+        std::fs::write(&path, mapped).unwrap();
+        let log = self.log_path("bootkube");
+        let t = Instant::now();
+        let pid = self
+            .net
+            .spawn_logged("bootstrap", "bash", &[path.to_string_lossy().to_string()], &[], &log);
+        let status = loop {
+            if let Some(s) = self.net.exited(pid) {
+                break Some(s);
+            }
+            if t.elapsed() > timeout {
+                self.net.kill(pid);
+                break None;
+            }
+            self.restart_exited();
+            std::thread::sleep(Duration::from_millis(500));
+        };
+        self.timings.push(("bootkube".into(), t.elapsed()));
+        let out = std::fs::read_to_string(&log).unwrap_or_default();
+        match status {
+            Some(s) => (s.success(), out),
+            None => (false, format!("{out}\n(timed out after {timeout:?})")),
+        }
+    }
+
+    /// How many times each supervised container was restarted.
+    pub fn restarts(&self) -> BTreeMap<String, u32> {
+        self.supervised.iter().map(|(n, (_, r))| (n.clone(), *r)).collect()
     }
 }

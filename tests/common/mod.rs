@@ -5,6 +5,7 @@ pub mod containerd;
 pub mod control_plane;
 pub mod netns;
 pub mod podman;
+pub mod renders;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -40,19 +40,26 @@ wait_for() {{
     record done
 }}
 
-# apply_dir STAGE DIR [TRIES]: apply every file, in name order, retrying (every 5 s, 60 times by
-# default) while the API settles.
+# apply_dir STAGE DIR [ROUNDS]: apply every file, in name order, then again those that failed,
+# every 5 s (60 rounds by default), as cluster-bootstrap does: an object may come before what it
+# needs (a namespaced object before its Namespace, in the release's renders' own file order), and
+# the API may still be settling. Each retry is recorded with its last error.
 apply_dir() {{
-    stage=$1; local dir=$2 max=${{3:-60}} f out
+    stage=$1; local dir=$2 max=${{3:-60}} f out round=0 last
     record running
-    for f in "$dir"/*.yaml; do
-        [ -e "$f" ] || continue
-        local tries=0
-        until out=$("$OC" apply -f "$f" 2>&1); do
-            tries=$((tries + 1))
-            if (( tries > max )); then record failed "$(basename "$f"): $out"; exit 1; fi
-            sleep 5
+    local pending=() failed=()
+    for f in "$dir"/*.yaml; do [ -e "$f" ] && pending+=("$f"); done
+    while (( ${{#pending[@]}} > 0 )); do
+        failed=(); last=""
+        for f in "${{pending[@]}}"; do
+            out=$("$OC" apply -f "$f" 2>&1) || {{ failed+=("$f"); last="$(basename "$f"): $out"; }}
         done
+        (( ${{#failed[@]}} == 0 )) && break
+        round=$((round + 1))
+        if (( round > max )); then record failed "${{#failed[@]}} not applied; $last"; exit 1; fi
+        record retrying "${{#failed[@]}} not applied yet; $last"
+        pending=("${{failed[@]}}")
+        sleep 5
     done
     record done
 }}
@@ -66,7 +73,11 @@ etcd_healthy() {{
 }}
 
 wait_for etcd 600 etcd_healthy
-wait_for kube-apiserver 600 "$OC" get --raw=/readyz
+# The API answering, not ready: the release's kube-apiserver is not ready until its rbac hook has
+# written the default role bindings, which its RestrictSubjectBindings admission refuses until the
+# RoleBindingRestriction CRD exists. That CRD is applied next (cluster-bootstrap does the same: any
+# answer from /readyz will do).
+wait_for kube-apiserver 600 "$OC" get --raw=/version
 apply_dir crds "$ASSETS/crds"
 wait_for crds-established 300 "$OC" wait --for condition=established --timeout=10s crd --all
 apply_dir manifests "$ASSETS/manifests"

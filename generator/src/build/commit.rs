@@ -11,15 +11,16 @@ use crate::{assets::agent, bundle};
 pub fn commit(req: &Request, made: &mut Made<Staged>, cache: &dyn EncodingCache) -> Result<Written, Error> {
     let t = std::time::Instant::now();
     let written = fsio::write_staged(&req.dir, &made.bundle, made.staged.take()).map_err(Error::other)?;
-    record(req, made.extras.agent.as_ref(), made.cluster.fips, cache)?;
+    let from_renders = made.extras.renders.is_some();
+    record(req, made.extras.agent.as_ref(), made.cluster.fips, from_renders, cache)?;
     tracing::debug!(ms = t.elapsed().as_millis(), "wrote the bundle");
     Ok(written)
 }
 
 /// Record the options and keep the agent binary (one: the one in use), atomically.
-fn record(req: &Request, agent: Option<&agent::Binary>, fips: bool, cache: &dyn EncodingCache) -> Result<(), Error> {
+fn record(req: &Request, agent: Option<&agent::Binary>, fips: bool, from_renders: bool, cache: &dyn EncodingCache) -> Result<(), Error> {
     let sha = agent.map(|b| bundle::sha256_hex(&b.bytes));
-    let rec = Record::of(req, sha.clone(), fips);
+    let rec = Record::of(req, sha.clone(), fips, from_renders);
     if let (Some(b), Some(sha)) = (agent, &sha) {
         let kept = record::kept_agent(&req.dir, sha);
         let agents = record::agents_dir(&req.dir);

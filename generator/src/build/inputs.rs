@@ -2,6 +2,7 @@
 //! CRDs, the MCO bases, and the agent binary (read on a thread of its own, beside the rest).
 
 use super::cache::EncodingCache;
+use super::request::Bootstrap;
 use super::{decide, Error, Request};
 use crate::assets::{agent, Crd, Extras};
 use crate::cluster::{Cluster, Role};
@@ -87,16 +88,20 @@ pub fn read(req: &Request, cache: Arc<dyn EncodingCache>) -> Result<Inputs, Erro
     let t = std::time::Instant::now();
     let (bases, mut renders) = mco_bases(req);
     let mut extras = read_extras(&req.dir, &bases)?;
-    if req.bootstrap_from_renders {
-        let Some(r) = super::rendered::recorded(&req.dir) else {
+    match (req.bootstrap, super::rendered::recorded(&req.dir)) {
+        (Bootstrap::Native, _) | (Bootstrap::Auto, None) => {}
+        (Bootstrap::Renders, None) => {
             return Err(Error::input(format!(
-                "--bootstrap-from-renders: {} has no renders\n    hint: run `hardshift render --dir {}` first",
+                "--bootstrap-control-plane renders: {} has no renders\n    hint: run `hardshift render --dir {}` first",
                 req.dir.join(layout::RENDER).display(),
                 req.dir.display()
             )));
-        };
-        extras.renders = Some(super::rendered::read_bootstrap(&req.dir, &cluster)?);
-        renders = Some(r.layout);
+        }
+        // Their layout is checked against this bundle's (`decide::renders_fresh`) before use.
+        (Bootstrap::Renders | Bootstrap::Auto, Some(r)) => {
+            extras.renders = Some(super::rendered::read_bootstrap(&req.dir, &cluster)?);
+            renders = Some(r.layout);
+        }
     }
     decide::check_bases(req, &cluster, &extras)?;
     tracing::debug!(

@@ -1,7 +1,7 @@
 //! What `create` records beside the bundle (`DIR/.hardshift/create.json`): the options it was
 //! made with, enough for `verify` to make it again, and the agent binary it embedded.
 
-use super::request::{parse_base, Request};
+use super::request::{parse_base, Bootstrap, Request};
 use crate::cluster::KeyAlgorithm;
 use crate::layout::STATE_DIR;
 use std::path::{Path, PathBuf};
@@ -57,7 +57,8 @@ pub fn read(dir: &Path) -> Option<Result<Record, String>> {
 
 impl Record {
     /// What `req` made, with this agent (its SHA-256), for a cluster with install-config `fips`.
-    pub fn of(req: &Request, agent_sha256: Option<String>, fips: bool) -> Record {
+    /// `from_renders`: whether its bootstrap runs the renders' control plane (what `Auto` chose).
+    pub fn of(req: &Request, agent_sha256: Option<String>, fips: bool, from_renders: bool) -> Record {
         let abs = |p: &PathBuf| std::path::absolute(p).unwrap_or_else(|_| p.clone());
         Record {
             key_algorithm: req.key_algorithm.map(|k| k.as_str().to_string()),
@@ -71,7 +72,7 @@ impl Record {
             crypto_module: Some(hardshift_crypto::module().name().to_string()),
             crypto_fips: hardshift_crypto::module().fips,
             fips,
-            bootstrap_from_renders: req.bootstrap_from_renders,
+            bootstrap_from_renders: from_renders,
         }
     }
 
@@ -94,7 +95,13 @@ impl Record {
             agent_url: self.agent_url.clone(),
             // A rebuild writes nothing: it may check a FIPS bundle from any build.
             crypto_fips: None,
-            bootstrap_from_renders: self.bootstrap_from_renders,
+            // What was chosen, not Auto: a rebuild of a native bundle stays native when renders
+            // appear later, and one from renders refuses when they are gone.
+            bootstrap: if self.bootstrap_from_renders {
+                Bootstrap::Renders
+            } else {
+                Bootstrap::Native
+            },
         }
     }
 }
@@ -154,9 +161,10 @@ mod tests {
             agent: None,
             agent_url: Some("http://h/a".into()),
             crypto_fips: Some(false),
-            bootstrap_from_renders: true,
+            bootstrap: Bootstrap::Auto,
         };
-        let rec = Record::of(&req, Some("ab".into()), true);
+        // Auto is recorded as what it chose.
+        let rec = Record::of(&req, Some("ab".into()), true, true);
         assert!(!rec.no_agent && rec.fips);
         let again = rec.request(Path::new("/b"));
         assert_eq!(again.release_image, req.release_image);
@@ -164,11 +172,14 @@ mod tests {
         assert_eq!(again.key_algorithm, req.key_algorithm);
         assert_eq!(again.mco_base, req.mco_base);
         assert_eq!(again.agent_url, req.agent_url);
-        assert!(again.self_contained_nodes && again.bootstrap_from_renders);
+        assert!(again.self_contained_nodes);
+        assert_eq!(again.bootstrap, Bootstrap::Renders);
+        let native = Record::of(&req, None, false, false).request(Path::new("/b"));
+        assert_eq!(native.bootstrap, Bootstrap::Native);
         // A rebuild never rotates, and makes no keys to judge by the module.
         assert!(!again.rotate_ca);
         assert_eq!(again.crypto_fips, None);
-        let none = Record::of(&req, None, false);
+        let none = Record::of(&req, None, false, false);
         assert!(none.no_agent);
         assert_eq!(none.request(Path::new("/b")).agent, None);
     }

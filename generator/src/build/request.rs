@@ -25,12 +25,24 @@ pub struct Request {
     pub agent: Option<PathBuf>,
     /// Have Ignition fetch the agent from this URL instead of embedding it.
     pub agent_url: Option<String>,
-    /// Run the bootstrap control plane the release's renders made (DIR/render) instead of
-    /// hardshift's own.
-    pub bootstrap_from_renders: bool,
+    /// Whose control plane the bootstrap runs.
+    pub bootstrap: Bootstrap,
     /// Some(whether the crypto module is FIPS) when this run may make keys (`create`); None when
     /// it only rebuilds a bundle to compare (`verify` may check a FIPS bundle from any build).
     pub crypto_fips: Option<bool>,
+}
+
+/// Whose control plane the bootstrap runs: the one the release's renders made (DIR/render), or
+/// hardshift's own static pods.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Bootstrap {
+    /// The renders' when DIR/render holds renders (stale ones are refused), else hardshift's own.
+    #[default]
+    Auto,
+    /// The renders' (refused without renders).
+    Renders,
+    /// hardshift's own, renders or not.
+    Native,
 }
 
 impl Request {

@@ -1,0 +1,38 @@
+//! The release's own renders over a copy of the example: the release as a real one names it, and
+//! `hardshift render` run with the programs built by hand (`HARDSHIFT_OCP_BIN`) in place of the
+//! images (tests/fixtures/podman-ocp-bin).
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::Output;
+
+/// The example's release as a real one names it: the cluster-policy-controller image, and the
+/// Kubernetes version on the hyperkube tag (what `oc adm release info` reads).
+pub fn full_release(dir: &Path) {
+    let p = dir.join("release/image-references");
+    let mut v: Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+    let tags = v["spec"]["tags"].as_array_mut().unwrap();
+    for t in tags.iter_mut() {
+        if t["name"] == "hyperkube" {
+            t["annotations"]["io.openshift.build.versions"] = "kubernetes=1.31.5".into();
+        }
+    }
+    let mut cpc = tags[0].clone();
+    cpc["name"] = "cluster-policy-controller".into();
+    tags.push(cpc);
+    std::fs::write(&p, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+}
+
+/// `hardshift render --dir DIR` with the release's programs from `bin` (`HARDSHIFT_OCP_BIN`).
+pub fn render_with_release_programs(dir: &Path, bin: &str) -> Output {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let tmp = tempfile::tempdir().unwrap();
+    std::process::Command::new(env!("CARGO_BIN_EXE_hardshift"))
+        .args(["render", "--dir", dir.to_str().unwrap()])
+        .env("PODMAN", root.join("tests/fixtures/podman-ocp-bin"))
+        .env("HARDSHIFT_OCP_BIN", bin)
+        .env("HARDSHIFT_OCP_MANIFESTS", root.join("../shared/openshift-4.18/crds"))
+        .env("TMPDIR", tmp.path())
+        .output()
+        .unwrap()
+}
