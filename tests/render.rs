@@ -342,6 +342,60 @@ fn the_releases_renders_run_in_bootkubes_order_over_the_bundle() {
         .filter(|e| e.file_name().to_string_lossy().starts_with(".render.new-"))
         .count();
     assert_eq!(left, 1);
+
+    // kill -9 in the middle of the etcd step (its podman network made, its container about to
+    // run): DIR/render keeps the last good renders, untouched; the next run clears the dead
+    // run's work and network (podman would refuse the same subnet twice) and succeeds.
+    let good = std::fs::read(r.join("renders.json")).unwrap();
+    let marker = w.join("slow-step.pid");
+    let slow = w.join("podman-slow");
+    std::fs::write(
+        &slow,
+        format!(
+            "#!/bin/sh\ncase \"$*\" in *--network=*) echo $$ > {m}; sleep 120;; esac\nexec podman \"$@\"\n",
+            m = marker.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&slow, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut args = vec!["render".to_string(), "--dir".into(), dir.into()];
+    args.extend(TAGS.iter().map(|t| format!("--image={t}={IMAGE}")));
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_hardshift"))
+        .args(&args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .env("PODMAN", &slow)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while !marker.is_file() || std::fs::read_to_string(&marker).unwrap().trim().is_empty() {
+        assert!(start.elapsed().as_secs() < 120, "the slow etcd step never started");
+        assert!(child.try_wait().unwrap().is_none(), "render ended before its etcd step");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let dead = child.id();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let step: i32 = std::fs::read_to_string(&marker).unwrap().trim().parse().unwrap();
+    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(step), nix::sys::signal::Signal::SIGKILL);
+    assert_eq!(std::fs::read(r.join("renders.json")).unwrap(), good, "the last good renders stay");
+    assert!(d.path().join(format!(".render.new-{dead}")).is_dir());
+    let (_, nets) = common::podman::run(&env, &["network", "ls", "--format", "{{.Name}}"]);
+    assert!(nets.contains(&format!("hardshift-render-{dead}")), "{nets}");
+    let out = render(dir, &env, None);
+    assert!(out.status.success(), "{}{}", text(&out.stdout), text(&out.stderr));
+    let (_, nets) = common::podman::run(&env, &["network", "ls", "--format", "{{.Name}}"]);
+    assert!(!nets.contains("hardshift-render"), "{nets}");
+    let left: Vec<_> = std::fs::read_dir(d.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| n.starts_with(".render"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    let again: Value = serde_json::from_slice(&std::fs::read(r.join("renders.json")).unwrap()).unwrap();
+    assert_eq!(again["steps"].as_array().unwrap().len(), 7);
     let _ = common::podman::run(&env, &["rmi", "-f", IMAGE]);
 }
 

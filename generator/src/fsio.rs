@@ -569,8 +569,9 @@ pub fn read_bundle(dir: &Path) -> io::Result<Bundle> {
 }
 
 /// Replace the directory `target` as a whole with `files` (path inside it, mode, bytes): a new
-/// directory is written and flushed beside it, then renamed into place, so a killed run leaves
-/// the old one or the new one, never half. The entries named in `carry` move over from the old.
+/// directory is written and flushed beside it, then swapped into place (`swap_into`), so a killed
+/// run leaves the old one or the new one, never half, never none. The entries named in `carry`
+/// move over from the old.
 pub fn replace_dir(target: &Path, files: &[(String, u32, Vec<u8>)], carry: &[&str]) -> io::Result<()> {
     let name = target.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
     let parent = target.parent().unwrap_or(Path::new("."));
@@ -598,11 +599,29 @@ pub fn replace_dir(target: &Path, files: &[(String, u32, Vec<u8>)], carry: &[&st
         let _ = fs::remove_dir_all(&tmp);
         return Err(e);
     }
-    if fs::symlink_metadata(target).is_ok() {
-        fs::rename(target, &old)?;
+    swap_into(&tmp, target, &old)
+}
+
+/// Put the directory `new` in place of `target` in one step: exchanged with the old one when
+/// there is one (`renameat2` RENAME_EXCHANGE), so `target` is never missing, even for a run
+/// killed in between; the old one, then at `new`, is removed. On a filesystem without the
+/// exchange, the old one is renamed to `old` first (a window a killed run can leave it in).
+pub fn swap_into(new: &Path, target: &Path, old: &Path) -> io::Result<()> {
+    use nix::fcntl::{renameat2, RenameFlags, AT_FDCWD};
+    if fs::symlink_metadata(target).is_err() {
+        return fs::rename(new, target);
     }
-    fs::rename(&tmp, target)?;
-    let _ = fs::remove_dir_all(&old);
+    match renameat2(AT_FDCWD, new, AT_FDCWD, target, RenameFlags::RENAME_EXCHANGE) {
+        Ok(()) => {
+            let _ = fs::remove_dir_all(new);
+            return Ok(());
+        }
+        Err(nix::errno::Errno::EINVAL | nix::errno::Errno::ENOSYS) => {}
+        Err(e) => return Err(io::Error::from(e)),
+    }
+    fs::rename(target, old)?;
+    fs::rename(new, target)?;
+    let _ = fs::remove_dir_all(old);
     Ok(())
 }
 
@@ -723,6 +742,24 @@ mod tests {
         assert_eq!(mode("render.sh"), 0o755);
         let beside: Vec<_> = fs::read_dir(d.path()).unwrap().flatten().map(|e| e.file_name()).collect();
         assert_eq!(beside, ["mco"]);
+    }
+
+    #[test]
+    fn a_swapped_directory_is_exchanged_in_one_step() {
+        let d = tempfile::tempdir().unwrap();
+        let (new, target, old) = (d.path().join("new"), d.path().join("render"), d.path().join("old"));
+        fs::create_dir_all(&new).unwrap();
+        fs::write(new.join("renders.json"), "2").unwrap();
+        // Nothing in place yet: a rename.
+        swap_into(&new, &target, &old).unwrap();
+        assert_eq!(fs::read_to_string(target.join("renders.json")).unwrap(), "2");
+        fs::create_dir_all(&new).unwrap();
+        fs::write(new.join("renders.json"), "3").unwrap();
+        swap_into(&new, &target, &old).unwrap();
+        assert_eq!(fs::read_to_string(target.join("renders.json")).unwrap(), "3");
+        // Exchanged, not renamed aside: the old one was never at `old`, and is gone.
+        let beside: Vec<_> = fs::read_dir(d.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+        assert_eq!(beside, ["render"]);
     }
 
     fn bundle(files: &[(&str, &str)]) -> Bundle {

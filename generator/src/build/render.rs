@@ -103,11 +103,7 @@ pub fn run(dir: &Path, cluster: &Cluster, opts: &Options, say: &mut dyn FnMut(St
     fsio::write_file_atomic(&work.join("renders.json"), &json, 0o644).map_err(Error::other)?;
     let target = dir.join(render::DIR);
     let old = dir.join(format!(".{}.old-{}", render::DIR, std::process::id()));
-    if target.exists() {
-        std::fs::rename(&target, &old).map_err(Error::other)?;
-    }
-    std::fs::rename(&work, &target).map_err(Error::other)?;
-    let _ = std::fs::remove_dir_all(&old);
+    fsio::swap_into(&work, &target, &old).map_err(|e| Error::other(format!("{}: {e}", target.display())))?;
     Ok(rendered)
 }
 
@@ -232,7 +228,9 @@ fn bootstrap_network(podman: &Path, subnet: &str, ip: std::net::IpAddr) -> Resul
             "machine network {subnet}: no address beside the bootstrap's for podman's gateway"
         ))
     })?;
-    let _ = Command::new(podman).args(["network", "rm", "-f", &name]).output();
+    // A run killed during its etcd step left its network, on the same subnet, which podman
+    // would refuse to create again: remove those whose run is gone (and any of this PID's).
+    remove_stale_networks(podman, &name);
     let out = Command::new(podman)
         .args(["network", "create", "--internal"])
         .arg(format!("--subnet={net}"))
@@ -247,6 +245,21 @@ fn bootstrap_network(podman: &Path, subnet: &str, ip: std::net::IpAddr) -> Resul
         )));
     }
     Ok(name)
+}
+
+/// Remove the `hardshift-render-PID` networks whose PID is not running, and `mine`.
+fn remove_stale_networks(podman: &Path, mine: &str) {
+    let Ok(out) = Command::new(podman).args(["network", "ls", "--format", "{{.Name}}"]).output() else {
+        return;
+    };
+    for name in String::from_utf8_lossy(&out.stdout).lines() {
+        let stale = name
+            .strip_prefix("hardshift-render-")
+            .is_some_and(|pid| pid.parse::<u32>().is_ok_and(|pid| !Path::new(&format!("/proc/{pid}")).exists()));
+        if stale || name == mine {
+            let _ = Command::new(podman).args(["network", "rm", "-f", name]).output();
+        }
+    }
 }
 
 /// `cp FROM/* TO/`: every file under `from` (recursively), into `to`.
