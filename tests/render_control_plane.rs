@@ -65,4 +65,16 @@ fn the_renders_control_plane_runs_and_bootkube_completes() {
     assert!(ok, "{out}");
     let (ok, out) = cp.kubectl(&["-n", "openshift-etcd", "get", "secret", "etcd-signer", "-o", "name"]);
     assert!(ok, "{out}");
+    // The rendered controller-manager and scheduler run with their rendered kubeconfigs and
+    // certificates: each holds its leader lease.
+    for lease in ["kube-controller-manager", "kube-scheduler"] {
+        cp.wait(&format!("the {lease} lease"), std::time::Duration::from_secs(180), lease, |cp| {
+            let (ok, out) = cp.kubectl(&["-n", "kube-system", "get", "lease", lease, "-o", "jsonpath={.spec.holderIdentity}"]);
+            if ok && !out.trim().is_empty() {
+                Ok(())
+            } else {
+                Err(out)
+            }
+        });
+    }
 }

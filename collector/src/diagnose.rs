@@ -432,7 +432,8 @@ fn bootkube_stage<'a>(s: &'a Seen) -> Option<(&'a ComponentState, String, &'stat
     let stage = c.details.get("stage").cloned().unwrap_or_default();
     let fix = match stage.as_str() {
         "etcd" => "etcd did not become healthy: `hardshift logs NODE etcd-members`, and its static pod's log",
-        "kube-apiserver" => "the API server did not become ready: its container log (`hardshift logs NODE --container kube-system/bootstrap-kube-apiserver-NODE/kube-apiserver`), etcd and its certificates",
+        "kube-apiserver" => "the API server does not answer: its container log (`hardshift logs NODE --container kube-system/bootstrap-kube-apiserver-NODE/kube-apiserver`), etcd and its certificates",
+        "crds" | "manifests" => "an object is not applied yet: the last error names it and why (a Namespace or CRD it needs that never came, an admission refusal); bootkube retries every 5 s, so it fails only after 5 minutes: `hardshift logs NODE bootkube`",
         "crds-established" => "a CRD was not Established: check the bundle's crds/ (the release's CRDs) with `oc get crd`",
         "manifests-after-cvo" => "the cluster-version-operator did not install the CRD of an object applied after it (the fips MachineConfigs need the MCO's): `oc get clusterversion`, and the CVO's pod log",
         _ => "`hardshift logs NODE bootkube`",
@@ -618,7 +619,15 @@ mod tests {
         assert_eq!(ids(&f), ["HS080"]);
         assert!(f[0].fix.contains("crds/"), "{}", f[0].fix);
         b.health = Health::Warning as i32;
-        assert_eq!(ids(&diagnose("bootstrap", "bootstrap", &report(vec![b]), 0)), ["HS081"]);
+        assert_eq!(ids(&diagnose("bootstrap", "bootstrap", &report(vec![b.clone()]), 0)), ["HS081"]);
+        // Retrying a manifest: the last error is the evidence, and the fix says what it means.
+        b.state = "manifests: retrying".into();
+        b.reason = "1 not applied yet; 50-render-000-00_etcd-endpoints-cm.yaml: namespaces \"openshift-etcd\" not found".into();
+        b.details.insert("stage".into(), "manifests".into());
+        let f = diagnose("bootstrap", "bootstrap", &report(vec![b]), 0);
+        assert_eq!(ids(&f), ["HS081"]);
+        assert!(f[0].evidence[0].contains("openshift-etcd"), "{:?}", f[0].evidence);
+        assert!(f[0].fix.contains("Namespace or CRD"), "{}", f[0].fix);
     }
 
     #[test]

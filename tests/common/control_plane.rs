@@ -421,7 +421,7 @@ impl Drop for ControlPlane {
     }
 }
 
-/// A rendered static pod's container (the release's renders, `create --bootstrap-from-renders`)
+/// A rendered static pod's container (the release's renders, its control plane, placed by `create`)
 /// as a process. As `pod_process`, and: the container is the one named `container`; a shell
 /// script is reduced to the command it runs (`hyperkube NAME ...`, `exec etcd ...`, continuation
 /// lines joined); `${VAR}`, `$(VAR)` and `$VAR` come from its env, the downward API's host IP and
@@ -543,7 +543,7 @@ pub fn rendered_process(pod: &Pod, container: &str, root: &NodeRoot, ip: &str, n
 
 impl ControlPlane {
     /// The bootstrap control plane the release's renders made (a bundle made with
-    /// `--bootstrap-from-renders`), started from their pods and configs as the kubelet starts
+    /// renders beside it), started from their pods and configs as the kubelet starts
     /// them: etcd, and once it is healthy, the API server, the controller-manager and the
     /// scheduler together. None is waited for: bootkube.sh waits for what it needs
     /// (`run_bootkube_supervised` restarts what exits meanwhile).

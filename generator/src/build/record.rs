@@ -28,7 +28,7 @@ pub struct Record {
     /// install-config's `fips`.
     #[serde(default)]
     pub fips: bool,
-    /// `--bootstrap-from-renders`.
+    /// The bootstrap runs the renders' control plane (what `--bootstrap-control-plane` chose).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub bootstrap_from_renders: bool,
 }

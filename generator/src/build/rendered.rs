@@ -1,6 +1,6 @@
 //! What the renders made, read back from DIR/render/ (`build::render::run` wrote it): their
-//! record, the masters' and workers' rendered pools, the bootstrap's control plane for
-//! `create --bootstrap-from-renders`, and the diff against the bundle as written.
+//! record, the masters' and workers' rendered pools, the control plane `create` gives the
+//! bootstrap from them, and the diff against the bundle as written.
 
 use super::render::Rendered;
 use super::Error;

@@ -1,4 +1,4 @@
-//! What the renders make for the bootstrap node, as `create --bootstrap-from-renders` places it
+//! What the renders make for the bootstrap node, as `create` places it when the bootstrap runs their control plane
 //! (bootkube.sh's copies, and cluster-bootstrap's): the static pods, their configs, the secrets
 //! under the installer's names, etcd's static-pod resources, and the manifests and CRDs bootkube
 //! applies.
