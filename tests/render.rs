@@ -259,6 +259,12 @@ fn the_releases_renders_run_in_bootkubes_order_over_the_bundle() {
     let out = create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
     let stdout = text(&out.stdout);
     assert!(stdout.contains("bootstrap control plane: the release's renders"), "{stdout}");
+    // The change of hands since the last create is said, with how to keep it as it was.
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("it was hardshift's own at the last create") && err.contains("--bootstrap-control-plane native"),
+        "{err}"
+    );
     let files = node_files(d.path(), "bootstrap");
     let rendered = |p: &str| std::fs::read(a.join(p)).unwrap();
     assert_eq!(

@@ -37,21 +37,9 @@ fn the_renders_control_plane_runs_and_bootkube_completes() {
     assert!(ok, "bootkube.sh failed:\n{out}\n{}", tails());
     assert!(out.contains("bootkube: complete: done"), "{out}");
     eprintln!("restarts, as the kubelet would have: {:?}", cp.restarts());
+    eprintln!("timings: {:?}", cp.timings);
     // The API is ready: every hook ran, the openshift admission chain among them.
-    cp.wait(
-        "kube-apiserver /readyz",
-        std::time::Duration::from_secs(120),
-        "kube-apiserver",
-        |cp| {
-            let (ok, out) = cp.kubectl(&["get", "--raw", "/readyz"]);
-            if ok && out.trim() == "ok" {
-                Ok(())
-            } else {
-                Err(out)
-            }
-        },
-    );
-    // It is OpenShift's API server, its openshift admission chain started...
+    cp.wait_ready(std::time::Duration::from_secs(120));
     let (ok, out) = cp.kubectl(&["get", "--raw", "/readyz?verbose"]);
     assert!(ok && out.contains("[+]poststarthook/openshift.io-startkubeinformers ok"), "{out}");
     // ... and what the renders made is in the cluster: the SCCs and the etcd render's signer.

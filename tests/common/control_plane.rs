@@ -131,6 +131,15 @@ pub fn exec_start(unit: &str) -> Vec<String> {
     line.split_whitespace().map(String::from).collect()
 }
 
+/// The static pod in file `name` of `pods`.
+fn static_pod(pods: &[(String, Pod)], name: &str) -> Pod {
+    pods.iter()
+        .find(|(f, _)| f == name)
+        .unwrap_or_else(|| panic!("no static pod {name}"))
+        .1
+        .clone()
+}
+
 /// A static pod's container as a process.
 #[derive(Debug, Clone)]
 pub struct Process {
@@ -275,50 +284,14 @@ impl ControlPlane {
     pub fn start_from(bundle: tempfile::TempDir, tamper: impl FnOnce(&NodeRoot)) -> ControlPlane {
         let mut cp = Self::lab_with(bundle, tamper);
         let pods = cp.boot.static_pods();
-        let by = |n: &str| {
-            pods.iter()
-                .find(|(f, _)| f == n)
-                .unwrap_or_else(|| panic!("no static pod {n}"))
-                .1
-                .clone()
-        };
+        let by = |n: &str| static_pod(&pods, n);
         let t0 = Instant::now();
         cp.spawn_pod(&by("etcd-bootstrap.yaml"));
-        let etcd_ca = cp.boot.map("/etc/kubernetes/bootstrap-secrets/etcd-ca.crt");
-        let cert = cp.boot.map("/etc/kubernetes/bootstrap-secrets/etcd-client.crt");
-        let key = cp.boot.map("/etc/kubernetes/bootstrap-secrets/etcd-client.key");
-        cp.wait("etcd healthy", Duration::from_secs(30), "etcd", |cp| {
-            let (ok, out) = cp.exec(
-                "bootstrap",
-                "curl",
-                &[
-                    "-sS",
-                    "--cacert",
-                    &etcd_ca,
-                    "--cert",
-                    &cert,
-                    "--key",
-                    &key,
-                    "https://localhost:2379/health",
-                ],
-            );
-            if ok && out.contains("\"health\":\"true\"") {
-                Ok(())
-            } else {
-                Err(out)
-            }
-        });
+        cp.wait_etcd_healthy(Duration::from_secs(30));
         cp.timings.push(("etcd healthy".into(), t0.elapsed()));
         let t1 = Instant::now();
         cp.spawn_pod(&by("kube-apiserver-bootstrap.yaml"));
-        cp.wait("kube-apiserver /readyz", Duration::from_secs(90), "kube-apiserver", |cp| {
-            let (ok, out) = cp.kubectl(&["get", "--raw", "/readyz"]);
-            if ok && out.trim() == "ok" {
-                Ok(())
-            } else {
-                Err(out)
-            }
-        });
+        cp.wait_ready(Duration::from_secs(90));
         cp.timings.push(("etcd → API ready".into(), t1.elapsed()));
         cp.spawn_pod(&by("kube-controller-manager-bootstrap.yaml"));
         cp.spawn_pod(&by("kube-scheduler-bootstrap.yaml"));
@@ -359,6 +332,42 @@ impl ControlPlane {
                 Err(_) => std::thread::sleep(Duration::from_millis(250)),
             }
         }
+    }
+
+    /// Wait for the bootstrap's etcd to say it is healthy to the client certificate bootkube uses.
+    pub fn wait_etcd_healthy(&self, timeout: Duration) {
+        let secret = |f: &str| self.boot.map(&format!("/etc/kubernetes/bootstrap-secrets/{f}"));
+        let (ca, cert, key) = (secret("etcd-ca.crt"), secret("etcd-client.crt"), secret("etcd-client.key"));
+        let args = [
+            "-sS",
+            "--cacert",
+            &ca,
+            "--cert",
+            &cert,
+            "--key",
+            &key,
+            "https://localhost:2379/health",
+        ];
+        self.wait("etcd healthy", timeout, "etcd", |cp| {
+            let (ok, out) = cp.exec("bootstrap", "curl", &args);
+            if ok && out.contains("\"health\":\"true\"") {
+                Ok(())
+            } else {
+                Err(out)
+            }
+        });
+    }
+
+    /// Wait for the API server's `/readyz` to say ok.
+    pub fn wait_ready(&self, timeout: Duration) {
+        self.wait("kube-apiserver /readyz", timeout, "kube-apiserver", |cp| {
+            let (ok, out) = cp.kubectl(&["get", "--raw", "/readyz"]);
+            if ok && out.trim() == "ok" {
+                Ok(())
+            } else {
+                Err(out)
+            }
+        });
     }
 
     /// Run a program in a node's namespace.
@@ -550,41 +559,10 @@ impl ControlPlane {
     pub fn start_rendered(bundle: tempfile::TempDir) -> ControlPlane {
         let mut cp = Self::lab(bundle);
         let pods = cp.boot.static_pods();
-        let by = |n: &str| {
-            pods.iter()
-                .find(|(f, _)| f == n)
-                .unwrap_or_else(|| panic!("no static pod {n}"))
-                .1
-                .clone()
-        };
+        let by = |n: &str| static_pod(&pods, n);
         let p = rendered_process(&by("etcd-member-pod.yaml"), "etcd", &cp.boot, BOOTSTRAP_IP, "bootstrap");
         cp.supervise(p);
-        let (ca, cert, key) = (
-            cp.boot.map("/etc/kubernetes/bootstrap-secrets/etcd-ca.crt"),
-            cp.boot.map("/etc/kubernetes/bootstrap-secrets/etcd-client.crt"),
-            cp.boot.map("/etc/kubernetes/bootstrap-secrets/etcd-client.key"),
-        );
-        cp.wait("etcd healthy", Duration::from_secs(60), "etcd", |cp| {
-            let (ok, out) = cp.exec(
-                "bootstrap",
-                "curl",
-                &[
-                    "-sS",
-                    "--cacert",
-                    &ca,
-                    "--cert",
-                    &cert,
-                    "--key",
-                    &key,
-                    "https://localhost:2379/health",
-                ],
-            );
-            if ok && out.contains("\"health\":\"true\"") {
-                Ok(())
-            } else {
-                Err(out)
-            }
-        });
+        cp.wait_etcd_healthy(Duration::from_secs(60));
         for (pod, container) in [
             ("kube-apiserver-pod.yaml", "kube-apiserver"),
             ("kube-controller-manager-pod.yaml", "kube-controller-manager"),

@@ -101,6 +101,9 @@ pub fn create(req: &Request, cache: Arc<dyn EncodingCache>, warn: &mut dyn FnMut
     };
     let mut made = make::make(req, inputs, &live, &env, staged)?;
     let rerun = live.generation.is_some();
+    if let Some(m) = control_plane_changed(&req.dir, made.extras.renders.is_some()) {
+        warn(m);
+    }
     let written = commit::commit(req, &mut made, cache.as_ref())?;
     Ok(Created {
         made,
@@ -108,6 +111,23 @@ pub fn create(req: &Request, cache: Arc<dyn EncodingCache>, warn: &mut dyn FnMut
         rerun,
         dir: req.dir.clone(),
         from_renders,
+    })
+}
+
+/// Said when the bootstrap's control plane changes hands since the last `create` (by default
+/// when renders appear): its static pods and its etcd CA change with it, and a cluster already
+/// installed was installed from the other.
+fn control_plane_changed(dir: &Path, from_renders: bool) -> Option<String> {
+    let prev = record::read(dir)?.ok()?;
+    let whose = |r: bool| if r { "the release's renders'" } else { "hardshift's own" };
+    let flag = |r: bool| if r { "renders" } else { "native" };
+    (prev.bootstrap_from_renders != from_renders).then(|| {
+        format!(
+            "the bootstrap's control plane is now {}; it was {} at the last create: its static pods and its etcd CA change with it (a cluster installed already keeps what it was installed with; `--bootstrap-control-plane {}` keeps the bootstrap as it was)",
+            whose(from_renders),
+            whose(prev.bootstrap_from_renders),
+            flag(prev.bootstrap_from_renders)
+        )
     })
 }
 
