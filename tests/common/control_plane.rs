@@ -11,7 +11,7 @@
 use super::netns::Netns;
 use super::{create, example_copy, text};
 use hardshift_generator::ignition::{self, Config};
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -149,6 +149,32 @@ pub struct Process {
     pub env: Vec<(String, String)>,
 }
 
+/// Each mount path of container `c` with its volume's hostPath under `root`, longest first (so a
+/// path maps by the deepest mount it is under).
+fn mounts(spec: &PodSpec, c: &Container, root: &NodeRoot) -> Vec<(String, String)> {
+    let mut mounts: Vec<(String, String)> = c
+        .volume_mounts
+        .iter()
+        .flatten()
+        .map(|m| {
+            let vol = spec.volumes.iter().flatten().find(|v| v.name == m.name).expect("volume of mount");
+            let host = &vol.host_path.as_ref().expect("hostPath volume").path;
+            (m.mount_path.trim_end_matches('/').to_string(), root.map(host))
+        })
+        .collect();
+    mounts.sort_by_key(|(m, _)| std::cmp::Reverse(m.len()));
+    mounts
+}
+
+/// `v` with the mount path it is under replaced by that mount's host path.
+fn map_mounted(mounts: &[(String, String)], v: &str) -> String {
+    mounts
+        .iter()
+        .find(|(m, _)| v == m || v.starts_with(&format!("{m}/")))
+        .map(|(m, h)| format!("{h}{}", &v[m.len()..]))
+        .unwrap_or_else(|| v.to_string())
+}
+
 /// The container's command and args, exactly, with each mount path (also in a comma-separated
 /// list) replaced by its volume's hostPath under `root` (longest mount path first), and
 /// `hyperkube NAME` by the release's binary.
@@ -157,34 +183,14 @@ pub fn pod_process(pod: &Pod, root: &NodeRoot) -> Process {
     let c = &spec.containers[0];
     let mut words: Vec<String> = c.command.clone().unwrap_or_default();
     words.extend(c.args.clone().unwrap_or_default());
-    let mut mounts: Vec<(String, String)> = c
-        .volume_mounts
-        .iter()
-        .flatten()
-        .map(|m| {
-            let vol = spec.volumes.iter().flatten().find(|v| v.name == m.name).expect("volume of mount");
-            let host = &vol.host_path.as_ref().expect("hostPath volume").path;
-            (m.mount_path.clone(), root.map(host))
-        })
-        .collect();
-    mounts.sort_by_key(|(m, _)| std::cmp::Reverse(m.len()));
+    let mounts = mounts(spec, c, root);
     let map = |w: &str| -> String {
         let (flag, value) = match w.split_once('=') {
             Some((f, v)) => (Some(f), v),
             None => (None, w),
         };
         // Each path of a list (`--tls-sni-cert-key=CRT,KEY`) too.
-        let mapped = value
-            .split(',')
-            .map(|v| {
-                mounts
-                    .iter()
-                    .find(|(m, _)| v == m || v.starts_with(&format!("{m}/")))
-                    .map(|(m, h)| format!("{h}{}", &v[m.len()..]))
-                    .unwrap_or_else(|| v.to_string())
-            })
-            .collect::<Vec<_>>()
-            .join(",");
+        let mapped = value.split(',').map(|v| map_mounted(&mounts, v)).collect::<Vec<_>>().join(",");
         match flag {
             Some(f) => format!("{f}={mapped}"),
             None => mapped,
@@ -402,16 +408,22 @@ impl ControlPlane {
         serde_json::from_str(&out).unwrap_or_else(|e| panic!("kubectl {}: {e}: {out}", args.join(" ")))
     }
 
-    /// The generated bootkube.sh with the node's paths mapped under the scratch root, run to its
-    /// end with real kubectl; returns (success, output).
-    pub fn run_bootkube(&mut self) -> (bool, String) {
-        let script = self.boot.text("/usr/local/bin/bootkube.sh");
-        let mut mapped = script.clone();
+    /// The generated bootkube.sh, with the node's paths mapped under the scratch root, written
+    /// to the work dir.
+    fn bootkube_script(&self) -> PathBuf {
+        let mut mapped = self.boot.text("/usr/local/bin/bootkube.sh");
         for p in ["/opt/openshift", "/var/lib/hardshift", "/etc/kubernetes"] {
             mapped = mapped.replace(p, &self.boot.map(p));
         }
         let path = self.work.path().join("bootkube.sh");
         std::fs::write(&path, mapped).unwrap();
+        path
+    }
+
+    /// The generated bootkube.sh (`bootkube_script`) run to its end with real kubectl; returns
+    /// (success, output).
+    pub fn run_bootkube(&mut self) -> (bool, String) {
+        let path = self.bootkube_script();
         let t = Instant::now();
         let r = self.exec("bootstrap", "bash", &[path.to_str().unwrap()]);
         self.timings.push(("bootkube".into(), t.elapsed()));
@@ -463,27 +475,11 @@ pub fn rendered_process(pod: &Pod, container: &str, root: &NodeRoot, ip: &str, n
             (e.name.clone(), v)
         })
         .collect();
-    let mut mounts: Vec<(String, String)> = c
-        .volume_mounts
-        .iter()
-        .flatten()
-        .map(|m| {
-            let vol = spec.volumes.iter().flatten().find(|v| v.name == m.name).expect("volume of mount");
-            let host = &vol.host_path.as_ref().expect("hostPath volume").path;
-            (m.mount_path.trim_end_matches('/').to_string(), root.map(host))
-        })
-        .collect();
-    mounts.sort_by_key(|(m, _)| std::cmp::Reverse(m.len()));
+    let mounts = mounts(spec, c, root);
     for (_, h) in &mounts {
         std::fs::create_dir_all(h).unwrap();
     }
-    let map_path = |v: &str| -> String {
-        mounts
-            .iter()
-            .find(|(m, _)| v == m || v.starts_with(&format!("{m}/")))
-            .map(|(m, h)| format!("{h}{}", &v[m.len()..]))
-            .unwrap_or_else(|| v.to_string())
-    };
+    let map_path = |v: &str| map_mounted(&mounts, v);
     let map_word = |w: &str| -> String {
         let (flag, value) = match w.split_once('=') {
             Some((f, v)) if f.starts_with('-') => (Some(f), v),
@@ -612,13 +608,7 @@ impl ControlPlane {
     /// bootkube.sh run (paths mapped as `run_bootkube`) while the supervised containers are
     /// restarted when they exit; its success and output.
     pub fn run_bootkube_supervised(&mut self, timeout: Duration) -> (bool, String) {
-        let script = self.boot.text("/usr/local/bin/bootkube.sh");
-        let mut mapped = script.clone();
-        for p in ["/opt/openshift", "/var/lib/hardshift", "/etc/kubernetes"] {
-            mapped = mapped.replace(p, &self.boot.map(p));
-        }
-        let path = self.work.path().join("bootkube.sh");
-        std::fs::write(&path, mapped).unwrap();
+        let path = self.bootkube_script();
         let log = self.log_path("bootkube");
         let t = Instant::now();
         let pid = self
