@@ -52,7 +52,7 @@ pub const MAX_INPUT_BYTES: u64 = 1 << 20;
 pub const MAX_REFS_BYTES: u64 = 16 << 20;
 
 /// Read a file as UTF-8, refusing (without reading it all) one larger than `max` bytes.
-fn read_capped(path: &Path, max: u64) -> std::io::Result<String> {
+pub fn read_capped(path: &Path, max: u64) -> std::io::Result<String> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     // Opened without blocking, then checked: a FIFO in an input's place would otherwise hang the

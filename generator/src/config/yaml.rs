@@ -68,6 +68,10 @@ pub const MAX_ALIAS_NODES: usize = 10_000;
 /// Nodes in one document, aliases included (1 MiB of YAML holds well under this).
 pub const MAX_NODES: usize = 500_000;
 
+/// How deep collections may nest: the release's deepest CRD nests 25 levels; serde_json stops
+/// at 128 too, and every walk of a value after this one recurses.
+pub const MAX_DEPTH: usize = 128;
+
 /// Parse exactly one YAML document.
 pub fn parse(src: &str) -> Result<Doc, SyntaxError> {
     // YAML counts a lone carriage return as a line break; editors, sed and the positions we
@@ -191,6 +195,12 @@ pub fn parse(src: &str) -> Result<Doc, SyntaxError> {
                 push_value(&mut stack, &mut root, value);
             }
             Event::MappingStart(anchor, _) | Event::SequenceStart(anchor, _) => {
+                if stack.len() >= MAX_DEPTH {
+                    return Err(SyntaxError {
+                        pos,
+                        message: format!("collections nested more than {MAX_DEPTH} deep; this is not a configuration or a CRD"),
+                    });
+                }
                 let path = child_path(&stack);
                 positions.entry(path.clone()).or_insert(pos);
                 anchor_of.push((anchor, nodes));
@@ -392,6 +402,19 @@ mod tests {
         // A few modest aliases are fine.
         let doc = parse("base: &b {k: 1, l: [1, 2]}\nx: *b\ny: *b\n").unwrap();
         assert_eq!(doc.value["y"]["l"][1], 2);
+    }
+
+    /// A value nested deeper than serde_json takes (128) would fail later walks, or recurse
+    /// past the stack: refused where the nesting passes the bound.
+    #[test]
+    fn nesting_past_the_bound_is_refused_where_it_passes() {
+        // (saphyr-parser stops at 256 on its own; 129..256 deep got through.)
+        let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+        let err = parse(&deep).unwrap_err();
+        assert_eq!((err.pos.line, err.pos.col), (1, MAX_DEPTH + 1), "{err:?}");
+        assert!(err.message.contains("nested more than 128 deep"), "{err:?}");
+        let ok = format!("{}1{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
+        parse(&ok).unwrap();
     }
 
     #[test]

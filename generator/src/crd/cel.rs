@@ -118,6 +118,13 @@ fn eval(rule: &str, value: &Value) -> Outcome {
         Ok(p) => p,
         Err(e) => return Outcome::Unchecked(format!("does not parse here: {e}")),
     };
+    let cost = super::cost::estimate(program.expression(), super::cost::largest(value));
+    if cost > super::cost::PER_CALL_LIMIT {
+        return Outcome::Unchecked(format!(
+            "not evaluated: over budget (its cost on this object may reach {cost}, past the API server's per-call limit of {}; the API server would stop it too)",
+            super::cost::PER_CALL_LIMIT
+        ));
+    }
     match program.execute(&context(value)) {
         Ok(cel::Value::Bool(true)) => Outcome::Pass,
         Ok(cel::Value::Bool(false)) => Outcome::Fail("the rule is false".into()),

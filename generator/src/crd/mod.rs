@@ -9,6 +9,7 @@
 
 pub mod bundle;
 mod cel;
+mod cost;
 mod prune;
 mod schema;
 
@@ -104,6 +105,12 @@ fn applies(doc: &Value) -> bool {
     default_set && (!profiled || ann[PROFILE] == "true")
 }
 
+/// The most a CRD file may hold: the API server refuses a request over 3 MiB (the release's
+/// largest CRD is 187 KB).
+pub const MAX_CRD_BYTES: u64 = 4 << 20;
+/// The most files `--crds` reads (the release has about a hundred).
+pub const MAX_CRD_FILES: usize = 5_000;
+
 impl CrdSet {
     /// Select, from (file name, parsed document) pairs, the CRDs a default cluster applies. Two
     /// files that both apply to one CRD name is an error naming both.
@@ -151,8 +158,22 @@ impl CrdSet {
             .collect();
         files.sort();
         let mut docs = Vec::new();
+        if files.len() > MAX_CRD_FILES {
+            return Err(format!(
+                "{}: {} YAML files, more than the {MAX_CRD_FILES} a release's CRDs fill: point --crds at the release's CRD directory",
+                dir.display(),
+                files.len()
+            ));
+        }
         for p in files {
-            let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+            // Read without blocking on a FIFO, and never more than a CRD can be.
+            let text = crate::config::read_capped(&p, MAX_CRD_BYTES).map_err(|e| {
+                format!(
+                    "{}: {e} (the API server takes no request over 3 MiB; a CRD file is a regular file of at most {} MiB)",
+                    p.display(),
+                    MAX_CRD_BYTES >> 20
+                )
+            })?;
             let name = p.file_name().unwrap_or_default().to_string_lossy().to_string();
             for (i, d) in split_documents(&text).into_iter().enumerate() {
                 let doc = crate::config::yaml::parse(d)

@@ -200,3 +200,84 @@ fn duplicates_in_sets_and_map_lists_are_refused() {
     ));
     assert_eq!(paths(&r), [".spec.tags", ".spec.ports"], "{:?}", r.problems);
 }
+
+fn with_rule(rule: &str) -> CrdSet {
+    set(vec![crd(
+        "Gadget",
+        json!({}),
+        json!({"type": "object", "properties": {
+            "spec": {"type": "object", "x-kubernetes-validations": [{"rule": rule, "message": "m"}],
+                     "properties": {"names": {"type": "array", "items": {"type": "string"}}}}}}),
+    )])
+}
+
+fn gadget(spec: Value) -> Value {
+    json!({"apiVersion": "example.openshift.io/v1", "kind": "Gadget", "metadata": {"name": "g"}, "spec": spec})
+}
+
+/// A rule of nested comprehensions over literals ran for a minute and took 673 MB before it
+/// had a budget: now it is not evaluated, says why, and is never counted as passed.
+#[test]
+fn a_rule_over_the_cost_budget_is_not_evaluated_and_never_passes() {
+    let l = format!("[{}]", (1..=30).map(|i| i.to_string()).collect::<Vec<_>>().join(","));
+    let rule = format!("{l}.all(a, {l}.all(b, {l}.all(c, {l}.map(d, [a, b, c, d]).size() == 30)))");
+    let r = with_rule(&rule).check(&gadget(json!({})));
+    assert_eq!(r.rules_checked, 0, "an over-budget rule was evaluated");
+    assert!(r.problems.is_empty(), "{:?}", r.problems);
+    let why: Vec<&str> = r.rules_unchecked.iter().map(|u| u.why.as_str()).collect();
+    assert_eq!(why.len(), 1, "{why:?}");
+    assert!(why[0].contains("not evaluated: over budget"), "{why:?}");
+    assert!(why[0].contains("1000000"), "{why:?}");
+}
+
+/// Cheap rules still run, literals and `self` alike; the bound grows with the object's size.
+#[test]
+fn rules_within_budget_run_and_the_bound_follows_the_object() {
+    let s = with_rule("[1, 2, 3].all(x, x > 0) && self.names.all(n, n.size() < 8)");
+    let ok = s.check(&gadget(json!({"names": ["a", "b"]})));
+    assert_eq!((ok.rules_checked, ok.rules_unchecked.len()), (1, 0), "{:?}", ok.rules_unchecked);
+    let bad = s.check(&gadget(json!({"names": ["a", "much-too-long"]})));
+    assert_eq!(bad.problems.len(), 1, "{:?}", bad.problems);
+
+    let program = |r: &str| ::cel::Program::compile(r).unwrap();
+    let nested = program("self.all(a, self.all(b, a != b || true))");
+    let small = cost::estimate(nested.expression(), 10);
+    let large = cost::estimate(nested.expression(), 1000);
+    assert!(small < 100_000, "{small}");
+    assert!(large > 100 * small, "{small} {large}");
+    // A list built by map and then iterated counts what map built.
+    let built = program("[1,2,3,4,5,6,7,8,9,10].map(x, [1,2,3,4,5,6,7,8,9,10].map(y, y)).all(l, l.all(y, y > 0))");
+    assert!(cost::estimate(built.expression(), 0) >= 100);
+}
+
+/// `--crds` reads regular files of a CRD's size: a FIFO does not block it, a 300 MB file is not
+/// read whole, a file nested past any CRD is refused; each named.
+#[test]
+fn crd_files_that_are_not_crds_are_refused_by_name_without_blocking() {
+    let d = tempfile::tempdir().unwrap();
+    let fifo = d.path().join("a-fifo.yaml");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let dir = d.path().to_path_buf();
+    std::thread::spawn(move || tx.send(CrdSet::load_dir(&dir).err()).unwrap());
+    let err = match rx.recv_timeout(std::time::Duration::from_secs(60)) {
+        Ok(e) => e.expect("a FIFO was taken for a CRD file"),
+        Err(_) => {
+            // Unblock the reader before failing, so the test process ends.
+            let _ = std::fs::OpenOptions::new().write(true).open(&fifo);
+            panic!("load_dir blocked on a FIFO");
+        }
+    };
+    assert!(err.contains("a-fifo.yaml") && err.contains("not a regular file"), "{err}");
+    std::fs::remove_file(&fifo).unwrap();
+
+    let big = d.path().join("big.yaml");
+    std::fs::File::create(&big).unwrap().set_len(300 << 20).unwrap();
+    let err = CrdSet::load_dir(d.path()).err().expect("a 300 MB file was taken");
+    assert!(err.contains("big.yaml") && err.contains("larger than"), "{err}");
+    std::fs::remove_file(&big).unwrap();
+
+    std::fs::write(d.path().join("deep.yaml"), format!("{}1{}", "[".repeat(200), "]".repeat(200))).unwrap();
+    let err = CrdSet::load_dir(d.path()).err().expect("a file nested 200 deep was taken");
+    assert!(err.contains("deep.yaml") && err.contains("nested more than"), "{err}");
+}
