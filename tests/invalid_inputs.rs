@@ -740,8 +740,12 @@ fn a_bad_agent_binary_or_url_is_an_input_error_and_nothing_is_written() {
     let not_elf = d.path().join("not-an-agent");
     std::fs::write(&not_elf, "#!/bin/sh\necho hi\n").unwrap();
     let missing = d.path().join("no-such-agent");
+    // A FIFO in the agent's place once hung create until someone wrote to it.
+    let fifo = d.path().join("agent-fifo");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
     let agent = agent_bin();
     for (args, needle) in [
+        (vec!["--agent-binary", fifo.to_str().unwrap()], "agent-fifo: not a regular file"),
         (vec!["--agent-binary", not_elf.to_str().unwrap()], "not an ELF executable"),
         (vec!["--agent-binary", missing.to_str().unwrap()], "no-such-agent: No such file"),
         (

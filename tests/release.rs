@@ -693,4 +693,20 @@ fn a_blob_over_its_declared_size_or_too_slow_is_refused() {
         started.elapsed() < Duration::from_secs(small.len() as u64),
         "refused before the end"
     );
+    // A manifest drip-fed a byte a second had no deadline at all (and a timeout was blamed on TLS).
+    std::fs::write(reg.storage.join("slow-manifests"), "").unwrap();
+    let other = b"another layer".to_vec();
+    let digest = format!("sha256:{:x}", sha2::Sha256::digest(&other));
+    let image = lie_sized(&reg, &[(&digest, &other, other.len())]);
+    let out = Command::new(env!("CARGO_BIN_EXE_hardshift"))
+        .args(["release", "pull", "--dir", ds, "--release-image", &image])
+        .env("HARDSHIFT_BLOB_DEADLINE", "2")
+        .output()
+        .unwrap();
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(
+        all.contains("the manifest was not whole") && all.contains("sends too slowly") && !all.contains("TLS"),
+        "{all}"
+    );
 }

@@ -2,6 +2,8 @@
 //! written by the generator (`render`) and read by the agent (`load`, `parse`), so the two can
 //! never disagree on a key. Drop-ins merge table by table (later keys win).
 
+pub mod regular;
+
 use serde::{Deserialize, Serialize};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
@@ -218,9 +220,12 @@ pub fn render(c: &AgentConfig) -> Result<String, toml::ser::Error> {
     ))
 }
 
+/// The most a config file may hold (the generated one is about 1 KiB).
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
 /// Read the main file and its drop-ins (`agent.d/*.toml` beside it, in name order).
 pub fn load(main: &Path) -> Result<AgentConfig, String> {
-    let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()));
+    let read = |p: &Path| regular::read_to_string(p, MAX_CONFIG_BYTES).map_err(|e| format!("{}: {e}", p.display()));
     let text = read(main)?;
     let mut dropins = Vec::new();
     if let Ok(rd) = std::fs::read_dir(main.with_file_name("agent.d")) {
@@ -263,6 +268,25 @@ fn merge(into: &mut toml::Table, from: toml::Table) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A FIFO or a directory given as the config (or as a drop-in) is named, never waited on.
+    #[test]
+    fn a_config_that_is_not_a_regular_file_is_refused_without_blocking() {
+        let d = tempfile::tempdir().unwrap();
+        let fifo = d.path().join("agent.toml");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let p = fifo.clone();
+        std::thread::spawn(move || tx.send(load(&p).err()).unwrap());
+        let err = match rx.recv_timeout(std::time::Duration::from_secs(60)) {
+            Ok(e) => e.expect("a FIFO was read as the config"),
+            Err(_) => {
+                let _ = std::fs::OpenOptions::new().write(true).open(&fifo);
+                panic!("load blocked on a FIFO");
+            }
+        };
+        assert!(err.contains("agent.toml") && err.contains("not a regular file"), "{err}");
+    }
 
     /// What `render` writes, `parse` reads back as the same value, with every field set.
     #[test]

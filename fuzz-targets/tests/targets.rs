@@ -131,3 +131,46 @@ fn fuzz_agent_config() {
         let _ = hardshift_agent_config::parse(("agent.toml", MAIN), &[("10.toml".into(), text.to_string())]);
     });
 }
+
+/// Whatever a `--crds` file holds, loading it says what is wrong or gives CRDs that judge an
+/// object without panicking.
+#[test]
+fn fuzz_crd_files() {
+    use hardshift_generator::crd::CrdSet;
+    bolero::check!().for_each(|input: &[u8]| {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::write(t.path().join("x.crd.yaml"), input).unwrap();
+        match CrdSet::load_dir(t.path()) {
+            Ok(set) => {
+                let obj = serde_json::json!({"apiVersion": "example.openshift.io/v1", "kind": "Widget",
+                    "metadata": {"name": "w"}, "spec": {"a": [1, "b", {"c": null}]}});
+                let _ = set.check(&obj);
+            }
+            Err(e) => assert!(e.contains("x.crd.yaml"), "an error must name the file: {e}"),
+        }
+    });
+}
+
+/// Any CEL rule, on an object of every kind of value: evaluated within the cost budget, or
+/// named as not evaluated; never a panic, never a run past libFuzzer's timeout.
+#[test]
+fn fuzz_cel_rules() {
+    use hardshift_generator::crd::CrdSet;
+    bolero::check!().for_each(|input: &[u8]| {
+        let rule = String::from_utf8_lossy(input);
+        let crd = serde_json::json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.openshift.io"},
+            "spec": {"group": "example.openshift.io", "names": {"kind": "Widget"},
+                "versions": [{"name": "v1", "served": true, "schema": {"openAPIV3Schema": {
+                    "type": "object", "properties": {"spec": {"type": "object",
+                        "x-kubernetes-preserve-unknown-fields": true,
+                        "x-kubernetes-validations": [{"rule": rule, "message": "m"}]}}}}}]}
+        });
+        let set = CrdSet::select(vec![("f.yaml".into(), crd)]).unwrap();
+        let obj = serde_json::json!({"apiVersion": "example.openshift.io/v1", "kind": "Widget",
+            "metadata": {"name": "w"}, "spec": {"list": [1, 2, 3], "s": "text", "m": {"k": "v"}, "n": 1.5}});
+        let r = set.check(&obj);
+        assert_eq!(r.rules_checked + r.rules_unchecked.len(), 1, "the one rule is counted once");
+    });
+}

@@ -37,6 +37,11 @@ impl Outbox {
             }
         }
         r.seq = self.next_seq;
+        if r.seq == crate::seq_state::MAX_SEQ {
+            // Never reached by a real boot (seq_state::PLAUSIBLE_SEQ): say so rather than have
+            // the collector drop every report as a duplicate in silence.
+            tracing::error!("the report sequence is exhausted at {}: the collector drops these reports as duplicates; restart the agent with a fresh seq file", r.seq);
+        }
         r.dropped_before = std::mem::take(&mut self.dropped);
         self.next_seq = (self.next_seq + 1).min(crate::seq_state::MAX_SEQ);
         self.queue.push_back(r);

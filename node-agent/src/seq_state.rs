@@ -29,12 +29,17 @@ pub fn load(dir: &Path, node: &str, boot_id: &str) -> u64 {
 /// have every later report dropped as a duplicate.
 pub const MAX_SEQ: u64 = i64::MAX as u64 - 1;
 
+/// The most a real sequence reaches: one report a millisecond for 8,900 years. A file saying
+/// more is corrupt or forged: continuing after one just under MAX_SEQ would pin every later
+/// report at MAX_SEQ, each dropped as a duplicate, the agent silent.
+pub const PLAUSIBLE_SEQ: u64 = 1 << 48;
+
 fn parse(text: &str, node: &str, boot_id: &str) -> Option<u64> {
     let mut f = text.split_whitespace();
     let (n, b, s) = (f.next()?, f.next()?, f.next()?);
     let seq: u64 = (n == node && b == boot_id).then(|| s.parse().ok()).flatten()?;
-    if seq >= MAX_SEQ {
-        tracing::warn!("{FILE}: seq {seq} is beyond any real sequence: ignored");
+    if seq > PLAUSIBLE_SEQ {
+        tracing::warn!("{FILE}: seq {seq} is beyond any real sequence (corrupt or forged): ignored, counting from 1");
         return None;
     }
     Some(seq)
@@ -66,6 +71,11 @@ mod tests {
         // A seq no sequence reaches is not continued after (it would wrap).
         std::fs::write(path(d.path()), format!("m0 b1 {}\n", u64::MAX - 1)).unwrap();
         assert_eq!(load(d.path(), "m0", "b1"), 0);
+        // Nor one just under the maximum (every later report would be pinned there).
+        std::fs::write(path(d.path()), format!("m0 b1 {}\n", MAX_SEQ - 1)).unwrap();
+        assert_eq!(load(d.path(), "m0", "b1"), 0);
+        std::fs::write(path(d.path()), format!("m0 b1 {PLAUSIBLE_SEQ}\n")).unwrap();
+        assert_eq!(load(d.path(), "m0", "b1"), PLAUSIBLE_SEQ);
         // No temp file is left behind.
         save(d.path(), "m0", "b1", 42).unwrap();
         let names: Vec<_> = std::fs::read_dir(d.path()).unwrap().map(|e| e.unwrap().file_name()).collect();

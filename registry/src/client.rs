@@ -110,6 +110,13 @@ fn transport(registry: &str, e: &reqwest::Error) -> Error {
     }
     let lower = chain.to_lowercase();
     let registry = registry.to_string();
+    // A timeout's chain may pass through the TLS stream's error: it is not a TLS problem.
+    if e.is_timeout() {
+        return Error::Connect {
+            registry,
+            detail: format!("timed out: {chain}"),
+        };
+    }
     if lower.contains("certificate") || lower.contains("tls") || lower.contains("handshake") {
         Error::Tls { registry, detail: chain }
     } else if lower.contains("dns error") || lower.contains("lookup address") || lower.contains("name or service not known") {
@@ -369,13 +376,28 @@ impl Client {
             let body = resp.text().await.unwrap_or_default();
             return Err(Self::status_error(r, status, &body));
         }
+        // A manifest is small: one deadline for all of it (a registry sending a byte every few
+        // seconds holds no read timeout but this one).
+        let deadline = blob_deadline_base();
+        let started = std::time::Instant::now();
         let mut body = Vec::new();
         let mut stream = resp.bytes_stream();
-        while let Some(chunk) = stream.next().await {
-            body.extend_from_slice(&chunk.map_err(|e| transport(&r.registry, &e))?);
-            if body.len() > MAX_MANIFEST {
-                return Err(Error::Other(format!("{r}: a manifest over {MAX_MANIFEST} bytes")));
+        let read = async {
+            while let Some(chunk) = stream.next().await {
+                body.extend_from_slice(&chunk.map_err(|e| transport(&r.registry, &e))?);
+                if body.len() > MAX_MANIFEST {
+                    return Err(Error::Other(format!("{r}: a manifest over {MAX_MANIFEST} bytes")));
+                }
             }
+            Ok(())
+        };
+        if tokio::time::timeout(deadline, read).await.is_err() {
+            return Err(Error::Other(format!(
+                "{r}: the manifest was not whole after {:.0} s: the registry {} sends too slowly (the deadline for a manifest is {} s)",
+                started.elapsed().as_secs_f64(),
+                r.registry,
+                deadline.as_secs()
+            )));
         }
         let got = sha256_hex(&body);
         if let Some(want) = &r.digest {

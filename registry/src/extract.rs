@@ -12,6 +12,9 @@ pub const MAX_FILE: u64 = 64 << 20;
 /// from 408 KB) stops here, with its name, instead of filling the disk.
 pub const MAX_KEPT: u64 = 1 << 30;
 pub const MAX_READ: u64 = 8 << 30;
+/// The most files and directories a layer may write: bytes alone let 200,000 empty files
+/// through (a release's manifests are about a thousand).
+pub const MAX_ENTRIES: usize = 20_000;
 
 /// Counts what is read through it and refuses past `left` bytes.
 struct Bounded<R> {
@@ -68,6 +71,7 @@ pub fn apply_layer(layer: &Path, dest: &Path, keep: &dyn Fn(&str) -> bool) -> Re
     let mut ar = tar::Archive::new(Bounded { inner, left: MAX_READ });
     let mut written = 0;
     let mut kept_bytes = 0u64;
+    let mut made = 0usize;
     for entry in ar.entries().map_err(|e| format!("{}: {e}", layer.display()))? {
         let mut e = match entry {
             Ok(e) => e,
@@ -115,7 +119,20 @@ pub fn apply_layer(layer: &Path, dest: &Path, keep: &dyn Fn(&str) -> bool) -> Re
             continue;
         }
         let out = dest.join(&rel);
-        match e.header().entry_type() {
+        let kind = e.header().entry_type();
+        if matches!(
+            kind,
+            tar::EntryType::Directory | tar::EntryType::Regular | tar::EntryType::Continuous
+        ) {
+            made += 1;
+            if made > MAX_ENTRIES {
+                return Err(format!(
+                    "{}: more than {MAX_ENTRIES} files and directories to write: refused (a release's manifests are about a thousand; an inode bomb?)",
+                    layer.display()
+                ));
+            }
+        }
+        match kind {
             tar::EntryType::Directory => std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?,
             tar::EntryType::Regular | tar::EntryType::Continuous => {
                 if let Some(p) = out.parent() {
@@ -262,5 +279,26 @@ mod tests {
         let e = apply_layer(&wh, &dest, &keep).unwrap_err();
         assert!(e.contains("names no file"), "{e}");
         assert!(dest.join("release-manifests/a.yaml").exists(), "nothing removed");
+    }
+
+    /// 200,000 empty files are a few MB of tar: the bytes bound never sees them.
+    #[test]
+    fn a_layer_of_too_many_files_is_refused() {
+        let t = tempfile::tempdir().unwrap();
+        let names: Vec<String> = (0..=MAX_ENTRIES).map(|i| format!("release-manifests/f{i}")).collect();
+        let files: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "")).collect();
+        let l = layer(t.path(), "many", &files, "gzip");
+        let dest = t.path().join("out");
+        std::fs::create_dir_all(&dest).unwrap();
+        let e = apply_layer(&l, &dest, &|p: &str| p.starts_with("release-manifests")).unwrap_err();
+        assert!(e.contains("more than 20000 files"), "{e}");
+        // Just under the bound is fine.
+        let l = layer(t.path(), "enough", &files[1..], "gzip");
+        let dest = t.path().join("out2");
+        std::fs::create_dir_all(&dest).unwrap();
+        assert_eq!(
+            apply_layer(&l, &dest, &|p: &str| p.starts_with("release-manifests")).unwrap(),
+            MAX_ENTRIES
+        );
     }
 }

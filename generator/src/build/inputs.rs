@@ -121,7 +121,7 @@ pub fn read(req: &Request, cache: Arc<dyn EncodingCache>) -> Result<Inputs, Erro
 /// An ELF file, and an http(s) URL if one is given.
 fn check_agent(path: &Path, url: Option<&str>) -> Result<(), Error> {
     let mut magic = [0u8; 4];
-    std::fs::File::open(path)
+    hardshift_agent_config::regular::open(path)
         .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
         .map_err(|e| Error::input(format!("--agent-binary {}: {e}", path.display())))?;
     if &magic != b"\x7fELF" {
@@ -135,10 +135,14 @@ fn check_agent(path: &Path, url: Option<&str>) -> Result<(), Error> {
     }
 }
 
+/// The most an agent binary may be (it is about 7 MB; it travels in every node's config).
+pub const MAX_AGENT_BYTES: u64 = 64 << 20;
+
 /// Read the agent: fetched from `url`, or embedded with its encoding from the cache when there
 /// is one (checked beside other work, see `CacheCheck`).
 fn load_agent(path: &Path, url: Option<&str>, cache: Arc<dyn EncodingCache>) -> Result<(agent::Binary, Option<CacheCheck>), Error> {
-    let bytes = std::fs::read(path).map_err(|e| Error::input(format!("--agent-binary {}: {e}", path.display())))?;
+    let bytes = hardshift_agent_config::regular::read(path, MAX_AGENT_BYTES)
+        .map_err(|e| Error::input(format!("--agent-binary {}: {e}", path.display())))?;
     if !bytes.starts_with(b"\x7fELF") {
         return Err(Error::input(format!("--agent-binary {}: not an ELF executable", path.display())));
     }

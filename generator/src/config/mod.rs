@@ -51,31 +51,10 @@ pub const MAX_INPUT_BYTES: u64 = 1 << 20;
 /// The release's image references (an ImageStream of ~200 tags is about 100 KB).
 pub const MAX_REFS_BYTES: u64 = 16 << 20;
 
-/// Read a file as UTF-8, refusing (without reading it all) one larger than `max` bytes.
+/// Read a file as UTF-8, refusing (without reading it all) one larger than `max` bytes, and
+/// anything but a regular file (a FIFO would hang the read).
 pub fn read_capped(path: &Path, max: u64) -> std::io::Result<String> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    // Opened without blocking, then checked: a FIFO in an input's place would otherwise hang the
-    // open until someone writes to it (O_NONBLOCK does nothing to a regular file's reads).
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
-        .open(path)?;
-    if !f.metadata()?.is_file() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "not a regular file (a FIFO, socket, device or directory): inputs are read from regular files",
-        ));
-    }
-    let mut text = String::new();
-    f.take(max + 1).read_to_string(&mut text)?;
-    if text.len() as u64 > max {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!("larger than {} KiB, the most hardshift reads from it", max >> 10),
-        ));
-    }
-    Ok(text)
+    hardshift_agent_config::regular::read_to_string(path, max)
 }
 
 /// Read the inputs from `dir`. A missing required file is an input error, not an I/O failure.
