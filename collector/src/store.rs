@@ -112,6 +112,24 @@ impl Store {
         })
     }
 
+    /// Make an empty store at `path` if there is none, whole or not at all: built beside it and
+    /// linked into place (never over a file another process made meanwhile). A reader never sees
+    /// a half-made store, and a writer can lock the file before it opens it.
+    pub fn create(path: &Path) -> Result<(), StoreError> {
+        if path.exists() {
+            return Ok(());
+        }
+        let tmp = beside(path, &format!(".new-{}", std::process::id()));
+        let made = Store::open(&tmp).map(drop).and_then(|_| match std::fs::hard_link(&tmp, path) {
+            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => Err(StoreError::Broken(format!("{}: {e}", path.display()))),
+            _ => Ok(()),
+        });
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(beside(&tmp, suffix));
+        }
+        made
+    }
+
     /// Open an existing store to read it (`status`, `events`, `diagnose`, `gather`, `wait-for`):
     /// nothing is created or written, and a file that is not a collector's store (another kind
     /// of file, empty, not SQLite, damaged, without the tables) is an error saying what it is.
@@ -631,6 +649,23 @@ fn private(path: &Path) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_new_store_is_made_whole_and_read_without_writing() {
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("db");
+        Store::create(&path).unwrap();
+        Store::create(&path).unwrap();
+        let names: Vec<String> = std::fs::read_dir(t.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+            .collect();
+        assert_eq!(names, ["db"], "nothing left beside it");
+        assert!(Store::read(&path).unwrap().nodes().unwrap().is_empty());
+        std::fs::write(&path, "").unwrap();
+        let e = Store::read(&path).err().unwrap().to_string();
+        assert!(e.contains("empty"), "{e}");
+    }
 
     #[test]
     fn resends_are_stored_once() {

@@ -248,16 +248,10 @@ pub fn run(a: Args) -> Result<u8, Failure> {
 fn lock_store(db: &std::path::Path) -> Result<(), Failure> {
     use nix::fcntl::{fcntl, FcntlArg};
     use nix::libc;
-    use std::os::unix::fs::OpenOptionsExt;
     let io = |e: std::io::Error| Failure::other(format!("{}: {e}", db.display()));
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .open(db)
-        .map_err(io)?;
+    // A whole empty store first, never an empty file a reader would take for a broken store.
+    Store::create(db).map_err(|e| Failure::other(format!("{}: {e}", db.display())))?;
+    let file = std::fs::OpenOptions::new().read(true).write(true).open(db).map_err(io)?;
     if !file.metadata().map_err(io)?.is_file() {
         return Err(Failure::input(format!("{}: --db must be a file", db.display())));
     }

@@ -130,10 +130,11 @@ impl StoreArgs {
         move |e| broken_store(&db, e)
     }
 
-    /// Every output of the store's readers is scrubbed by this one: by structure, by pattern,
-    /// and by the bundle's own secrets.
+    /// Every output of the store's readers is scrubbed by this one, as the terminal is: by
+    /// structure and by pattern. (Not by the bundle's secret values: a pull-secret password that
+    /// is a word, as the example's is, would blank that word in every domain name.)
     pub fn scrubber(&self) -> Scrubber {
-        Scrubber::with_values(bundle_secrets(&self.dir))
+        Scrubber::default()
     }
 
     /// Said on stderr when the collector stopped acknowledging (a file of its store deleted or

@@ -88,15 +88,18 @@ struct Shared {
     deps: Deps,
     /// Plain HTTP on loopback: the Host header must name loopback too.
     check_host: bool,
+    /// For logs fetched from nodes: by pattern and by the bundle's own secret values.
     scrubber: crate::scrub::Scrubber,
+    /// For what nodes reported: by pattern, as every other output.
+    reports: crate::scrub::Scrubber,
 }
 
 impl Shared {
-    /// What nodes sent, scrubbed before any page, stream or JSON shows it: the one scrubber
-    /// every output uses (`scrub`).
+    /// What nodes sent, scrubbed before any page, stream or JSON shows it, as the terminal and
+    /// every `-o json` are (by structure and pattern; logs are scrubbed by value too).
     fn scrubbed(&self, mut reports: Vec<(String, hardshift_proto::v1::NodeReport)>) -> Vec<(String, hardshift_proto::v1::NodeReport)> {
         for (_, r) in &mut reports {
-            self.scrubber.report(r);
+            self.reports.report(r);
         }
         reports
     }
@@ -166,6 +169,7 @@ pub async fn serve(opts: Options, tcp: tokio::net::TcpListener, deps: Deps, stop
         deps,
         check_host: opts.tls.is_none(),
         scrubber: crate::scrub::Scrubber::with_values(opts.secrets.clone()),
+        reports: crate::scrub::Scrubber::default(),
     });
     rebuild(&shared, &mut Memory::default()).await;
     tokio::spawn(refresh(shared.clone(), changed, stop.clone()));
@@ -457,7 +461,7 @@ async fn timeline_html(s: &Arc<Shared>) -> String {
             }
         }
         for mut c in st.api_changes().unwrap_or_default() {
-            c.change = s2.scrubber.scrub(&c.change);
+            c.change = s2.reports.scrub(&c.change);
             all.push(events::from_api(c));
         }
         all.sort_by_key(|e| e.time_ms);
@@ -497,7 +501,7 @@ async fn view_json(State(s): State<Arc<Shared>>) -> Response {
     let snap = s.snap.borrow().clone();
     // The view is built from scrubbed reports; the API's words in it are scrubbed here too.
     let json = serde_json::to_value(&snap.view).map(|mut v| {
-        s.scrubber.json(&mut v);
+        s.reports.json(&mut v);
         v.to_string()
     });
     match json {

@@ -71,7 +71,7 @@ pub(super) async fn rebuild(s: &Arc<Shared>, mem: &mut Memory) {
     };
     // What nodes sent is scrubbed before the view, its pages and its streams are made of it.
     for r in rows.iter_mut().filter_map(|r| r.last.as_mut()) {
-        s.scrubber.report(r);
+        s.reports.report(r);
     }
     if recount {
         mem.counts = rows.iter().map(|r| (r.node.clone(), (r.reports, r.dropped))).collect();
