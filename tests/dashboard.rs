@@ -649,3 +649,144 @@ fn answers_are_gzipped_when_asked_and_always_carry_the_security_headers() {
     assert_eq!(refused.status(), 403);
     secure(&refused, "a refusal");
 }
+
+/// Keep up to `n` connections from `from` to `to` open until `stop`, each sending `request`
+/// (None: an idle socket that never says anything); every one the server closes is opened
+/// again, so the flood lasts as long as the test needs it. Returns how many it opened.
+fn flood(
+    from: &str,
+    to: std::net::SocketAddr,
+    n: usize,
+    request: Option<String>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<usize> {
+    use std::io::{Read, Write};
+    let from: std::net::IpAddr = from.parse().unwrap();
+    std::thread::spawn(move || {
+        let mut opened = 0;
+        let mut socks: Vec<std::net::TcpStream> = Vec::new();
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            // Drop the ones the server closed, reading (and forgetting) what live ones were sent.
+            socks.retain_mut(|s| {
+                let mut b = [0u8; 16384];
+                match s.read(&mut b) {
+                    Ok(0) => false,
+                    Ok(_) => true,
+                    Err(e) => e.kind() == std::io::ErrorKind::WouldBlock,
+                }
+            });
+            while socks.len() < n {
+                let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+                sock.bind(&std::net::SocketAddr::new(from, 0).into()).unwrap();
+                if sock.connect(&to.into()).is_err() {
+                    break;
+                }
+                let mut s: std::net::TcpStream = sock.into();
+                if let Some(r) = &request {
+                    let _ = s.write_all(r.as_bytes());
+                }
+                s.set_nonblocking(true).unwrap();
+                opened += 1;
+                socks.push(s);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        opened
+    })
+}
+
+/// The dashboard's cap cannot lock viewers out (issue 36, item 6). On loopback: 300 live-update
+/// (SSE) streams from the viewer's own address and 300 more from two others, plus 300 idle
+/// sockets, all reopened as soon as they close; a page is still served to a viewer on the
+/// flooders' own address, and a page and a live update to one on another. (Live updates from one
+/// address are capped, the oldest closed for a newer one: a viewer sharing the flood's address
+/// competes with it for those.) Before, the flood held every slot (256 in all, 128 per address)
+/// and the viewers were refused.
+#[test]
+fn a_flood_of_live_updates_and_idle_sockets_cannot_lock_a_viewer_out() {
+    let (_d, _collector, _port, site) = lab();
+    let to: std::net::SocketAddr = site.trim_start_matches("http://").parse().unwrap();
+    let sse = format!("GET /events/grid HTTP/1.1\r\nHost: {to}\r\nAccept: text/event-stream\r\n\r\n");
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let floods: Vec<_> = [
+        ("127.0.0.1", Some(sse.clone())),
+        ("127.0.0.2", Some(sse.clone())),
+        ("127.0.0.3", Some(sse)),
+        ("127.0.0.4", None),
+    ]
+    .into_iter()
+    .map(|(from, req)| flood(from, to, 300, req, stop.clone()))
+    .collect();
+    std::thread::sleep(Duration::from_secs(3));
+    // An ordinary page, then a live update, for a viewer on the flooders' own address.
+    let client = reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    let page = client.get(format!("{site}/")).send();
+    let page = page.map(|r| (r.status().as_u16(), r.text().unwrap_or_default()));
+    assert!(
+        matches!(&page, Ok((200, body)) if body.contains("master-0")),
+        "the grid during the flood: {page:?}"
+    );
+    for path in ["/", "/events/grid"] {
+        let (ok, out) = run(
+            "curl",
+            &["-sS", "-N", "--max-time", "5", "--interface", "127.0.0.9", &format!("{site}{path}")],
+        );
+        assert!(
+            out.contains("master-0"),
+            "{path} from another address during the flood ({ok}): {out}"
+        );
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let opened: usize = floods.into_iter().map(|f| f.join().unwrap()).sum();
+    assert!(opened >= 1200, "the flood opened {opened} connections");
+}
+
+/// Beyond loopback, the admin always gets in (issue 36, item 6): 400 idle sockets (no TLS
+/// handshake), reopened as they close, cannot take the admin's place; the oldest idle one is
+/// closed for a newcomer, and slots are kept for authenticated sessions. Before, the flood held
+/// the cap and the admin's connection was refused.
+#[test]
+fn an_idle_flood_beyond_loopback_cannot_lock_the_admin_out() {
+    ring();
+    let d = example_copy();
+    let dir = d.path().to_path_buf();
+    create(&dir, &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    let (port, web) = (free_port(), free_port());
+    let _collector = collector_with(&dir, port, &["--web", &format!("0.0.0.0:{web}"), "--no-api-watch"]);
+    wait_for("the HTTPS dashboard", 30, || {
+        std::net::TcpStream::connect(("127.0.0.1", web)).is_ok()
+    });
+    let to: std::net::SocketAddr = format!("127.0.0.1:{web}").parse().unwrap();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let floods: Vec<_> = ["127.0.0.2", "127.0.0.3", "127.0.0.4"]
+        .into_iter()
+        .map(|from| flood(from, to, 200, None, stop.clone()))
+        .collect();
+    std::thread::sleep(Duration::from_secs(3));
+    let ca = dir.join("agent-pki/agent-ca.crt");
+    let (ok, body) = run(
+        "curl",
+        &[
+            "-sS",
+            "--max-time",
+            "10",
+            "--cacert",
+            ca.to_str().unwrap(),
+            "--cert",
+            pki(&dir, "admin.crt").to_str().unwrap(),
+            "--key",
+            pki(&dir, "admin.key").to_str().unwrap(),
+            &format!("https://127.0.0.1:{web}/metrics"),
+        ],
+    );
+    assert!(
+        ok && body.contains("hardshift_collector_reports_stored_total"),
+        "the admin during the flood: {body}"
+    );
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let opened: usize = floods.into_iter().map(|f| f.join().unwrap()).sum();
+    assert!(opened >= 600, "the flood opened {opened} connections");
+}

@@ -241,11 +241,33 @@ fn lb_down(s: &Seen) -> Option<Said> {
 }
 
 /// A watched unit that is down: its state, and when the machine lacks its program, that.
+/// A unit that fails, or that systemd is restarting after a failure (whatever health the agent
+/// gave the snapshot: between two tries a restarting unit passes through `activating/start-pre`
+/// and `activating/start`, which read as "starting").
 fn unit_down(s: &Seen, name: &str, fix: &str) -> Option<Said> {
-    let u = s.unit(name).filter(|u| failing(Some(u)))?;
+    let u = s.unit(name)?;
+    let retried = restarting(u);
+    if !failing(Some(u)) && retried.is_none() {
+        return None;
+    }
     let lacks = lacks_program(u);
     let fix = if lacks.is_some() { NOT_RHCOS_FIX } else { fix };
-    said_as(format!("{name} is not running"), [said(u)].into_iter().chain(lacks).collect(), fix)
+    let evidence = [said(u)].into_iter().chain(retried).chain(lacks).collect();
+    said_as(format!("{name} is not running"), evidence, fix)
+}
+
+/// systemd is trying the unit again after a failure: it is `activating`, and it has restarted
+/// (NRestarts) or its last run did not succeed (Result). From the first failure on, not only
+/// once it counts as a crash loop.
+fn restarting(c: &ComponentState) -> Option<String> {
+    let n: u64 = c.details.get("NRestarts").and_then(|n| n.parse().ok()).unwrap_or(0);
+    let result = c.details.get("Result").map(String::as_str).unwrap_or("");
+    let failed = !result.is_empty() && result != "success";
+    (c.state.starts_with("activating/") && (n > 0 || failed)).then(|| match n {
+        0 => format!("systemd is restarting it after its first failure (result {result})"),
+        1 => "systemd restarted it 1 time: it failed and is tried again".to_string(),
+        n => format!("systemd restarted it {n} times: it keeps failing"),
+    })
 }
 
 fn kubelet_unit_down(s: &Seen) -> Option<Said> {
@@ -676,6 +698,54 @@ mod tests {
         let f = diagnose("master-0", "master", &report(vec![k]), 0);
         assert_eq!(f[0].evidence.len(), 1, "{f:#?}");
         assert!(f[0].fix.contains("hardshift logs"), "{f:#?}");
+    }
+
+    /// A unit systemd restarts is named at its first failure (issue 36): a real systemd's
+    /// kubelet-like unit (Type=notify, ExecStartPre, its program missing) reads, between two
+    /// tries, `activating/auto-restart` with Result=exit-code and status 203, and for a moment
+    /// on each try `activating/start-pre` with Result=success and status 0, NRestarts counting.
+    /// Both are HS020, whatever health the agent gave the snapshot; 203 is named when it shows.
+    #[test]
+    fn a_unit_restarting_after_its_first_failure_is_named() {
+        let unit = |health: Health, state: &str, reason: &str, result: &str, status: &str| {
+            let mut k = c("kubelet.service", health, state, reason);
+            for (key, v) in [("NRestarts", "1"), ("Result", result), ("ExecMainStatus", status)] {
+                k.details.insert(key.into(), v.into());
+            }
+            k
+        };
+        let waiting = unit(
+            Health::Failing,
+            "activating/auto-restart",
+            "crash-looping: 1 restarts, last result exit-code (exit status 203)",
+            "exit-code",
+            "203",
+        );
+        let f = diagnose("master-0", "master", &report(vec![waiting]), 0);
+        assert_eq!(ids(&f), vec!["HS020"], "{f:#?}");
+        assert!(f[0].evidence.iter().any(|e| e.contains("203/EXEC")), "{f:#?}");
+        // The same loop a moment later, as an agent judges a starting unit (or an agent that
+        // calls a first restart a warning): still the cause, not silence.
+        for (health, state, result, status) in [
+            (Health::Warning, "activating/start-pre", "success", "0"),
+            (Health::Warning, "activating/start", "success", "0"),
+            (Health::Warning, "activating/auto-restart", "exit-code", "203"),
+        ] {
+            let k = unit(health, state, "starting", result, status);
+            let f = diagnose("master-0", "master", &report(vec![k]), 0);
+            assert_eq!(ids(&f), vec!["HS020"], "{state}: {f:#?}");
+            assert!(f[0].evidence.iter().any(|e| e.contains("restarted it 1 time")), "{state}: {f:#?}");
+            assert_eq!(
+                f[0].evidence.iter().any(|e| e.contains("203/EXEC")),
+                status == "203",
+                "{state}: {f:#?}"
+            );
+        }
+        // Starting for the first time, never failed: not a finding.
+        let k = unit(Health::Warning, "activating/start", "starting", "success", "0");
+        let mut k = k;
+        k.details.insert("NRestarts".into(), "0".into());
+        assert!(diagnose("master-0", "master", &report(vec![k]), 0).is_empty());
     }
 
     #[test]

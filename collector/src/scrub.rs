@@ -4,7 +4,12 @@
 //! onto one line); then by pattern (credentials in JSON, escaped JSON, YAML, flags, query strings,
 //! HTTP headers, bearer and OAuth tokens, JWTs, cookies); then by value (the bundle's own
 //! secrets, wherever they appear, when the caller knows them).
+//!
+//! One scrubber for every output: the terminal (`for_terminal`), every `-o json` and the
+//! dashboard's JSON (`Scrubber::json`), the dashboard's pages and live updates (`Scrubber::report`
+//! on what it reads from the store), and logs fetched from nodes.
 
+use hardshift_proto::v1::{ComponentState, ContainerInfo, HostState, NodeReport, PodInfo};
 use regex::{Regex, RegexBuilder};
 use std::sync::OnceLock;
 
@@ -40,12 +45,16 @@ impl Scrubber {
 
     pub fn scrub(&self, text: &str) -> String {
         let mut s = private_keys(text);
-        for (re, keep) in patterns() {
-            s = re
-                .replace_all(&s, |c: &regex::Captures| {
-                    format!("{}{MARK}", c.get(*keep).map_or("", |m| m.as_str()))
-                })
-                .into_owned();
+        for re in patterns() {
+            // Again until nothing changes: a pattern that looks past its value (`after`) takes
+            // the separator the next key on the line starts with.
+            for _ in 0..8 {
+                let next = re.replace_all(&s, replace);
+                if next == s {
+                    break;
+                }
+                s = next.into_owned();
+            }
         }
         for v in &self.values {
             if s.contains(v.as_str()) {
@@ -54,30 +63,124 @@ impl Scrubber {
         }
         s
     }
+
+    /// Every string in `v` scrubbed (object keys are names, not values: kept): the `-o json`
+    /// outputs and the dashboard's JSON, cleaned the same way as the terminal.
+    pub fn json(&self, v: &mut serde_json::Value) {
+        use serde_json::Value;
+        match v {
+            Value::String(s) => *s = self.scrub(s),
+            Value::Array(a) => a.iter_mut().for_each(|v| self.json(v)),
+            Value::Object(o) => o.values_mut().for_each(|v| self.json(v)),
+            _ => {}
+        }
+    }
+
+    /// Every text of a node's report scrubbed: what the dashboard shows of it. The fields are
+    /// named one by one, without `..`, so a text field added to the protocol does not compile
+    /// until it is scrubbed here too.
+    pub fn report(&self, r: &mut NodeReport) {
+        let NodeReport {
+            seq: _,
+            time_ms: _,
+            dropped_before: _,
+            components,
+            host,
+            pods,
+            containers,
+        } = r;
+        for c in components {
+            let ComponentState {
+                name,
+                health: _,
+                state,
+                reason,
+                details,
+            } = c;
+            for s in [name, state, reason] {
+                *s = self.scrub(s);
+            }
+            details.values_mut().for_each(|v| *v = self.scrub(v));
+        }
+        if let Some(h) = host {
+            #[rustfmt::skip]
+            let HostState { hostname, boot_id, addresses, uptime_seconds: _, load1: _, memory_total_bytes: _,
+                memory_available_bytes: _, root_free_bytes: _, var_free_bytes: _, clock_offset_ms: _,
+                clock_offset_known: _, cpus: _ } = h;
+            for s in [hostname, boot_id].into_iter().chain(addresses.iter_mut()) {
+                *s = self.scrub(s);
+            }
+        }
+        for p in pods {
+            let PodInfo {
+                id,
+                namespace,
+                name,
+                ready: _,
+                created_ms: _,
+            } = p;
+            for s in [id, namespace, name] {
+                *s = self.scrub(s);
+            }
+        }
+        for c in containers {
+            #[rustfmt::skip]
+            let ContainerInfo { id, pod, name, state, attempt: _, exit_code: _, reason, message, image, finished_ms: _ } = c;
+            for s in [id, pod, name, state, reason, message, image] {
+                *s = self.scrub(s);
+            }
+        }
+    }
 }
 
-/// (pattern, the capture group kept before the marker): each match is replaced by that group
-/// and the marker, so the key stays readable and its value goes.
-fn patterns() -> &'static [(Regex, usize)] {
-    static P: OnceLock<Vec<(Regex, usize)>> = OnceLock::new();
+/// A match becomes its `keep` group, the marker, then its `after` group (what the pattern had
+/// to see after the secret, e.g. the `@` of `user:pass@host`). A value already the marker is
+/// left as is, so scrubbing twice changes nothing.
+fn replace(c: &regex::Captures) -> String {
+    let keep = c.name("keep").map_or("", |m| m.as_str());
+    let after = c.name("after").map_or("", |m| m.as_str());
+    let whole = &c[0];
+    let value = &whole[keep.len()..whole.len() - after.len()];
+    if value.starts_with(MARK) || value.starts_with("[REDACTED") {
+        return whole.to_string();
+    }
+    format!("{keep}{MARK}{after}")
+}
+
+/// Each pattern names what stays before the marker (`keep`) and, when it had to look past the
+/// secret, what stays after it (`after`): the key stays readable and its value goes.
+fn patterns() -> &'static [Regex] {
+    static P: OnceLock<Vec<Regex>> = OnceLock::new();
     P.get_or_init(|| {
         let ci = |p: &str| RegexBuilder::new(p).case_insensitive(true).build().expect("a valid pattern");
-        let keys = r"auth|password|passwd|pass|pwd|token|access_token|refresh_token|id_token|secret|client_secret|client-key-data|\.dockerconfigjson|identitytoken|registrytoken|api[_-]?key";
+        // Words that name a secret at the end of any identifier (DB_PASSWORD, PGPASSWORD,
+        // registryToken, aws_secret_access_key, privateKey), and short ones that do only alone
+        // or after a separator (auth, X-Registry-Auth, DB_PASS; not bypass, not oauth_url).
+        let strong = r"[a-z0-9_.\-]*(?:password|passwd|passphrase|secret|token|private[_\-]?key|secret[_\-]?access[_\-]?key|api[_\-]?key|client-key-data|credentials?|\.dockerconfigjson|identitytoken|registrytoken)";
+        let weak = r"(?:[a-z0-9]+[_.\-])*(?:auth|pass|pwd)";
+        let keys = format!("(?:{strong}|{weak})");
         vec![
             // JSON, also escaped inside another JSON string: "auth":"…" or \"auth\":\"…\".
-            (ci(&format!(r#"((?:\\*")(?:{keys})(?:\\*")\s*:\s*\\*")[^"\\]*"#)), 1),
-            // YAML and `Key: value` lines (PASSWORD: x, client-key-data: x, .dockerconfigjson: x).
-            (ci(&format!(r#"((?:^|[\s{{,\[(])(?:{keys})\s*:[ \t]*)[^\s"',}}\]\\][^\s,}}\]\\]*"#)), 1),
-            // Query strings, environment and flags: password=x, token=x, --password x.
-            (ci(&format!(r#"((?:^|[\s?&;,"'(])(?:{keys})=)[^\s&;,"')]+"#)), 1),
-            (ci(r#"((?:^|\s)--?(?:password|passwd|token|client-secret)(?:=|\s+))[^\s"']+"#), 1),
+            ci(&format!(r#"(?P<keep>(?:\\*")(?:{keys})(?:\\*")\s*:\s*\\*")[^"\\]*"#)),
+            // YAML and `Key: value` lines and headers (PASSWORD: x, X-Registry-Auth: x). A
+            // value that ends in a colon is a label ("auth: host:5000: refused"), not a secret.
+            ci(&format!(
+                r#"(?P<keep>(?:^|[\s{{,\[(])(?:{keys})\s*:[ \t]*)[^\s"',}}\]\\](?:[^\s,}}\]\\]*[^\s,}}\]\\:])?(?P<after>[\s,}}\]\\"']|$)"#
+            )),
+            // Query strings, environment and ini files: password=x, DB_PASSWORD="x", key = x.
+            ci(&format!(r#"(?P<keep>(?:^|[\s?&;,"'(])(?:{keys})[ \t]*=[ \t]*["']?)[^\s&;,"')]+"#)),
+            ci(r#"(?P<keep>(?:^|\s)--?(?:password|passwd|passphrase|token|client-secret)(?:=|\s+))[^\s"']+"#),
+            // curl and friends: -u user:pass, --user=user:pass, --proxy-user user:pass.
+            ci(r#"(?P<keep>(?:^|\s)(?:-u|-U|--user|--proxy-user|--(?:src-|dest-)?creds)(?:=|\s*)['"]?[^\s:'"]*:)[^\s'"]+"#),
+            // Credentials in a URL: scheme://user:pass@host.
+            ci(r"(?P<keep>\b[a-z][a-z0-9+.\-]*://[^/\s:@]*:)[^/\s@]+(?P<after>@)"),
             // HTTP authorization, whatever its case and whitespace: Bearer, Basic, ....
-            (ci(r"(\b(?:bearer|basic|negotiate|digest)[ \t]+)[A-Za-z0-9._~+/=\-]{6,}"), 1),
+            ci(r"(?P<keep>\b(?:bearer|basic|negotiate|digest)[ \t]+)[A-Za-z0-9._~+/=\-]{6,}"),
             // Cookies: the rest of the header.
-            (ci(r"(\b(?:set-)?cookie:[ \t]*)[^\r\n]+"), 1),
+            ci(r"(?P<keep>\b(?:set-)?cookie:[ \t]*)[^\r\n]+"),
             // OpenShift OAuth tokens and JWTs (service-account tokens) wherever they stand.
-            (Regex::new(r"()sha256~[A-Za-z0-9_\-]{16,}").expect("a valid pattern"), 1),
-            (Regex::new(r"()\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}").expect("a valid pattern"), 1),
+            Regex::new(r"sha256~[A-Za-z0-9_\-]{16,}").expect("a valid pattern"),
+            Regex::new(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}").expect("a valid pattern"),
         ]
     })
 }

@@ -4,18 +4,33 @@
 use hardshift_proto::v1::NodeReport;
 use prost::Message;
 use rusqlite::{params, Connection, OptionalExtension};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
-#[error("store: {0}")]
-pub struct StoreError(#[from] rusqlite::Error);
+pub enum StoreError {
+    #[error("store: {0}")]
+    Sql(#[from] rusqlite::Error),
+    /// The file is not a store that can be read, or no longer the one written.
+    #[error("{0}")]
+    Broken(String),
+}
 
 pub struct Store {
     db: Connection,
-    /// The file opened, and its identity then: a write into a file that was deleted or replaced
-    /// since would be acknowledged and lost, so `batch` refuses it.
-    path: std::path::PathBuf,
+    /// The file opened and its WAL, and their identities then: a write into a file that was
+    /// deleted or replaced since would be acknowledged and lost, so `batch` refuses it.
+    path: PathBuf,
     identity: Option<(u64, u64)>,
+    wal_identity: Option<(u64, u64)>,
+    /// Why this writer stopped, once it has.
+    halted: Option<Halted>,
+}
+
+/// A file of the store deleted or replaced under the writer (`why`), and whether what the
+/// unlinked WAL held is saved into the main file yet.
+struct Halted {
+    why: String,
+    saved: bool,
 }
 
 /// (device, inode) of the file at `path` now, if any.
@@ -23,6 +38,16 @@ fn identity(path: &Path) -> Option<(u64, u64)> {
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
+
+/// `path` with `suffix` added to its file name: the -wal, -shm and note files beside a store.
+fn beside(path: &Path, suffix: &str) -> PathBuf {
+    let mut p = path.as_os_str().to_owned();
+    p.push(suffix);
+    PathBuf::from(p)
+}
+
+/// The tables every reader reads: without them a file is not a collector's store.
+const TABLES: [&str; 2] = ["reports", "nodes"];
 
 /// The last report of a node, for `hardshift status`.
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -42,7 +67,7 @@ impl Store {
     pub fn open(path: &Path) -> Result<Store, StoreError> {
         // Reports name every node, address and failing unit of the lab: this user's only.
         // SQLite gives the -wal and -shm files the database file's mode, so create it 0600 first.
-        private(path).map_err(|e| StoreError(rusqlite::Error::ToSqlConversionFailure(Box::new(e))))?;
+        private(path).map_err(|e| StoreError::Broken(format!("{}: {e}", path.display())))?;
         let db = Connection::open(path)?;
         // WAL: readers (status) never block the writer; synchronous=FULL: an acknowledged report
         // survives a power cut, not only a killed process.
@@ -72,12 +97,74 @@ impl Store {
                 name TEXT NOT NULL, change TEXT NOT NULL);
              CREATE TABLE IF NOT EXISTS api_contact (
                 id INTEGER PRIMARY KEY CHECK (id = 1), last_ok_ms INTEGER, last_error TEXT,
-                last_error_ms INTEGER);",
+                last_error_ms INTEGER);
+             -- The collector writing this store, for a second one to name when refused.
+             CREATE TABLE IF NOT EXISTS writer (
+                id INTEGER PRIMARY KEY CHECK (id = 1), pid INTEGER NOT NULL, what TEXT NOT NULL);",
         )?;
+        // The schema above read the database, so its WAL is open (and exists) by now.
         Ok(Store {
             db,
             path: path.to_path_buf(),
             identity: identity(path),
+            wal_identity: identity(&beside(path, "-wal")),
+            halted: None,
+        })
+    }
+
+    /// Make an empty store at `path` if there is none, whole or not at all: built beside it and
+    /// linked into place (never over a file another process made meanwhile). A reader never sees
+    /// a half-made store, and a writer can lock the file before it opens it.
+    pub fn create(path: &Path) -> Result<(), StoreError> {
+        if path.exists() {
+            return Ok(());
+        }
+        let tmp = beside(path, &format!(".new-{}", std::process::id()));
+        let made = Store::open(&tmp).map(drop).and_then(|_| match std::fs::hard_link(&tmp, path) {
+            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => Err(StoreError::Broken(format!("{}: {e}", path.display()))),
+            _ => Ok(()),
+        });
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(beside(&tmp, suffix));
+        }
+        made
+    }
+
+    /// Open an existing store to read it (`status`, `events`, `diagnose`, `gather`, `wait-for`):
+    /// nothing is created or written, and a file that is not a collector's store (another kind
+    /// of file, empty, not SQLite, damaged, without the tables) is an error saying what it is.
+    pub fn read(path: &Path) -> Result<Store, StoreError> {
+        use rusqlite::OpenFlags;
+        use std::os::unix::fs::FileTypeExt;
+        let m = std::fs::metadata(path).map_err(|e| StoreError::Broken(format!("cannot read it: {e}")))?;
+        let kind = m.file_type();
+        let not_a_file = [
+            (kind.is_dir(), "a directory"),
+            (kind.is_fifo(), "a FIFO"),
+            (kind.is_socket(), "a socket"),
+            (kind.is_block_device() || kind.is_char_device(), "a device"),
+        ];
+        if let Some((_, what)) = not_a_file.iter().find(|(is, _)| *is) {
+            return Err(StoreError::Broken(format!("{what}, not a report store (a SQLite file)")));
+        }
+        if m.len() == 0 {
+            return Err(StoreError::Broken("empty (0 bytes): not a report store".into()));
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let db = Connection::open_with_flags(path, flags)?;
+        db.busy_timeout(std::time::Duration::from_secs(5))?;
+        let mut stmt = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'")?;
+        let tables: Vec<String> = stmt.query_map([], |r| r.get(0))?.collect::<Result<_, _>>()?;
+        drop(stmt);
+        if let Some(t) = TABLES.iter().find(|t| !tables.iter().any(|x| x == *t)) {
+            return Err(StoreError::Broken(format!("a SQLite file without a {t} table: not a report store")));
+        }
+        Ok(Store {
+            db,
+            path: path.to_path_buf(),
+            identity: None,
+            wal_identity: None,
+            halted: None,
         })
     }
 
@@ -86,26 +173,89 @@ impl Store {
         self.identity.is_some() && identity(&self.path) == self.identity
     }
 
-    /// Run `f` in one transaction: all of it is stored (one fsync), or none.
-    pub fn batch<T>(&mut self, f: impl FnOnce(&Store) -> Result<T, StoreError>) -> Result<T, StoreError> {
+    /// Why writing on would lose what is acknowledged, if it would: the database file or its
+    /// WAL deleted or replaced since they were opened (SQLite goes on writing to the unlinked
+    /// inode, which is gone with the process).
+    fn lost(&self) -> Option<String> {
+        let gone = |p: &Path| format!("{} was deleted or replaced while the collector ran", p.display());
         if !self.still_there() {
-            let e = std::io::Error::other(format!(
-                "{} was deleted or replaced while the collector ran: nothing more is acknowledged (it would be lost with the unlinked file); restart the collector to open a new one, the agents resend what they kept",
-                self.path.display()
-            ));
-            return Err(StoreError(rusqlite::Error::ToSqlConversionFailure(Box::new(e))));
+            return Some(gone(&self.path));
         }
-        self.db.execute_batch("BEGIN IMMEDIATE")?;
-        match f(self) {
-            Ok(v) => {
-                self.db.execute_batch("COMMIT")?;
-                Ok(v)
+        let wal = beside(&self.path, "-wal");
+        (self.wal_identity.is_some() && identity(&wal) != self.wal_identity).then(|| gone(&wal))
+    }
+
+    /// Stop writing, for `why`: save what an unlinked WAL holds into the main file (when that
+    /// is still this one), say so in the note beside the store, and refuse every batch from now
+    /// on. Called again on each refused batch, it retries a save that failed.
+    fn halt(&mut self, why: String) -> StoreError {
+        let was_saved = self.halted.as_ref().is_some_and(|h| h.saved);
+        let main_gone = !self.still_there();
+        let saved = was_saved || main_gone || self.rescue();
+        let then = if main_gone {
+            "restart the collector to open a new one, the agents resend what they kept".to_string()
+        } else if saved {
+            format!(
+                "what the WAL held is saved into {}; restart the collector, the agents resend what they kept",
+                self.path.display()
+            )
+        } else {
+            "saving what the WAL held into the database failed and is retried (see the log): restart the collector once it is saved"
+                .to_string()
+        };
+        let message = format!("{why}: not acknowledging any more reports (they would be lost with the unlinked file); {then}");
+        if self.halted.as_ref().is_none_or(|h| h.saved != saved) {
+            write_note(&self.path, &message);
+        }
+        self.halted = Some(Halted { why, saved });
+        StoreError::Broken(message)
+    }
+
+    /// Copy every page the WAL holds into the main file through this connection's descriptor,
+    /// which still reaches the unlinked WAL; true when all of it was copied.
+    fn rescue(&self) -> bool {
+        let r = self.db.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
+        });
+        match r {
+            Ok((0, log, done)) if done >= log => true,
+            Ok((busy, log, done)) => {
+                tracing::warn!("saving the deleted WAL: {done} of {log} pages (busy {busy}); retried at the next batch");
+                false
             }
             Err(e) => {
-                let _ = self.db.execute_batch("ROLLBACK");
-                Err(e)
+                tracing::error!("saving the deleted WAL: {e}");
+                false
             }
         }
+    }
+
+    /// Run `f` in one transaction: all of it is stored (one fsync), or none. Refused, and the
+    /// store halted, once a file of the store is no longer the one opened: before the
+    /// transaction, and after its commit (then it went to an unlinked WAL: not acknowledged).
+    pub fn batch<T>(&mut self, f: impl FnOnce(&Store) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        if let Some(why) = self.halted.as_ref().map(|h| h.why.clone()) {
+            return Err(self.halt(why));
+        }
+        if let Some(why) = self.lost() {
+            return Err(self.halt(why));
+        }
+        self.db.execute_batch("BEGIN IMMEDIATE")?;
+        let v = match f(self) {
+            Ok(v) => v,
+            Err(e) => {
+                let _ = self.db.execute_batch("ROLLBACK");
+                return Err(e);
+            }
+        };
+        self.db.execute_batch("COMMIT")?;
+        if self.wal_identity.is_none() {
+            self.wal_identity = identity(&beside(&self.path, "-wal"));
+        }
+        if let Some(why) = self.lost() {
+            return Err(self.halt(why));
+        }
+        Ok(v)
     }
 
     pub fn hello(&self, node: &str, role: &str, boot_id: &str, version: &str, now_ms: i64) -> Result<(), StoreError> {
@@ -194,7 +344,7 @@ impl Store {
                 reports: r.get::<_, i64>(4)? as u64,
                 dropped: r.get::<_, i64>(5)? as u64,
                 last_seq: r.get::<_, Option<i64>>(6)?.unwrap_or(0) as u64,
-                last: body.and_then(|b| NodeReport::decode(b.as_slice()).ok()),
+                last: body.map(|b| decode(&b)).transpose()?,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
@@ -220,7 +370,7 @@ impl Store {
                 reports: 0,
                 dropped: 0,
                 last_seq: r.get::<_, Option<i64>>(4)?.unwrap_or(0) as u64,
-                last: body.and_then(|b| NodeReport::decode(b.as_slice()).ok()),
+                last: body.map(|b| decode(&b)).transpose()?,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
@@ -245,9 +395,7 @@ impl Store {
         let mut out = Vec::new();
         for row in rows {
             let (b, body) = row?;
-            if let Ok(rep) = NodeReport::decode(body.as_slice()) {
-                out.push((b, rep));
-            }
+            out.push((b, decode(&body)?));
         }
         Ok(out)
     }
@@ -266,9 +414,7 @@ impl Store {
         let mut out = Vec::new();
         for row in rows {
             let (b, body) = row?;
-            if let Ok(rep) = NodeReport::decode(body.as_slice()) {
-                out.push((b, rep));
-            }
+            out.push((b, decode(&body)?));
         }
         out.reverse();
         Ok(out)
@@ -390,6 +536,29 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// Record this process as the store's writer (`what` it is), for another to name; copied
+    /// into the main file at once, where a reader through a hard link (which has a WAL of its
+    /// own name) finds it.
+    pub fn set_writer(&self, pid: u32, what: &str) -> Result<(), StoreError> {
+        self.db.execute(
+            "INSERT INTO writer (id, pid, what) VALUES (1, ?1, ?2) ON CONFLICT(id) DO UPDATE SET pid = ?1, what = ?2",
+            params![pid, what],
+        )?;
+        self.db.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))?;
+        Ok(())
+    }
+
+    /// The writer recorded in the main file of the store at `path`: (pid, what it is). Read as
+    /// immutable: no lock, no WAL, nothing created beside a file another process writes.
+    pub fn writer_of(path: &Path) -> Option<(u32, String)> {
+        use rusqlite::OpenFlags;
+        let escaped = path.to_str()?.replace('%', "%25").replace('?', "%3f").replace('#', "%23");
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let db = Connection::open_with_flags(format!("file:{escaped}?immutable=1"), flags).ok()?;
+        db.query_row("SELECT pid, what FROM writer WHERE id = 1", [], |r| Ok((r.get(0)?, r.get(1)?)))
+            .ok()
+    }
+
     pub fn boot_of(&self, node: &str) -> Result<Option<String>, StoreError> {
         Ok(self
             .db
@@ -416,6 +585,45 @@ pub struct ApiContact {
     pub last_error_ms: Option<i64>,
 }
 
+/// A stored report's body, decoded: one that does not decode means a damaged store.
+fn decode(body: &[u8]) -> rusqlite::Result<NodeReport> {
+    NodeReport::decode(body).map_err(|e| rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Blob, Box::new(e)))
+}
+
+/// Where a collector that stopped acknowledging says why, beside its store, for every reader
+/// (`status`, `events`, `diagnose`) to tell; a collector starting removes it.
+pub fn note_path(db: &Path) -> PathBuf {
+    beside(db, ".halted")
+}
+
+/// Write the note (pid, then the message), whole or not at all: a temporary file renamed.
+fn write_note(db: &Path, message: &str) {
+    let (tmp, note) = (beside(db, ".halted.tmp"), note_path(db));
+    let text = format!("pid {}\n{message}\n", std::process::id());
+    if let Err(e) = std::fs::write(&tmp, text).and_then(|_| std::fs::rename(&tmp, &note)) {
+        tracing::error!("{}: {e}", note.display());
+    }
+}
+
+/// What a collector that stopped acknowledging into `db` said, naming it (and saying when it
+/// no longer runs); None when no collector said anything.
+pub fn halted(db: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(note_path(db)).ok()?;
+    let (first, message) = text.split_once('\n')?;
+    let pid = first.strip_prefix("pid ")?.trim();
+    let gone = if Path::new("/proc").join(pid).exists() {
+        ""
+    } else {
+        ", no longer running"
+    };
+    Some(format!("the collector (pid {pid}{gone}) stopped: {}", message.trim()))
+}
+
+/// Forget what a collector that ran before said (this one starts afresh).
+pub fn clear_halted(db: &Path) {
+    let _ = std::fs::remove_file(note_path(db));
+}
+
 /// Create `path` 0600 if absent; make it and its -wal and -shm files 0600 if present.
 /// Never opens the file when it exists: closing any descriptor of a database file drops every
 /// POSIX lock this process holds on it, and another connection of this process (the collector's
@@ -430,9 +638,7 @@ fn private(path: &Path) -> std::io::Result<()> {
         }
     }
     for suffix in ["", "-wal", "-shm"] {
-        let mut p = path.as_os_str().to_owned();
-        p.push(suffix);
-        match std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)) {
+        match std::fs::set_permissions(beside(path, suffix), std::fs::Permissions::from_mode(0o600)) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
             _ => {}
         }
@@ -443,6 +649,23 @@ fn private(path: &Path) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_new_store_is_made_whole_and_read_without_writing() {
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("db");
+        Store::create(&path).unwrap();
+        Store::create(&path).unwrap();
+        let names: Vec<String> = std::fs::read_dir(t.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+            .collect();
+        assert_eq!(names, ["db"], "nothing left beside it");
+        assert!(Store::read(&path).unwrap().nodes().unwrap().is_empty());
+        std::fs::write(&path, "").unwrap();
+        let e = Store::read(&path).err().unwrap().to_string();
+        assert!(e.contains("empty"), "{e}");
+    }
 
     #[test]
     fn resends_are_stored_once() {

@@ -159,19 +159,12 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         )),
         fsio::LockError::Io(e) => Failure::other(e),
     })?;
-    // And one writer per database, wherever --db points: two collectors on other directories
-    // sharing one store would interleave boots and acks.
-    let db_lock_path = db.with_file_name(format!(
-        "{}.lock",
-        db.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default()
-    ));
-    let _db_lock = fsio::lock_file(&db_lock_path, &format!("collector on {}", a.listen)).map_err(|e| match e {
-        fsio::LockError::Busy(holder) => Failure::other(format!(
-            "{}: another collector writes this database ({holder}); give this one another --db",
-            db.display()
-        )),
-        fsio::LockError::Io(e) => Failure::other(e),
-    })?;
+    // And one writer per database, however --db reaches it (another directory, a symlink, a
+    // hard link): two collectors sharing one store would interleave boots and acks.
+    let what = format!("collector on {} for {}", a.listen, a.dir.display());
+    lock_store(&db)?;
+    // What a collector before this one said when it stopped acknowledging no longer holds.
+    hardshift_collector::store::clear_halted(&db);
     // The admin socket asks nodes for their logs: only this user may reach it.
     let admin = super::logs::admin_socket(&a.dir);
     std::fs::create_dir_all(admin.parent().unwrap_or(&a.dir))
@@ -183,6 +176,9 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         })
         .map_err(|e| Failure::other(format!("{}: {e}", admin.display())))?;
     let store = Store::open(&db).map_err(|e| Failure::other(format!("{}: {e}", db.display())))?;
+    store
+        .set_writer(std::process::id(), &what)
+        .map_err(|e| Failure::other(format!("{}: {e}", db.display())))?;
     let rt = tokio::runtime::Runtime::new().map_err(Failure::other)?;
     tracing::info!(
         "listening on {} (reports in {}, admin socket {})",
@@ -197,6 +193,8 @@ pub fn run(a: Args) -> Result<u8, Failure> {
             hello_timeout: a.hello_timeout,
             max_connections,
             max_per_address: a.max_per_address.max(1),
+            // The agents' door refuses over its caps (agents retry); the dashboard's sheds.
+            ..Default::default()
         },
         retain: a.retain.0,
         web: None,
@@ -240,6 +238,48 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     })?;
     let _ = stop_api.send(());
     Ok(0)
+}
+
+/// Take the store's one writer's lock, or say who holds it. The lock is an open file
+/// description lock on one byte of the database file itself, far past the bytes SQLite locks
+/// (so it neither conflicts with them nor is dropped by theirs): any path to the same file
+/// meets it. Its descriptor stays open for the life of the process, as closing any descriptor
+/// of the database would drop SQLite's own POSIX locks.
+fn lock_store(db: &std::path::Path) -> Result<(), Failure> {
+    use nix::fcntl::{fcntl, FcntlArg};
+    use nix::libc;
+    let io = |e: std::io::Error| Failure::other(format!("{}: {e}", db.display()));
+    // A whole empty store first, never an empty file a reader would take for a broken store.
+    Store::create(db).map_err(|e| Failure::other(format!("{}: {e}", db.display())))?;
+    let file = std::fs::OpenOptions::new().read(true).write(true).open(db).map_err(io)?;
+    if !file.metadata().map_err(io)?.is_file() {
+        return Err(Failure::input(format!("{}: --db must be a file", db.display())));
+    }
+    // SAFETY: a plain C struct; all-zero is a valid value before the fields are set.
+    let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+    lock.l_type = libc::F_WRLCK as libc::c_short;
+    lock.l_whence = libc::SEEK_SET as libc::c_short;
+    lock.l_start = 1 << 40;
+    lock.l_len = 1;
+    match fcntl(&file, FcntlArg::F_OFD_SETLK(&lock)) {
+        Ok(_) => {
+            // Held until the process ends; see above for why it is never closed.
+            std::mem::forget(file);
+            Ok(())
+        }
+        Err(nix::errno::Errno::EAGAIN | nix::errno::Errno::EACCES) => {
+            drop(file);
+            let holder = Store::writer_of(db)
+                .filter(|(pid, _)| std::path::Path::new("/proc").join(pid.to_string()).exists())
+                .map(|(pid, what)| format!("pid {pid} ({what})"))
+                .unwrap_or_else(|| "holder unknown".into());
+            Err(Failure::other(format!(
+                "{}: another collector writes this database ({holder}); give this one another --db",
+                db.display()
+            )))
+        }
+        Err(e) => Err(Failure::other(format!("{}: cannot lock: {e}", db.display()))),
+    }
 }
 
 /// Descriptors kept out of the agents' cap: the dashboard's whole cap, the store, the log, the

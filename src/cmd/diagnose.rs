@@ -17,7 +17,8 @@ pub struct Args {
 pub fn run(a: Args) -> Result<u8, Failure> {
     let store = a.store.open()?;
     let now = hardshift_collector::now_ms();
-    let rows = store.nodes().map_err(Failure::other)?;
+    let rows = store.nodes().map_err(a.store.broken())?;
+    a.store.warn_if_halted();
     // The bundle's nodes (name, role), when its inputs are here: those that never reported are
     // findings too.
     let inventory = super::inventory(&a.store.dir);
@@ -55,7 +56,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
             .map(|(n, role)| diagnose::never_reported(n, role)),
     );
     if a.output == super::Output::Json {
-        println!("{}", serde_json::to_string_pretty(&findings).map_err(Failure::other)?);
+        super::print_json(&findings, &a.store.scrubber())?;
         return Ok(0);
     }
     if findings.is_empty() {

@@ -18,15 +18,15 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     let store = a.store.open()?;
     let nodes: Vec<String> = match &a.node {
         Some(n) => vec![n.clone()],
-        None => store.nodes().map_err(Failure::other)?.into_iter().map(|r| r.node).collect(),
+        None => store.nodes().map_err(a.store.broken())?.into_iter().map(|r| r.node).collect(),
     };
     let mut all = Vec::new();
     for n in &nodes {
-        all.extend(events::changes(n, &store.reports(n).map_err(Failure::other)?));
+        all.extend(events::changes(n, &store.reports(n).map_err(a.store.broken())?));
     }
     // What the API server said, on the same timeline: a Node's changes under its name, the
     // rest (CSRs, operators, pods) under "api".
-    for c in store.api_changes().map_err(Failure::other)? {
+    for c in store.api_changes().map_err(a.store.broken())? {
         // With a node named, its own Node object's changes and any naming it (its CSRs).
         let keep = a
             .node
@@ -37,8 +37,9 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         }
     }
     all.sort_by_key(|e| e.time_ms);
+    a.store.warn_if_halted();
     if a.output == super::Output::Json {
-        println!("{}", serde_json::to_string_pretty(&all).map_err(Failure::other)?);
+        super::print_json(&all, &a.store.scrubber())?;
         return Ok(0);
     }
     for e in &all {

@@ -57,7 +57,7 @@ impl Archive {
 
 pub fn run(a: Args) -> Result<u8, Failure> {
     let store = a.store.open()?;
-    let rows = store.nodes().map_err(Failure::other)?;
+    let rows = store.nodes().map_err(a.store.broken())?;
     let known: Vec<&str> = rows.iter().map(|r| r.node.as_str()).collect();
     if let Some(n) = a.nodes.iter().find(|n| !known.contains(&n.as_str())) {
         return Err(Failure::input(format!(
@@ -115,7 +115,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
                 &mut budget,
             );
         }
-        let reports = store.reports(n).map_err(Failure::other)?;
+        let reports = store.reports(n).map_err(a.store.broken())?;
         ar.text(
             format!("{n}/events.json"),
             "state changes",
@@ -175,9 +175,9 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     }
     // What the API side saw: the objects as last seen, every change, and the last contact.
     let api = serde_json::json!({
-        "contact": store.api_status().map_err(Failure::other)?,
-        "objects": store.api_objects().map_err(Failure::other)?,
-        "changes": store.api_changes().map_err(Failure::other)?,
+        "contact": store.api_status().map_err(a.store.broken())?,
+        "objects": store.api_objects().map_err(a.store.broken())?,
+        "changes": store.api_changes().map_err(a.store.broken())?,
     });
     let mut budget = MAX_NODE_BYTES;
     ar.text(

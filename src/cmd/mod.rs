@@ -17,7 +17,8 @@ pub mod wait_for;
 pub mod watch;
 
 use crate::failure::Failure;
-use hardshift_collector::store::Store;
+use hardshift_collector::scrub::Scrubber;
+use hardshift_collector::store::{Store, StoreError};
 use hardshift_generator::{build, cluster::Cluster, config};
 use std::path::{Path, PathBuf};
 
@@ -114,9 +115,45 @@ pub struct StoreArgs {
 }
 
 impl StoreArgs {
+    pub fn path(&self) -> PathBuf {
+        db_path(&self.dir, self.db.clone())
+    }
+
+    /// The store, to read: one that is broken is a failure naming the file (exit 1).
     pub fn open(&self) -> Result<Store, Failure> {
         open_existing(&self.dir, self.db.clone())
     }
+
+    /// A read of the opened store failed: the store is broken, said naming its file.
+    pub fn broken(&self) -> impl Fn(StoreError) -> Failure {
+        let db = self.path();
+        move |e| broken_store(&db, e)
+    }
+
+    /// Every output of the store's readers is scrubbed by this one, as the terminal is: by
+    /// structure and by pattern. (Not by the bundle's secret values: a pull-secret password that
+    /// is a word, as the example's is, would blank that word in every domain name.)
+    pub fn scrubber(&self) -> Scrubber {
+        Scrubber::default()
+    }
+
+    /// Said on stderr when the collector stopped acknowledging (a file of its store deleted or
+    /// replaced): true when it did.
+    pub fn warn_if_halted(&self) -> bool {
+        let note = hardshift_collector::store::halted(&self.path());
+        if let Some(n) = &note {
+            eprintln!("warning: {n}");
+        }
+        note.is_some()
+    }
+}
+
+/// A store that cannot be read: its file, what is wrong, and what to do (exit 1).
+pub fn broken_store(db: &Path, e: impl std::fmt::Display) -> Failure {
+    Failure::other(format!(
+        "{}: the report store is broken: {e}. Move it aside (a collector then starts a new one) or restore it from a copy",
+        db.display()
+    ))
 }
 
 fn open_existing(dir: &std::path::Path, db: Option<PathBuf>) -> Result<Store, Failure> {
@@ -127,7 +164,15 @@ fn open_existing(dir: &std::path::Path, db: Option<PathBuf>) -> Result<Store, Fa
             db.display()
         )));
     }
-    Store::open(&db).map_err(|e| Failure::other(format!("{}: {e}", db.display())))
+    Store::read(&db).map_err(|e| broken_store(&db, e))
+}
+
+/// `value` as pretty JSON on stdout, every string in it scrubbed first.
+pub fn print_json(value: &impl serde::Serialize, scrubber: &Scrubber) -> Result<(), Failure> {
+    let mut v = serde_json::to_value(value).map_err(Failure::other)?;
+    scrubber.json(&mut v);
+    println!("{}", serde_json::to_string_pretty(&v).map_err(Failure::other)?);
+    Ok(())
 }
 
 /// `-o table | json` of the commands that print rows.

@@ -14,7 +14,10 @@ pub struct Args {
 /// reported (a machine that did not boot, fetch its config or reach the collector).
 pub fn run(a: Args) -> Result<u8, Failure> {
     let store = a.store.open()?;
-    let rows = store.nodes().map_err(Failure::other)?;
+    let rows = store.nodes().map_err(a.store.broken())?;
+    // A collector that stopped acknowledging is said first, and makes the exit status 1.
+    let halted = a.store.warn_if_halted();
+    let code = u8::from(halted);
     let now = hardshift_collector::now_ms();
     let sums: Vec<hardshift_collector::summary::Summary> = rows.iter().map(|r| hardshift_collector::summary::summarize(r, now)).collect();
     // The bundle's nodes, when its inputs are here to name them.
@@ -73,13 +76,13 @@ pub fn run(a: Args) -> Result<u8, Failure> {
                 .iter()
                 .map(|(m, ip)| serde_json::json!({"node": m.name, "role": m.role, "reported": false, "inventory_address": ip})),
         );
-        println!("{}", serde_json::to_string_pretty(&v).map_err(Failure::other)?);
-        return Ok(0);
+        super::print_json(&v, &a.store.scrubber())?;
+        return Ok(code);
     }
     if let Some(inv) = &inventory {
         let members: Vec<hardshift_collector::phase::Member> = inv.iter().map(|(m, _)| m.clone()).collect();
-        let api = store.api_objects().map_err(Failure::other)?;
-        let contact = store.api_status().map_err(Failure::other)?;
+        let api = store.api_objects().map_err(a.store.broken())?;
+        let contact = store.api_status().map_err(a.store.broken())?;
         let checks = hardshift_collector::phase::checks(&members, &rows, &api, &contact, now);
         let done = checks.iter().take_while(|c| c.met).count();
         match hardshift_collector::phase::phase(&checks) {
@@ -130,5 +133,5 @@ pub fn run(a: Args) -> Result<u8, Failure> {
             m.name, m.role, ip, "never", "-", "-", "-", "-", m.name
         );
     }
-    Ok(0)
+    Ok(code)
 }

@@ -81,10 +81,11 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         let seen = match db.exists() {
             false => None,
             true => {
-                let s = Store::open(&db).map_err(|e| Failure::other(format!("{}: {e}", db.display())))?;
-                let rows = s.nodes().map_err(Failure::other)?;
-                let api = s.api_objects().map_err(Failure::other)?;
-                let contact = s.api_status().map_err(Failure::other)?;
+                let broken = |e| super::broken_store(&db, e);
+                let s = Store::read(&db).map_err(broken)?;
+                let rows = s.nodes().map_err(broken)?;
+                let api = s.api_objects().map_err(broken)?;
+                let contact = s.api_status().map_err(broken)?;
                 Some((phase::checks(&inventory, &rows, &api, &contact, now), rows))
             }
         };

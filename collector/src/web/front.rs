@@ -5,21 +5,34 @@
 //! on each request's headers (an idle socket is closed). Refusals are counted and logged,
 //! rate-limited, under their reason. Without it, 20,000 idle loopback connections used every file
 //! descriptor and locked the agents' port out.
+//!
+//! Full, it closes the oldest idle connection (then the oldest live stream) for a newcomer rather
+//! than refuse it, keeps places for the admin's authenticated sessions that connections which
+//! never authenticate cannot take, and bounds the live streams of one address: a flood of live
+//! updates or of idle sockets cannot keep a viewer out.
 
-use crate::listener::{front_door, Admitted, Gate, Limits, Refusal};
+use crate::listener::{front_door, Activity, Admitted, Gate, Limits, Refusal, Tag};
+use axum::extract::Request;
+use axum::middleware::Next;
+use axum::response::Response;
 use axum::Router;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_rustls::rustls;
 
 /// The dashboard's limits: a dashboard has a few viewers, each with a page and its live update.
-pub fn limits() -> Limits {
+/// Over HTTPS (`tls`) the admin authenticates, and a share of the places is kept for that.
+pub fn limits(tls: bool) -> Limits {
     Limits {
         handshake_timeout: Duration::from_secs(10),
         // Here: from the connection (or the end of the last response) to a request's headers.
         hello_timeout: Duration::from_secs(10),
         max_connections: 256,
         max_per_address: 128,
+        reserved_for_authenticated: if tls { 32 } else { 0 },
+        shed_oldest: true,
+        // A browser opens a live update per tab; more than this from one address is a flood.
+        max_streams_per_address: 8,
     }
 }
 
@@ -32,10 +45,27 @@ fn is_admin(der: &[u8]) -> bool {
     admin
 }
 
-async fn http<I>(io: I, app: Router, limits: &Limits) -> Result<(), String>
+/// Each request says what its connection does: answering (never shed), then idle, or a live
+/// stream when the answer is one (shed after the idle ones, and capped per address).
+async fn track(tag: Tag, limits: Limits, req: Request, next: Next) -> Response {
+    tag.set(Activity::Busy, &limits);
+    let res = next.run(req).await;
+    let stream = res
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .is_some_and(|t| t.as_bytes().starts_with(b"text/event-stream"));
+    tag.set(if stream { Activity::Stream } else { Activity::Idle }, &limits);
+    res
+}
+
+async fn http<I>(io: I, app: Router, limits: &Limits, tag: Tag) -> Result<(), String>
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
+    let l = limits.clone();
+    let app = app.layer(axum::middleware::from_fn(move |req: Request, next: Next| {
+        track(tag.clone(), l.clone(), req, next)
+    }));
     let svc = hyper_util::service::TowerToHyperService::new(app);
     // HTTP/1.1 only: the dashboard offers nothing else, and sniffing for HTTP/2 would wait on
     // a silent socket before any deadline runs.
@@ -56,16 +86,25 @@ pub async fn serve(tcp: tokio::net::TcpListener, tls: Option<Arc<rustls::ServerC
     front_door(tcp, tls, door_gate, door_limits, std::future::pending(), move |a: Admitted| {
         let (app, gate, limits) = (app.clone(), gate.clone(), limits.clone());
         async move {
-            let _slot = a.slot;
-            if https && !a.cert.as_deref().is_some_and(is_admin) {
-                let d = "client certificate is not the admin's (O=system:masters)";
-                return gate.refuse(a.peer, Refusal::HandshakeFailed, d);
-            }
-            if let Err(e) = http(a.io, app, &limits).await {
-                if e.contains("timeout") {
-                    let d = format!("no request within {:?}", limits.hello_timeout);
-                    gate.refuse(a.peer, Refusal::NoHello, &d);
+            let slot = a.slot;
+            if https {
+                if !a.cert.as_deref().is_some_and(is_admin) {
+                    let d = "client certificate is not the admin's (O=system:masters)";
+                    return gate.refuse(a.peer, Refusal::HandshakeFailed, d);
                 }
+                slot.authenticate();
+            }
+            tokio::select! {
+                r = http(a.io, app, &limits, slot.tag()) => {
+                    if let Err(e) = r {
+                        if e.contains("timeout") {
+                            let d = format!("no request within {:?}", limits.hello_timeout);
+                            gate.refuse(a.peer, Refusal::NoHello, &d);
+                        }
+                    }
+                }
+                // Closed to make room: dropping the connection closes its socket.
+                _ = slot.shed() => {}
             }
         }
     })

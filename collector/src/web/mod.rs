@@ -88,7 +88,21 @@ struct Shared {
     deps: Deps,
     /// Plain HTTP on loopback: the Host header must name loopback too.
     check_host: bool,
+    /// For logs fetched from nodes: by pattern and by the bundle's own secret values.
     scrubber: crate::scrub::Scrubber,
+    /// For what nodes reported: by pattern, as every other output.
+    reports: crate::scrub::Scrubber,
+}
+
+impl Shared {
+    /// What nodes sent, scrubbed before any page, stream or JSON shows it, as the terminal and
+    /// every `-o json` are (by structure and pattern; logs are scrubbed by value too).
+    fn scrubbed(&self, mut reports: Vec<(String, hardshift_proto::v1::NodeReport)>) -> Vec<(String, hardshift_proto::v1::NodeReport)> {
+        for (_, r) in &mut reports {
+            self.reports.report(r);
+        }
+        reports
+    }
 }
 
 /// Why the dashboard could not be served.
@@ -155,6 +169,7 @@ pub async fn serve(opts: Options, tcp: tokio::net::TcpListener, deps: Deps, stop
         deps,
         check_host: opts.tls.is_none(),
         scrubber: crate::scrub::Scrubber::with_values(opts.secrets.clone()),
+        reports: crate::scrub::Scrubber::default(),
     });
     rebuild(&shared, &mut Memory::default()).await;
     tokio::spawn(refresh(shared.clone(), changed, stop.clone()));
@@ -172,8 +187,9 @@ pub async fn serve(opts: Options, tcp: tokio::net::TcpListener, deps: Deps, stop
             Some(Arc::new(cfg))
         }
     };
+    let limits = front::limits(tls.is_some());
     tokio::select! {
-        _ = front::serve(tcp, tls, app, web_gate, front::limits()) => Ok(()),
+        _ = front::serve(tcp, tls, app, web_gate, limits) => Ok(()),
         _ = stopped => Ok(()),
     }
 }
@@ -330,7 +346,7 @@ async fn node_html(s: &Arc<Shared>, name: &str) -> Option<String> {
     let (s2, node) = (s.clone(), name.to_string());
     let events = tokio::task::spawn_blocking(move || {
         let st = s2.store.lock().ok()?;
-        let reports = st.recent_reports(&node, NODE_EVENTS_REPORTS).ok()?;
+        let reports = s2.scrubbed(st.recent_reports(&node, NODE_EVENTS_REPORTS).ok()?);
         Some(window_changes(&node, &reports, NODE_EVENTS_REPORTS))
     })
     .await
@@ -441,10 +457,13 @@ async fn timeline_html(s: &Arc<Shared>) -> String {
         let mut all = Vec::new();
         for n in &names {
             if let Ok(r) = st.recent_reports(n, TIMELINE_REPORTS) {
-                all.extend(window_changes(n, &r, TIMELINE_REPORTS));
+                all.extend(window_changes(n, &s2.scrubbed(r), TIMELINE_REPORTS));
             }
         }
-        all.extend(st.api_changes().unwrap_or_default().into_iter().map(events::from_api));
+        for mut c in st.api_changes().unwrap_or_default() {
+            c.change = s2.reports.scrub(&c.change);
+            all.push(events::from_api(c));
+        }
         all.sort_by_key(|e| e.time_ms);
         let cut = all.len().saturating_sub(TIMELINE_EVENTS);
         all.split_off(cut)
@@ -480,7 +499,12 @@ async fn timeline_events(State(s): State<Arc<Shared>>) -> impl IntoResponse {
 
 async fn view_json(State(s): State<Arc<Shared>>) -> Response {
     let snap = s.snap.borrow().clone();
-    match serde_json::to_string(&snap.view) {
+    // The view is built from scrubbed reports; the API's words in it are scrubbed here too.
+    let json = serde_json::to_value(&snap.view).map(|mut v| {
+        s.reports.json(&mut v);
+        v.to_string()
+    });
+    match json {
         Ok(j) => typed("application/json", j),
         Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
     }

@@ -69,6 +69,10 @@ pub(super) async fn rebuild(s: &Arc<Shared>, mem: &mut Memory) {
         }
         Err(_) => return,
     };
+    // What nodes sent is scrubbed before the view, its pages and its streams are made of it.
+    for r in rows.iter_mut().filter_map(|r| r.last.as_mut()) {
+        s.reports.report(r);
+    }
     if recount {
         mem.counts = rows.iter().map(|r| (r.node.clone(), (r.reports, r.dropped))).collect();
         mem.counted = Some(Instant::now());
