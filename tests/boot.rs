@@ -105,6 +105,19 @@ fn hs(args: &[&str]) -> (bool, String) {
     run(env!("CARGO_BIN_EXE_hardshift"), args)
 }
 
+/// `hardshift diagnose NODE` again every second until `done` holds of what it says or `limit`
+/// passes: what it said last.
+fn diagnose_until(dir: &str, node: &str, limit: Duration, done: impl Fn(&str) -> bool) -> String {
+    let start = Instant::now();
+    loop {
+        let (_, diag) = hs(&["diagnose", node, "--dir", dir]);
+        if done(&diag) || start.elapsed() > limit {
+            return diag;
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
 /// `hardshift status -o json`: one object per node.
 fn status_rows(dir: &Path) -> Vec<serde_json::Value> {
     let (ok, status) = hs(&["status", "--dir", dir.to_str().unwrap(), "-o", "json"]);
@@ -218,8 +231,13 @@ fn bundle_boots_and_reports() {
         assert!(row["kubelet"] != "ok", "{row}");
     }
     // The kubelet's and CRI-O's programs are not on this machine: a real systemd says so
-    // (status 203/EXEC, unit not found) and diagnose names it, rather than blame the config.
-    let (_, diag) = hs(&["diagnose", "master-0", "--dir", s]);
+    // (status 203/EXEC, unit not found) and diagnose names it, rather than blame the config. The
+    // kubelet's unit restarts forever (RestartSec), so a report can catch it between two tries:
+    // the test waits for a report that shows the failure (the agent reports each change of the
+    // unit's state), up to a deadline, rather than judge one snapshot.
+    let diag = diagnose_until(s, "master-0", Duration::from_secs(300), |d| {
+        d.contains("HS020") && d.contains("203/EXEC") && d.contains("HS022")
+    });
     assert!(diag.contains("HS020") && diag.contains("203/EXEC"), "{diag}");
     assert!(diag.contains("HS022") && diag.contains("crio.service is not installed"), "{diag}");
     let (ok, table) = hs(&["status", "--dir", s]);
