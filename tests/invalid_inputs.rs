@@ -636,6 +636,28 @@ fn all_problems_are_reported_in_one_run() {
     assert_nothing_written(d.path(), "four problems");
 }
 
+/// A dns.records name above a node's name (a host named by its FQDN in agent-config): dnsmasq's
+/// `address=/NAME/` would answer the node's name too, with the record's address.
+#[test]
+fn a_dns_record_above_a_nodes_name_is_refused() {
+    let d = example_copy();
+    edit(d.path(), AC, "hostname: master-1", "hostname: master-1.rack1.ocp4.example.com");
+    edit(
+        d.path(),
+        HS,
+        "  - name: registry.ocp4.example.com",
+        "  - name: rack1.ocp4.example.com",
+    );
+    let out = hardshift(&["create", "--dir", d.path().to_str().unwrap()]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("hardshift.yaml:24:5: dns.records[0].name: rack1.ocp4.example.com is above the name of node master-1.rack1.ocp4.example.com: dnsmasq would answer"),
+        "{err}"
+    );
+    assert_nothing_written(d.path(), "a record above a node");
+}
+
 /// A master with a bad hostname is one problem, not two: the rendezvousIP (its address) is not
 /// then called unknown.
 #[test]

@@ -183,7 +183,12 @@ fn dns_records(hs: &HardshiftConfig, ic: &InstallConfig, hosts: &[&str], nets: &
             let what = if *fqdn == name {
                 format!("{name} is the name of node {host} (agent-config.yaml): the lab's DNS already answers it with the node's address")
             } else {
-                format!("{name} holds node {host}'s name {fqdn}: dnsmasq would answer that name too, with this record's address")
+                let node = if fqdn.eq_ignore_ascii_case(host) {
+                    format!("node {host}")
+                } else {
+                    format!("node {host} ({fqdn})")
+                };
+                format!("{name} is above the name of {node}: dnsmasq would answer that name too, with this record's address")
             };
             r.error(
                 &format!("{path}.name"),
