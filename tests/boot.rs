@@ -34,7 +34,18 @@ fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
+/// `cmd` on the node at `ip` over SSH. Under load (TCG VMs on a busy machine) sshd can be slow to
+/// greet ("Connection timed out during banner exchange"): a failure of ssh itself (exit 255) is
+/// tried again, up to 5 times, and only the last try's words are kept; the command's own result
+/// is returned as it is.
 fn ssh(lab: &Lab, key: &Path, ip: &str, cmd: &str) -> (bool, String) {
+    const RETRY: &str = r#"err=$(mktemp)
+for i in 1 2 3 4 5; do
+  ssh "$@" 2>"$err"; rc=$?
+  [ $rc -ne 255 ] && break
+  sleep 2
+done
+cat "$err" >&2; rm -f "$err"; exit $rc"#;
     let target = format!("core@{ip}");
     let key = key.to_str().unwrap();
     let opts = [
@@ -42,14 +53,14 @@ fn ssh(lab: &Lab, key: &Path, ip: &str, cmd: &str) -> (bool, String) {
         "StrictHostKeyChecking=no",
         "UserKnownHostsFile=/dev/null",
         "LogLevel=ERROR",
-        "ConnectTimeout=5",
+        "ConnectTimeout=15",
     ];
-    let mut args = vec!["-i", key];
+    let mut args = vec!["-c", RETRY, "ssh", "-i", key];
     for o in &opts {
         args.extend(["-o", o]);
     }
     args.extend([target.as_str(), cmd]);
-    lab.exec("ssh", &args)
+    lab.exec("sh", &args)
 }
 
 fn phase(start: &mut Instant, what: &str) {
