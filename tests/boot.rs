@@ -34,7 +34,18 @@ fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
+/// `cmd` on the node at `ip` over SSH. Under load (TCG VMs on a busy machine) sshd can be slow to
+/// greet ("Connection timed out during banner exchange"): a failure of ssh itself (exit 255) is
+/// tried again, up to 5 times, and only the last try's words are kept; the command's own result
+/// is returned as it is.
 fn ssh(lab: &Lab, key: &Path, ip: &str, cmd: &str) -> (bool, String) {
+    const RETRY: &str = r#"err=$(mktemp)
+for i in 1 2 3 4 5; do
+  ssh "$@" 2>"$err"; rc=$?
+  [ $rc -ne 255 ] && break
+  sleep 2
+done
+cat "$err" >&2; rm -f "$err"; exit $rc"#;
     let target = format!("core@{ip}");
     let key = key.to_str().unwrap();
     let opts = [
@@ -42,14 +53,14 @@ fn ssh(lab: &Lab, key: &Path, ip: &str, cmd: &str) -> (bool, String) {
         "StrictHostKeyChecking=no",
         "UserKnownHostsFile=/dev/null",
         "LogLevel=ERROR",
-        "ConnectTimeout=5",
+        "ConnectTimeout=15",
     ];
-    let mut args = vec!["-i", key];
+    let mut args = vec!["-c", RETRY, "ssh", "-i", key];
     for o in &opts {
         args.extend(["-o", o]);
     }
     args.extend([target.as_str(), cmd]);
-    lab.exec("ssh", &args)
+    lab.exec("sh", &args)
 }
 
 fn phase(start: &mut Instant, what: &str) {
@@ -103,6 +114,19 @@ fn lab(dir: &Path, image: &Path, tag: &str, drop_dns: &[&str], collector: bool, 
 
 fn hs(args: &[&str]) -> (bool, String) {
     run(env!("CARGO_BIN_EXE_hardshift"), args)
+}
+
+/// `hardshift diagnose NODE` again every second until `done` holds of what it says or `limit`
+/// passes: what it said last.
+fn diagnose_until(dir: &str, node: &str, limit: Duration, done: impl Fn(&str) -> bool) -> String {
+    let start = Instant::now();
+    loop {
+        let (_, diag) = hs(&["diagnose", node, "--dir", dir]);
+        if done(&diag) || start.elapsed() > limit {
+            return diag;
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
 }
 
 /// `hardshift status -o json`: one object per node.
@@ -218,8 +242,13 @@ fn bundle_boots_and_reports() {
         assert!(row["kubelet"] != "ok", "{row}");
     }
     // The kubelet's and CRI-O's programs are not on this machine: a real systemd says so
-    // (status 203/EXEC, unit not found) and diagnose names it, rather than blame the config.
-    let (_, diag) = hs(&["diagnose", "master-0", "--dir", s]);
+    // (status 203/EXEC, unit not found) and diagnose names it, rather than blame the config. The
+    // kubelet's unit restarts forever (RestartSec), so a report can catch it between two tries:
+    // the test waits for a report that shows the failure (the agent reports each change of the
+    // unit's state), up to a deadline, rather than judge one snapshot.
+    let diag = diagnose_until(s, "master-0", Duration::from_secs(300), |d| {
+        d.contains("HS020") && d.contains("203/EXEC") && d.contains("HS022")
+    });
     assert!(diag.contains("HS020") && diag.contains("203/EXEC"), "{diag}");
     assert!(diag.contains("HS022") && diag.contains("crio.service is not installed"), "{diag}");
     let (ok, table) = hs(&["status", "--dir", s]);

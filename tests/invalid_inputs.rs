@@ -443,6 +443,110 @@ fn cases() -> Vec<Case> {
             "registry.ocp4.example.com is listed twice",
             Line("  - name: REGISTRY.ocp4.example.com."),
         ),
+        case(
+            HS,
+            "  - name: registry.ocp4.example.com",
+            "  - name: master-0.ocp4.example.com",
+            "dns.records[0].name",
+            "master-0.ocp4.example.com is the name of node master-0",
+            Edit,
+        ),
+        case(
+            HS,
+            "  - name: registry.ocp4.example.com",
+            "  - name: Master-1.ocp4.example.com.",
+            "dns.records[0].name",
+            "master-1.ocp4.example.com is the name of node master-1",
+            Edit,
+        ),
+        case(
+            HS,
+            "  - name: registry.ocp4.example.com",
+            "  - name: api.ocp4.example.com",
+            "dns.records[0].name",
+            "api.ocp4.example.com is one of the records the lab's DNS already has",
+            Edit,
+        ),
+        case(
+            HS,
+            "  - name: registry.ocp4.example.com",
+            "  - name: console-openshift-console.apps.ocp4.example.com",
+            "dns.records[0].name",
+            "console-openshift-console.apps.ocp4.example.com is one of the records the lab's DNS already has",
+            Edit,
+        ),
+        case(
+            HS,
+            "    ip: 192.168.126.1         # the helper",
+            "    ip: 0.0.0.0  #",
+            "dns.records[0].ip",
+            "0.0.0.0 is the unspecified address",
+            Edit,
+        ),
+        case(
+            HS,
+            "    ip: 192.168.126.1         # the helper",
+            "    ip: '::'  #",
+            "dns.records[0].ip",
+            ":: is the unspecified address",
+            Edit,
+        ),
+        case(
+            HS,
+            "    ip: 192.168.126.1         # the helper",
+            "    ip: 224.0.0.251  #",
+            "dns.records[0].ip",
+            "224.0.0.251 is a multicast address",
+            Edit,
+        ),
+        case(
+            HS,
+            "    ip: 192.168.126.1         # the helper",
+            "    ip: ff02::1  #",
+            "dns.records[0].ip",
+            "ff02::1 is a multicast address",
+            Edit,
+        ),
+        case(
+            HS,
+            "    ip: 192.168.126.1         # the helper",
+            "    ip: 255.255.255.255  #",
+            "dns.records[0].ip",
+            "255.255.255.255 is the broadcast address",
+            Edit,
+        ),
+        case(
+            HS,
+            "    ip: 192.168.126.1         # the helper",
+            "    ip: 192.168.126.255  #",
+            "dns.records[0].ip",
+            "192.168.126.255 is the broadcast address of the machine network 192.168.126.0/24",
+            Edit,
+        ),
+        case(
+            HS,
+            "    ip: 192.168.126.1         # the helper",
+            "    ip: 127.0.0.1  #",
+            "dns.records[0].ip",
+            "127.0.0.1 is a loopback address",
+            Edit,
+        ),
+        case(
+            HS,
+            "    ip: 192.168.126.1         # the helper",
+            "    ip: '::1'  #",
+            "dns.records[0].ip",
+            "::1 is a loopback address",
+            Edit,
+        ),
+        case(
+            HS,
+            "    ip: 192.168.126.1         # the helper",
+            "    ip: '::ffff:127.0.0.53'  #",
+            "dns.records[0].ip",
+            "::ffff:127.0.0.53 is a loopback address",
+            Edit,
+        ),
     ]
 }
 
@@ -530,6 +634,28 @@ fn all_problems_are_reported_in_one_run() {
         assert!(err.contains(needle), "missing {needle:?}\n{err}");
     }
     assert_nothing_written(d.path(), "four problems");
+}
+
+/// A dns.records name above a node's name (a host named by its FQDN in agent-config): dnsmasq's
+/// `address=/NAME/` would answer the node's name too, with the record's address.
+#[test]
+fn a_dns_record_above_a_nodes_name_is_refused() {
+    let d = example_copy();
+    edit(d.path(), AC, "hostname: master-1", "hostname: master-1.rack1.ocp4.example.com");
+    edit(
+        d.path(),
+        HS,
+        "  - name: registry.ocp4.example.com",
+        "  - name: rack1.ocp4.example.com",
+    );
+    let out = hardshift(&["create", "--dir", d.path().to_str().unwrap()]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("hardshift.yaml:24:5: dns.records[0].name: rack1.ocp4.example.com is above the name of node master-1.rack1.ocp4.example.com: dnsmasq would answer"),
+        "{err}"
+    );
+    assert_nothing_written(d.path(), "a record above a node");
 }
 
 /// A master with a bad hostname is one problem, not two: the rendezvousIP (its address) is not

@@ -419,3 +419,74 @@ fn the_releases_own_mco_renders_the_bundle_and_create_merges_it() {
         assert!(got.contains_key("/etc/kubernetes/kubelet-ca.crt") && got.contains_key("/usr/local/bin/configure-ovs.sh"));
     }
 }
+
+/// `hardshift` under umask 000 (the mode a process gets is its own to set: `sh -c 'umask 000; exec'`).
+fn hardshift_umask_000(args: &[&str]) -> std::process::Output {
+    std::process::Command::new("sh")
+        .args(["-c", "umask 000; exec \"$0\" \"$@\"", env!("CARGO_BIN_EXE_hardshift")])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// What under `dir` (no symlink followed: a link's own mode means nothing) others could write.
+fn writable_by_others(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            let m = std::fs::symlink_metadata(&p).unwrap();
+            if m.file_type().is_symlink() {
+                continue;
+            }
+            if m.permissions().mode() & 0o022 != 0 {
+                out.push(format!(
+                    "{} {:o}",
+                    p.strip_prefix(dir).unwrap().display(),
+                    m.permissions().mode() & 0o7777
+                ));
+            }
+            if m.is_dir() {
+                stack.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn under_umask_000_nothing_create_or_mco_makes_is_writable_by_others() {
+    agent_bin();
+    let d = example_copy();
+    let dir = d.path().to_str().unwrap();
+    // The user's own files are theirs: only what the tool makes is looked at.
+    let mine = writable_by_others(d.path());
+    for args in [
+        &["create", "--dir", dir, "--key-algorithm", "ecdsa-p256", "--self-contained-nodes"][..],
+        &["mco", "--dir", dir][..],
+        // Again over a live bundle and DIR/mco (a new generation, DIR/mco replaced).
+        &[
+            "create",
+            "--dir",
+            dir,
+            "--key-algorithm",
+            "ecdsa-p256",
+            "--self-contained-nodes",
+            "--no-agent",
+        ][..],
+        &["mco", "--dir", dir][..],
+    ] {
+        let out = hardshift_umask_000(args);
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        let loose: Vec<String> = writable_by_others(d.path()).into_iter().filter(|l| !mine.contains(l)).collect();
+        assert!(
+            loose.is_empty(),
+            "{args:?} under umask 000 made these group- or world-writable:\n{}",
+            loose.join("\n")
+        );
+    }
+    assert_eq!(mode(&d.path().join("mco")), 0o755);
+    assert!(d.path().join("mco/render.sh").is_file());
+}

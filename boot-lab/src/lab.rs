@@ -89,18 +89,8 @@ impl Lab {
         for p in [&mut o.dir, &mut o.image, &mut o.hardshift, &mut o.work] {
             *p = std::path::absolute(&*p).map_err(|e| format!("{}: {e}", p.display()))?;
         }
-        let sources = hardshift_generator::config::read_sources(&o.dir, None).map_err(|e| format!("{}: {e}", o.dir.display()))?;
-        let c = hardshift_generator::config::build(&sources, &Default::default()).map_err(|e| format!("{}: {e}", o.dir.display()))?;
-        let machines: Vec<Machine> = c
-            .nodes
-            .iter()
-            .map(|n| Machine {
-                name: n.hostname.clone(),
-                role: n.role.as_str().to_string(),
-                ip: n.ip.to_string(),
-                mac: n.mac.to_ascii_lowercase(),
-            })
-            .collect();
+        let c = cluster(&o.dir)?;
+        let machines = machines(&c);
         let prefix = c
             .machine_networks
             .iter()
@@ -122,7 +112,8 @@ impl Lab {
             }
         }
         for f in ["ignition", "pxe", "image", "tftp"] {
-            std::fs::create_dir_all(o.work.join("www").join(f)).map_err(|e| format!("{}: {e}", o.work.display()))?;
+            let p = o.work.join("www").join(f);
+            hardshift_generator::fsio::make_dir_all(&p, 0o755).map_err(|e| format!("{}: {e}", p.display()))?;
         }
         let www = o.work.join("www");
         for m in &machines {
@@ -423,6 +414,43 @@ impl Lab {
     pub fn exec(&self, program: &str, args: &[&str]) -> (bool, String) {
         self.net.exec(HELPER_HOST, program, args)
     }
+}
+
+/// The bundle's cluster, from its inputs.
+fn cluster(dir: &Path) -> Result<hardshift_generator::cluster::Cluster, String> {
+    let sources = hardshift_generator::config::read_sources(dir, None).map_err(|e| format!("{}: {e}", dir.display()))?;
+    hardshift_generator::config::build(&sources, &Default::default()).map_err(|e| format!("{}: {e}", dir.display()))
+}
+
+fn machines(c: &hardshift_generator::cluster::Cluster) -> Vec<Machine> {
+    c.nodes
+        .iter()
+        .map(|n| Machine {
+            name: n.hostname.clone(),
+            role: n.role.as_str().to_string(),
+            ip: n.ip.to_string(),
+            mac: n.mac.to_ascii_lowercase(),
+        })
+        .collect()
+}
+
+/// The nodes of the bundle in `dir` (its inventory), read without starting anything.
+pub fn inventory(dir: &Path) -> Result<Vec<Machine>, String> {
+    Ok(machines(&cluster(dir)?))
+}
+
+/// `names` as nodes to boot: each once, each in `machines`; else what is wrong, naming the nodes.
+pub fn check_nodes(names: &[String], machines: &[Machine]) -> Result<(), String> {
+    let known = || machines.iter().map(|m| m.name.as_str()).collect::<Vec<_>>().join(", ");
+    for (i, n) in names.iter().enumerate() {
+        if !machines.iter().any(|m| &m.name == n) {
+            return Err(format!("--nodes: {n:?} is not a node of this bundle (its nodes: {})", known()));
+        }
+        if names[..i].contains(n) {
+            return Err(format!("--nodes: {n} is named twice (one VM per node: its MAC is the inventory's)"));
+        }
+    }
+    Ok(())
 }
 
 /// `http://IP:PORT[/…]` → (IP, PORT): the helper address the HTTP server binds.

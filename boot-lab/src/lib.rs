@@ -5,3 +5,4 @@
 pub mod lab;
 pub mod netns;
 pub mod watch;
+pub mod workdir;

@@ -3,7 +3,8 @@
 //! last thing seen of it; 2 on bad arguments.
 
 use clap::Parser;
-use hardshift_boot_lab::lab::{Lab, Options};
+use hardshift_boot_lab::lab::{self, Lab, Options};
+use hardshift_boot_lab::workdir;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -46,7 +47,8 @@ struct Args {
     /// Seconds to wait for every report.
     #[arg(long, default_value_t = 900)]
     timeout: u64,
-    /// Logs, consoles and what the helper serves (default: DIR/boot-lab, emptied first).
+    /// Logs, consoles and what the helper serves (default: DIR/boot-lab): a new or empty directory,
+    /// or one an earlier run made (marked with .hardshift-boot-lab), emptied first.
     #[arg(long)]
     work: Option<PathBuf>,
 }
@@ -66,9 +68,20 @@ fn secs(d: Option<Duration>) -> String {
     d.map(|d| format!("{:.1}s", d.as_secs_f64())).unwrap_or_else(|| "-".into())
 }
 
-fn run(a: Args) -> Result<i32, String> {
-    if !nix_is_root() {
-        return Err("the boot lab needs root (network namespaces, taps, dnsmasq on port 67)".into());
+/// Every argument, checked before anything is made, started or removed: the work directory (only
+/// one the tool made is ever emptied), the nodes against the bundle's inventory, the image.
+fn check(a: &Args) -> Result<PathBuf, String> {
+    let machines = lab::inventory(&a.dir)?;
+    lab::check_nodes(&a.nodes, &machines)?;
+    for n in &a.nodes {
+        let ign = a.dir.join(format!("ignition/{n}.ign"));
+        if !ign.is_file() {
+            return Err(format!(
+                "{}: no Ignition config for {n} (run `hardshift create --dir {}` first)",
+                ign.display(),
+                a.dir.display()
+            ));
+        }
     }
     for f in ["vmlinuz", "initramfs.img", "disk.raw"] {
         if !a.image.join(f).is_file() {
@@ -78,10 +91,24 @@ fn run(a: Args) -> Result<i32, String> {
             ));
         }
     }
-    catch_signals()?;
+    if !a.hardshift.is_file() {
+        return Err(format!("--hardshift {}: no such file", a.hardshift.display()));
+    }
+    if a.timeout == 0 {
+        return Err("--timeout must be at least 1 (seconds)".into());
+    }
     let work = a.work.clone().unwrap_or_else(|| a.dir.join("boot-lab"));
-    let _ = std::fs::remove_dir_all(&work);
-    std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
+    workdir::check(&work)?;
+    Ok(work)
+}
+
+fn run(a: Args) -> Result<i32, String> {
+    let work = check(&a)?;
+    if !nix_is_root() {
+        return Err("the boot lab needs root (network namespaces, taps, dnsmasq on port 67)".into());
+    }
+    catch_signals()?;
+    workdir::prepare(&work)?;
     let mut lab = Lab::start(Options {
         dir: a.dir.clone(),
         image: a.image.clone(),
@@ -92,9 +119,6 @@ fn run(a: Args) -> Result<i32, String> {
         collector: true,
         web: None,
     })?;
-    for n in &a.nodes {
-        lab.machine(n)?;
-    }
     eprintln!(
         "boot-lab: {} lab up ({}); booting {} under {}",
         a.dir.display(),

@@ -210,11 +210,9 @@ impl Staged {
             return Ok(None);
         }
         let state = dir.join(STATE_DIR);
-        fs::create_dir_all(&state).map_err(io_err(&state))?;
-        fs::set_permissions(&state, fs::Permissions::from_mode(0o700)).map_err(io_err(&state))?;
+        private_dir_all(&state).map_err(io_err(&state))?;
         let tmp = state.join(format!("tmp-{}-{}", std::process::id(), nanos()));
-        fs::create_dir(&tmp).map_err(io_err(&tmp))?;
-        fs::set_permissions(&tmp, fs::Permissions::from_mode(0o700)).map_err(io_err(&tmp))?;
+        make_dir(&tmp, 0o700).map_err(io_err(&tmp))?;
         Ok(Some(Staged {
             state,
             tmp: Some(tmp),
@@ -318,8 +316,7 @@ pub fn write_staged(dir: &Path, b: &Bundle, mut staged: Option<Staged>) -> Resul
         }
     }
 
-    fs::create_dir_all(&state).map_err(io_err(&state))?;
-    fs::set_permissions(&state, fs::Permissions::from_mode(0o700)).map_err(io_err(&state))?;
+    private_dir_all(&state).map_err(io_err(&state))?;
     let live = current(dir);
     let was_live = live.as_ref().and_then(|c| c.file_name()).map(|n| n.to_string_lossy().to_string());
     let unchanged = match action(was_live.as_deref(), &gen_name, || {
@@ -449,8 +446,7 @@ fn write_files(
     spread: Spread,
 ) -> Result<(), WriteError> {
     use rayon::prelude::*;
-    fs::create_dir_all(root).map_err(io_err(root))?;
-    fs::set_permissions(root, fs::Permissions::from_mode(0o700)).map_err(io_err(root))?;
+    private_dir_all(root).map_err(io_err(root))?;
     let old = live.map(live_sums).unwrap_or_default();
     // This bundle's own hashes, from its SHA256SUMS: not computed again.
     let sums = b.files.get(bundle::SUMS).map(|f| f.contents.to_vec()).unwrap_or_default();
@@ -466,12 +462,11 @@ fn write_files(
         .collect();
     for d in dirs {
         let p = root.join(d);
-        if let Err(e) = fs::create_dir(&p) {
-            if e.kind() != io::ErrorKind::AlreadyExists {
-                return Err(io_err(&p)(e));
-            }
+        match make_dir(&p, 0o755) {
+            // Made by an earlier `put` (Staged): its mode set then.
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            r => r.map_err(io_err(&p))?,
         }
-        fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).map_err(io_err(&p))?;
     }
     let files: Vec<(&String, &bundle::File)> = b.files.iter().collect();
     let one = |(rel, f): &(&String, &bundle::File)| -> Result<(), WriteError> {
@@ -580,14 +575,14 @@ pub fn replace_dir(target: &Path, files: &[(String, u32, Vec<u8>)], carry: &[&st
     let written = (|| {
         for (rel, mode, bytes) in files {
             let p = tmp.join(rel);
-            fs::create_dir_all(p.parent().unwrap_or(&tmp))?;
+            make_dir_all(p.parent().unwrap_or(&tmp), 0o755)?;
             // Secrets are 0600 from their creation, not after a chmod.
             let mut f = fs::OpenOptions::new().write(true).create_new(true).mode(*mode).open(&p)?;
             f.write_all(bytes)?;
             f.sync_all()?;
             fs::set_permissions(&p, fs::Permissions::from_mode(*mode))?;
         }
-        fs::create_dir_all(&tmp)?;
+        make_dir_all(&tmp, 0o755)?;
         for c in carry {
             if fs::symlink_metadata(target.join(c)).is_ok() {
                 fs::rename(target.join(c), tmp.join(c))?;
@@ -653,9 +648,42 @@ pub struct DirLock {
 /// and state hold agents, release layers and keys' neighbours. An existing `path` is narrowed to
 /// 0700 too.
 pub fn private_dir_all(path: &Path) -> io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    fs::DirBuilder::new().recursive(true).mode(0o700).create(path)?;
+    make_dir_all(path, 0o700)?;
     fs::set_permissions(path, fs::Permissions::from_mode(0o700))
+}
+
+/// Create the directory `path` with exactly `mode`, whatever the umask (which narrows the mode
+/// given at creation: the mode is set again after). Fails as `fs::create_dir` does when `path`
+/// exists. The one way the tool makes a directory (a umask of 000 must not leave one writable by
+/// others: root runs what some of them hold).
+pub fn make_dir(path: &Path, mode: u32) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    fs::DirBuilder::new().mode(mode).create(path)?;
+    fs::set_permissions(path, fs::Permissions::from_mode(mode))
+}
+
+/// `make_dir` for `path` and each missing parent (each with `mode`); directories already there
+/// are left as they are. Ok when `path` is a directory already, as `fs::create_dir_all`.
+pub fn make_dir_all(path: &Path, mode: u32) -> io::Result<()> {
+    if path.is_dir() {
+        return Ok(());
+    }
+    let missing: Vec<&Path> = path
+        .ancestors()
+        .take_while(|p| !p.as_os_str().is_empty() && fs::symlink_metadata(p).is_err())
+        .collect();
+    for p in missing.into_iter().rev() {
+        match make_dir(p, mode) {
+            // Made meanwhile by another thread or run: fine if it is a directory.
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && p.is_dir() => {}
+            r => r?,
+        }
+    }
+    if path.is_dir() {
+        Ok(())
+    } else {
+        Err(io::Error::new(io::ErrorKind::AlreadyExists, "exists and is not a directory"))
+    }
 }
 
 /// Take the bundle's writer lock, or say who holds it: two runs writing one bundle at once would

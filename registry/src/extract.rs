@@ -133,10 +133,10 @@ pub fn apply_layer(layer: &Path, dest: &Path, keep: &dyn Fn(&str) -> bool) -> Re
             }
         }
         match kind {
-            tar::EntryType::Directory => std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?,
+            tar::EntryType::Directory => crate::release::private_dir(&out).map_err(|e| format!("{}: {e}", out.display()))?,
             tar::EntryType::Regular | tar::EntryType::Continuous => {
                 if let Some(p) = out.parent() {
-                    std::fs::create_dir_all(p).map_err(|e| format!("{}: {e}", p.display()))?;
+                    crate::release::private_dir(p).map_err(|e| format!("{}: {e}", p.display()))?;
                 }
                 // A later layer's file replaces an earlier one, even a directory of that name.
                 if out.is_dir() {

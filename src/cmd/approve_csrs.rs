@@ -165,7 +165,7 @@ fn record(path: &std::path::Path, csr: &Csr, d: &Decision, dry_run: bool) {
         "username": csr.username, "decision": decision, "reason": reason,
     });
     if let Some(dir) = path.parent() {
-        let _ = std::fs::create_dir_all(dir);
+        let _ = hardshift_generator::fsio::make_dir_all(dir, 0o700);
     }
     if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
         let _ = writeln!(f, "{line}");

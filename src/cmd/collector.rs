@@ -147,11 +147,12 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     };
     let db = super::db_path(&a.dir, a.db);
     if let Some(p) = db.parent() {
-        std::fs::create_dir_all(p).map_err(|e| Failure::other(format!("{}: {e}", p.display())))?;
+        // The store holds the nodes' reports: this user's only.
+        fsio::make_dir_all(p, 0o700).map_err(|e| Failure::other(format!("{}: {e}", p.display())))?;
     }
     // One collector per directory: a second would steal the admin socket and share the store.
     let state = a.dir.join(hardshift_generator::layout::COLLECTOR);
-    std::fs::create_dir_all(&state).map_err(|e| Failure::other(format!("{}: {e}", state.display())))?;
+    fsio::make_dir_all(&state, 0o700).map_err(|e| Failure::other(format!("{}: {e}", state.display())))?;
     let _lock = fsio::lock_file(&state.join("lock"), &format!("collector on {}", a.listen)).map_err(|e| match e {
         fsio::LockError::Busy(holder) => Failure::other(format!(
             "{}: another collector serves this bundle ({holder}); stop it first, or give this one another --dir",
@@ -167,7 +168,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     hardshift_collector::store::clear_halted(&db);
     // The admin socket asks nodes for their logs: only this user may reach it.
     let admin = super::logs::admin_socket(&a.dir);
-    std::fs::create_dir_all(admin.parent().unwrap_or(&a.dir))
+    fsio::make_dir_all(admin.parent().unwrap_or(&a.dir), 0o700)
         .and_then(|_| {
             std::fs::set_permissions(
                 admin.parent().unwrap_or(&a.dir),

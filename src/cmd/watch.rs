@@ -21,7 +21,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         .unwrap_or_else(|| a.store.dir.join(hardshift_generator::layout::ADMIN_KUBECONFIG));
     let db = super::db_path(&a.store.dir, a.store.db.clone());
     if let Some(p) = db.parent() {
-        std::fs::create_dir_all(p).map_err(|e| Failure::other(format!("{}: {e}", p.display())))?;
+        hardshift_generator::fsio::make_dir_all(p, 0o700).map_err(|e| Failure::other(format!("{}: {e}", p.display())))?;
     }
     let store = Store::open(&db).map_err(|e| Failure::other(format!("{}: {e}", db.display())))?;
     let rt = tokio::runtime::Runtime::new().map_err(Failure::other)?;

@@ -137,7 +137,7 @@ fn one(work: &Path, step: &Step, image: &str, opts: &Options) -> Result<Ran, Err
     };
     let argv = podman_argv(work, step, image, opts, network.as_deref());
     let logs = work.join("logs");
-    std::fs::create_dir_all(&logs).map_err(Error::other)?;
+    crate::fsio::make_dir_all(&logs, 0o700).map_err(Error::other)?;
     let log = logs.join(format!("{}.log", step.name));
     // A render's output may quote what it was given: this user's only, like the keys beside it.
     let out = std::fs::OpenOptions::new()
@@ -265,7 +265,7 @@ fn remove_stale_networks(podman: &Path, mine: &str) {
 /// `cp FROM/* TO/`: every file under `from` (recursively), into `to`.
 fn copy_all(from: &Path, to: &Path) -> std::io::Result<()> {
     let rd = std::fs::read_dir(from).map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", from.display())))?;
-    std::fs::create_dir_all(to)?;
+    crate::fsio::make_dir_all(to, 0o755)?;
     for e in rd.flatten() {
         let p = e.path();
         if p.is_dir() {

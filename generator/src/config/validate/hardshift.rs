@@ -9,7 +9,15 @@ use crate::config::rules;
 use crate::config::Overrides;
 use std::net::IpAddr;
 
-pub(super) fn hardshift(hs: &HardshiftConfig, ic: &InstallConfig, nets: &Networks, ov: &Overrides, r: &mut Reporter) -> Settings {
+/// `hosts`: agent-config's hostnames (the lab's DNS answers each node's own name).
+pub(super) fn hardshift(
+    hs: &HardshiftConfig,
+    ic: &InstallConfig,
+    hosts: &[&str],
+    nets: &Networks,
+    ov: &Overrides,
+    r: &mut Reporter,
+) -> Settings {
     let in_machine = |ip: &IpAddr| nets.machine.iter().any(|n| n.contains(ip));
     let mut addr = |path: &str, text: &Option<String>, must_be_in_machine: bool| -> Option<Option<IpAddr>> {
         let t = text.as_ref()?;
@@ -109,7 +117,7 @@ pub(super) fn hardshift(hs: &HardshiftConfig, ic: &InstallConfig, nets: &Network
             r.error(field, "must be greater than 0", None);
         }
     }
-    let dns_records = dns_records(hs, ic, r);
+    let dns_records = dns_records(hs, ic, hosts, nets, r);
     Settings {
         dns_records,
         api_vip,
@@ -127,13 +135,24 @@ pub(super) fn hardshift(hs: &HardshiftConfig, ic: &InstallConfig, nets: &Network
 }
 
 /// `dns.records`: names inside the cluster's zone (the lab's DNS serves that zone alone, and a BIND
-/// zone file holds only its own names), each once, none that the lab already answers.
-fn dns_records(hs: &HardshiftConfig, ic: &InstallConfig, r: &mut Reporter) -> Vec<DnsRecord> {
+/// zone file holds only its own names), each once, none that the lab already answers (a node's own
+/// name included: dnsmasq's `address=/name/` also answers every name under it), each on an address
+/// a node can reach.
+fn dns_records(hs: &HardshiftConfig, ic: &InstallConfig, hosts: &[&str], nets: &Networks, r: &mut Reporter) -> Vec<DnsRecord> {
     let domain = format!("{}.{}", ic.metadata.name, ic.base_domain);
     let generated = |n: &str| {
         let rel = n.strip_suffix(&format!(".{domain}")).unwrap_or(n);
         ["api", "api-int", "ns1"].contains(&rel) || rel == "apps" || rel.ends_with(".apps") || rel.starts_with("etcd-")
     };
+    // Each node's name in the lab's DNS (Node::fqdn), and the host it belongs to.
+    let node_names: Vec<(String, &str)> = hosts
+        .iter()
+        .filter(|h| !h.is_empty())
+        .map(|h| {
+            let l = h.to_ascii_lowercase();
+            (if l.contains('.') { l } else { format!("{l}.{domain}") }, *h)
+        })
+        .collect();
     let mut out: Vec<DnsRecord> = Vec::new();
     for (i, rec) in hs.dns.records.iter().enumerate() {
         let name = rec.name.trim_end_matches('.').to_ascii_lowercase();
@@ -160,10 +179,36 @@ fn dns_records(hs: &HardshiftConfig, ic: &InstallConfig, r: &mut Reporter) -> Ve
             );
             continue;
         }
+        if let Some((fqdn, host)) = node_names.iter().find(|(f, _)| *f == name || f.ends_with(&format!(".{name}"))) {
+            let what = if *fqdn == name {
+                format!("{name} is the name of node {host} (agent-config.yaml): the lab's DNS already answers it with the node's address")
+            } else {
+                let node = if fqdn.eq_ignore_ascii_case(host) {
+                    format!("node {host}")
+                } else {
+                    format!("node {host} ({fqdn})")
+                };
+                format!("{name} is above the name of {node}: dnsmasq would answer that name too, with this record's address")
+            };
+            r.error(
+                &format!("{path}.name"),
+                what,
+                Some(format!("name the service apart from the nodes (e.g. registry.{domain})")),
+            );
+            continue;
+        }
         let Ok(ip) = rec.ip.parse::<IpAddr>() else {
             r.error(&format!("{path}.ip"), format!("{:?} is not an IP address", rec.ip), None);
             continue;
         };
+        if let Some(why) = not_a_host(ip, &nets.machine) {
+            r.error(
+                &format!("{path}.ip"),
+                format!("{why}; expected the unicast address of the host that serves {name}"),
+                Some("give the host's own address (the mirror registry's, say), as the nodes reach it".into()),
+            );
+            continue;
+        }
         if out.iter().any(|o| o.name == name) {
             r.error(&format!("{path}.name"), format!("{name} is listed twice"), None);
             continue;
@@ -171,4 +216,33 @@ fn dns_records(hs: &HardshiftConfig, ic: &InstallConfig, r: &mut Reporter) -> Ve
         out.push(DnsRecord { name, ip });
     }
     out
+}
+
+/// Why `ip` is no host's address (a record pointing there reaches no server), if it is not.
+fn not_a_host(ip: IpAddr, machine: &[ipnet::IpNet]) -> Option<String> {
+    // An IPv4-mapped IPv6 address (::ffff:127.0.0.1) is what it maps.
+    let v = ip.to_canonical();
+    if v.is_unspecified() {
+        return Some(format!("{ip} is the unspecified address (\"any\"), not a host"));
+    }
+    if v.is_loopback() {
+        return Some(format!("{ip} is a loopback address: each node would reach itself"));
+    }
+    if v.is_multicast() {
+        return Some(format!("{ip} is a multicast address"));
+    }
+    let IpAddr::V4(v4) = v else { return None };
+    if v4.is_broadcast() {
+        return Some(format!("{ip} is the broadcast address"));
+    }
+    // A /31 or /32 has neither a network nor a broadcast address (RFC 3021).
+    machine.iter().find_map(|n| match n {
+        ipnet::IpNet::V4(n4) if n4.prefix_len() < 31 && v4 == n4.broadcast() => {
+            Some(format!("{ip} is the broadcast address of the machine network {n}"))
+        }
+        ipnet::IpNet::V4(n4) if n4.prefix_len() < 31 && v4 == n4.network() => {
+            Some(format!("{ip} is the network address of the machine network {n}"))
+        }
+        _ => None,
+    })
 }

@@ -46,7 +46,8 @@ pub(super) fn validate(
         doc: hs_doc,
         out: ir.out,
     };
-    let settings = hardshift::hardshift(hs, ic, &nets, overrides, &mut hr);
+    let hostnames: Vec<&str> = ac.hosts.iter().map(|h| h.hostname.as_str()).collect();
+    let settings = hardshift::hardshift(hs, ic, &hostnames, &nets, overrides, &mut hr);
     let mut ar = Reporter {
         file: AGENT_CONFIG,
         doc: ac_doc,

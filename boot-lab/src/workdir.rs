@@ -1,0 +1,133 @@
+//! The boot lab's work directory (`--work`): it is emptied at each run, so it must be one the tool
+//! made itself. The tool marks what it makes (`MARKER`) and takes only a new or empty directory, or
+//! a marked one; anything else is refused, never emptied. No symlink is followed.
+
+use std::fs;
+use std::io;
+use std::path::Path;
+
+/// The file that says a directory is a boot lab's own (and may be emptied).
+pub const MARKER: &str = ".hardshift-boot-lab";
+
+/// Whether `work` can be the work directory: missing, an empty directory, or one the tool made.
+/// Touches nothing.
+pub fn check(work: &Path) -> Result<(), String> {
+    let shown = work.display();
+    let meta = match fs::symlink_metadata(work) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(format!("--work {shown}: {e}")),
+        Ok(m) => m,
+    };
+    if meta.file_type().is_symlink() {
+        return Err(format!(
+            "--work {shown} is a symlink: give the directory itself (the boot lab empties its work directory, and follows no link to do so)"
+        ));
+    }
+    if !meta.is_dir() {
+        return Err(format!("--work {shown} is not a directory: give a new or empty directory"));
+    }
+    let names = entries(work)?;
+    if names.is_empty() || is_marked(work) {
+        return Ok(());
+    }
+    let mut shown_names: Vec<&str> = names.iter().map(String::as_str).take(5).collect();
+    if names.len() > shown_names.len() {
+        shown_names.push("...");
+    }
+    Err(format!(
+        "--work {shown} holds {} entr{} ({}) and is not a boot lab's work directory (no {MARKER} in it): \
+         the boot lab empties its work directory at each run, so it takes only a new or empty one, or one it made; \
+         give another --work (a new directory), or empty this one yourself if nothing in it is needed",
+        names.len(),
+        if names.len() == 1 { "y" } else { "ies" },
+        shown_names.join(", ")
+    ))
+}
+
+/// Make `work` ready for a run: created (with its marker), or, when the tool made it before,
+/// emptied of what the last run left. Refuses what `check` refuses.
+pub fn prepare(work: &Path) -> Result<(), String> {
+    check(work)?;
+    let fail = |p: &Path, e: io::Error| format!("{}: {e}", p.display());
+    match fs::symlink_metadata(work) {
+        Ok(_) => {
+            for name in entries(work)? {
+                if name != MARKER {
+                    let p = work.join(&name);
+                    remove(&p).map_err(|e| fail(&p, e))?;
+                }
+            }
+        }
+        Err(_) => hardshift_generator::fsio::make_dir_all(work, 0o755).map_err(|e| fail(work, e))?,
+    }
+    let marker = work.join(MARKER);
+    hardshift_generator::fsio::write_file_atomic(
+        &marker,
+        b"Made by hardshift-boot-lab: its next run empties this directory.\n",
+        0o644,
+    )
+    .map_err(|e| fail(&marker, e))
+}
+
+fn is_marked(work: &Path) -> bool {
+    fs::symlink_metadata(work.join(MARKER)).is_ok_and(|m| m.is_file())
+}
+
+/// The names in `dir`, sorted.
+fn entries(dir: &Path) -> Result<Vec<String>, String> {
+    let rd = fs::read_dir(dir).map_err(|e| format!("--work {}: {e}", dir.display()))?;
+    let mut names: Vec<String> = rd.flatten().map(|e| e.file_name().to_string_lossy().to_string()).collect();
+    names.sort();
+    Ok(names)
+}
+
+/// Remove `p`: a link as a link (never what it points at); a directory with what it holds
+/// (`remove_dir_all` follows no symlink inside it either).
+fn remove(p: &Path) -> io::Result<()> {
+    if fs::symlink_metadata(p)?.is_dir() {
+        fs::remove_dir_all(p)
+    } else {
+        fs::remove_file(p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(label: &str) -> std::path::PathBuf {
+        let p = std::env::temp_dir().join(format!("boot-lab-workdir-{label}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&p);
+        fs::create_dir_all(&p).unwrap();
+        p
+    }
+
+    #[test]
+    fn a_marked_directory_is_emptied_and_no_link_in_it_is_followed() {
+        let s = scratch("links");
+        let outside = s.join("outside");
+        fs::create_dir_all(&outside).unwrap();
+        fs::write(outside.join("keep"), b"x").unwrap();
+        let work = s.join("work");
+        prepare(&work).unwrap();
+        assert!(work.join(MARKER).is_file());
+        // What a run leaves, and links to what is not the lab's.
+        fs::create_dir_all(work.join("www/ignition")).unwrap();
+        fs::write(work.join("dnsmasq.log"), b"log").unwrap();
+        std::os::unix::fs::symlink(&outside, work.join("dir-link")).unwrap();
+        std::os::unix::fs::symlink(&outside, work.join("www/ignition/link")).unwrap();
+        prepare(&work).unwrap();
+        let left: Vec<String> = fs::read_dir(&work)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+            .collect();
+        assert_eq!(left, vec![MARKER.to_string()]);
+        assert_eq!(fs::read(outside.join("keep")).unwrap(), b"x");
+        // A marker that is a link is no marker.
+        fs::remove_file(work.join(MARKER)).unwrap();
+        fs::write(work.join("x"), b"").unwrap();
+        std::os::unix::fs::symlink(outside.join("keep"), work.join(MARKER)).unwrap();
+        assert!(check(&work).is_err());
+        fs::remove_dir_all(&s).unwrap();
+    }
+}
