@@ -1,7 +1,8 @@
 //! The agent's unit probes against a real systemd (a user manager on its own D-Bus): a running
 //! unit serving healthz, a crash-looping one whose NRestarts rises, a stopped one, a missing one;
 //! and a unit stopping reaches the collector through the PropertiesChanged watch, long before
-//! the next tick.
+//! the next tick; a unit whose program is missing is named by its last failure (203/EXEC) in
+//! every snapshot between its tries, each try reported as it happens, never a flood.
 
 mod common;
 
@@ -130,6 +131,7 @@ fn component<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Value 
 fn unit_probes_and_the_change_watch_against_a_real_systemd() {
     unit_states_from_a_real_systemd();
     a_stopped_unit_reaches_the_collector_before_the_next_tick();
+    a_restarting_unit_is_named_by_its_last_failure_between_tries();
 }
 
 fn unit_states_from_a_real_systemd() {
@@ -291,5 +293,108 @@ fn a_stopped_unit_reaches_the_collector_before_the_next_tick() {
         text(&status.stdout).contains("CAUSE HS020 kubelet.service is not running"),
         "{}",
         text(&status.stdout)
+    );
+}
+
+/// `master-0`'s agent for bundle `dir`, reporting to the collector on `cport` every
+/// `interval_ms`, watching `units` on the bus of `sd`. Its hostname is its name.
+fn node_agent(dir: &Path, work: &Path, cport: u16, interval_ms: u64, sd: &UserSystemd, units: &[&str]) -> Kill {
+    let cfg = work.join("agent.toml");
+    let pki = dir.join("agent-pki");
+    std::fs::write(
+        &cfg,
+        format!(
+            "collector = \"127.0.0.1:{cport}\"\nnode = \"master-0\"\nca = \"{}\"\ncert = \"{}\"\nkey = \"{}\"\ninterval_ms = {interval_ms}\nsystemd_bus = \"{}\"\nunits = {units:?}\nstate_dir = \"{}\"\n",
+            pki.join("agent-ca.crt").display(),
+            pki.join("agent-master-0.crt").display(),
+            pki.join("agent-master-0.key").display(),
+            sd.bus(),
+            work.join("agent-state").display()
+        ),
+    )
+    .unwrap();
+    Kill(
+        Command::new("unshare")
+            .args(["--uts", "sh", "-c", "hostname master-0 && exec \"$0\" \"$@\""])
+            .arg(agent_bin())
+            .args(["--config", cfg.to_str().unwrap()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+/// A unit's snapshot in one stored report: (state, Result, ExecMainStatus, NRestarts).
+fn snapshot_of(r: &hardshift_proto::v1::NodeReport, unit: &str) -> Option<(String, String, String, u32)> {
+    let c = r.components.iter().find(|c| c.name == unit)?;
+    let d = |k: &str| c.details.get(k).cloned().unwrap_or_default();
+    Some((
+        c.state.clone(),
+        d("Result"),
+        d("ExecMainStatus"),
+        d("NRestarts").parse().unwrap_or(0),
+    ))
+}
+
+/// As a real node's kubelet without its program: `activating/auto-restart` with 203/EXEC, then
+/// `activating/start-pre` (ExecMainStatus and Result reset by systemd) on every try. Only the
+/// watch brings reports here (one a minute otherwise): each SubState change is one, at most one
+/// a second. Every snapshot after the first failure names it, whichever moment it caught.
+/// `start-pre` lasts 2 s, longer than that second: the change that ends the quiet gap is
+/// reported at once (the try failing), and the ones within it a second later (in `start-pre`).
+fn a_restarting_unit_is_named_by_its_last_failure_between_tries() {
+    let d = example_copy();
+    create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    let dir = d.path();
+    let work = tempfile::tempdir().unwrap();
+    let unit = "kubelet.service";
+    let sd = UserSystemd::start(&[(
+        unit,
+        "[Unit]\nStartLimitIntervalSec=0\n[Service]\nType=notify\nExecStartPre=/bin/sleep 2\nExecStart=/nonexistent/kubelet\nRestart=always\nRestartSec=0.2\n".to_string(),
+    )]);
+    let cport = free_port();
+    let _col = collector(dir, cport);
+    let started = Instant::now();
+    let _agent = node_agent(dir, work.path(), cport, 60_000, &sd, &[unit]);
+    assert!(sd.systemctl(&["start", "--no-block", unit]).0);
+    let db = dir.join("collector/reports.db");
+    // The unit's snapshots from its first failure on, in the order the agent took them.
+    let after_failure = || {
+        let Ok(store) = hardshift_collector::store::Store::read(&db) else {
+            return (0, vec![]);
+        };
+        let reports = store.reports("master-0").unwrap_or_default();
+        let snaps: Vec<_> = reports.iter().filter_map(|(_, r)| snapshot_of(r, unit)).collect();
+        let first = snaps.iter().position(|(_, result, _, _)| result != "success" && !result.is_empty());
+        (reports.len(), first.map(|i| snaps[i..].to_vec()).unwrap_or_default())
+    };
+    let count = |snaps: &[(String, String, String, u32)], state: &str| snaps.iter().filter(|s| s.0 == state).count();
+    let start = Instant::now();
+    loop {
+        let (_, snaps) = after_failure();
+        // ActiveState stays `activating` through the loop: only SubState changes bring these.
+        if count(&snaps, "activating/start-pre") >= 3 {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no report of the tries (start-pre) after the first failure: {snaps:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (n, snaps) = after_failure();
+    let elapsed = started.elapsed();
+    eprintln!("{n} reports in {elapsed:?}; from the first failure on: {snaps:?}");
+    for s in &snaps {
+        assert!(
+            s.1 == "exit-code" && s.2 == "203",
+            "a snapshot between tries lost the last failure (Result exit-code, ExecMainStatus 203): {s:?} in {snaps:?}"
+        );
+    }
+    // At most one report a second for the unit's changes, and the agent's first.
+    assert!(
+        (n as u64) <= elapsed.as_secs() + 2,
+        "{n} reports in {elapsed:?}: a crash-looping unit floods"
     );
 }
