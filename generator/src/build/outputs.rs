@@ -95,6 +95,7 @@ pub fn walk(root: &Path, visit: &mut dyn FnMut(&str, std::fs::File) -> std::io::
                 "a symbolic link (to {})",
                 std::fs::read_link(root).map(|t| t.display().to_string()).unwrap_or_default()
             ),
+            SFlag::S_IFREG => "a file, not a directory".into(),
             _ => describe(&st),
         };
         return Err(TreeError::Refused { path: String::new(), what });
@@ -325,5 +326,7 @@ mod tests {
         let e = read_all(&link).unwrap_err();
         assert!(e.to_string().contains("a symbolic link"), "{e}");
         assert_eq!(e.clone().under("render").path(), "render");
+        let e = read_all(&t.path().join("top")).unwrap_err();
+        assert!(e.to_string().contains("a file, not a directory"), "{e}");
     }
 }
