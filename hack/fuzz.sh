@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${HARDSHIFT_FUZZ_SECS:-20}
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_manifest_layer_paths fuzz_layer_extraction fuzz_yaml_front_end fuzz_collector_message_path fuzz_agent_config fuzz_crd_files fuzz_cel_rules)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_manifest_layer_paths fuzz_layer_extraction fuzz_yaml_front_end fuzz_collector_message_path fuzz_agent_config fuzz_crd_files fuzz_cel_rules fuzz_renders_record fuzz_render_outputs)
 export RUSTFLAGS="--cfg fuzzing -Cpasses=sancov-module --cfg fuzzing_libfuzzer -Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-level=4 -Cllvm-args=-sanitizer-coverage-pc-table -Cllvm-args=-sanitizer-coverage-trace-compares -Cllvm-args=-sanitizer-coverage-stack-depth"
 # With --target, RUSTFLAGS instrument the targets only, not build scripts and proc macros.
 host=$(rustc -vV | sed -n 's/^host: //p')

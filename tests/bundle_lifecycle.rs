@@ -248,8 +248,8 @@ fn verify_passes_a_good_bundle_and_names_what_is_wrong_in_a_bad_one() {
     assert_eq!(crd, 10, "one check per custom resource bootkube applies");
     assert_eq!(
         checks.as_array().unwrap().len() - crd,
-        1 + 38 + 9 + 1 + 1,
-        "sums + PKI entries + kubeconfigs + regeneration + crypto"
+        1 + 1 + 38 + 9 + 1 + 1 + 1,
+        "sums + the sums `sha256sum -c` reads + PKI entries + kubeconfigs + regeneration + agent + crypto"
     );
     let crypto = checks.as_array().unwrap().iter().find(|c| c["name"] == "crypto").unwrap();
     let module = hardshift_crypto::module().name();
@@ -648,6 +648,109 @@ fn verify_refuses_a_kept_agent_that_does_not_hash_to_its_name() {
     let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
     assert_eq!(out.status.code(), Some(1), "{all}");
     assert!(all.contains(&format!("hashes to {foreign_sha}, not {sha}")), "{all}");
+}
+
+/// verify names the agent each node's config embeds and compares it with the hardshift-agent
+/// built beside hardshift, or the one given (issue 36, item 2): a foreign agent kept under its
+/// own hash, with create.json to match, no longer passes; with no agent to compare with, it is
+/// said, as a warning, never a pass.
+#[test]
+fn verify_compares_the_embedded_agent_with_the_one_beside_hardshift() {
+    let agent = agent_bin();
+    let d = example_copy();
+    let ds = d.path().to_str().unwrap();
+    let sha = |p: &Path| format!("{:x}", sha2::Sha256::digest(std::fs::read(p).unwrap()));
+    let verify = |bin: &Path, extra: &[&str]| {
+        let out = std::process::Command::new(bin)
+            .args(["verify", "--dir", ds])
+            .args(extra)
+            .output()
+            .unwrap();
+        (out.status.code(), format!("{}{}", text(&out.stdout), text(&out.stderr)))
+    };
+    let hs = Path::new(env!("CARGO_BIN_EXE_hardshift"));
+    // The foreign bundle: /bin/true embedded, kept under its own hash, the record to match.
+    create(d.path(), &["--key-algorithm", "ecdsa-p256", "--agent-binary", "/bin/true"]);
+    let foreign = sha(Path::new("/bin/true"));
+    let (code, all) = verify(hs, &[]);
+    assert_eq!(code, Some(1), "{all}");
+    assert!(
+        all.contains(&format!(
+            "embed hardshift-agent sha256 {foreign}, not the hardshift-agent beside hardshift ({}, sha256 {})",
+            agent.display(),
+            sha(&agent)
+        )),
+        "{all}"
+    );
+    assert!(
+        all.contains("ignition/master-0.ign") && all.contains("ignition/bootstrap.ign"),
+        "{all}"
+    );
+    // Compared with the agent it was meant to carry, it passes, saying which.
+    let (code, all) = verify(hs, &["--agent-binary", "/bin/true"]);
+    assert_eq!(code, Some(0), "{all}");
+    assert!(
+        all.contains(&format!("embed hardshift-agent sha256 {foreign}: the --agent-binary /bin/true")),
+        "{all}"
+    );
+    // As create makes it by default: the agent beside hardshift.
+    create(d.path(), &["--key-algorithm", "ecdsa-p256"]);
+    let (code, all) = verify(hs, &[]);
+    assert_eq!(code, Some(0), "{all}");
+    assert!(all.contains(": the hardshift-agent beside hardshift ("), "{all}");
+    // A hardshift with no hardshift-agent beside it: not compared, a warning.
+    let lone = tempfile::tempdir().unwrap();
+    let copy = lone.path().join("hardshift");
+    std::fs::copy(hs, &copy).unwrap();
+    let (code, all) = verify(&copy, &[]);
+    assert_eq!(code, Some(0), "{all}");
+    let line = all
+        .lines()
+        .find(|l| l.contains("not compared: no hardshift-agent beside hardshift"))
+        .unwrap_or_else(|| panic!("{all}"));
+    assert!(line.contains("WARN") && line.contains(&sha(&agent)), "{line}");
+}
+
+/// verify checks DIR/SHA256SUMS, the file a user runs `sha256sum -c` on (issue 36, low): garbage,
+/// a FIFO or a directory in its place fails, named, and a FIFO never blocks it.
+#[test]
+fn verify_checks_the_sums_a_user_would_check() {
+    let d = example_copy();
+    let ds = d.path().to_str().unwrap();
+    create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    let sums = d.path().join("SHA256SUMS");
+    let link = std::fs::read_link(&sums).expect("SHA256SUMS is linked into the bundle");
+    let (ok, out) = run("sh", &["-c", &format!("cd {ds} && sha256sum --quiet -c SHA256SUMS")]);
+    assert!(ok, "{out}");
+    let fifo = |p: &Path| nix::unistd::mkfifo(p, nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
+    type Make = Box<dyn Fn(&Path)>;
+    let cases: [(&str, Make, &str); 4] = [
+        ("garbage", Box::new(|p| std::fs::write(p, "not a sum\n").unwrap()), "line 1 is not"),
+        (
+            "a bad hash",
+            Box::new(|p| std::fs::write(p, format!("{}  pki/root-ca.crt\n", "0".repeat(64))).unwrap()),
+            "differs from the bundle's own",
+        ),
+        ("a FIFO", Box::new(fifo), "a FIFO"),
+        ("a directory", Box::new(|p| std::fs::create_dir(p).unwrap()), "a directory"),
+    ];
+    for (name, make, said) in cases {
+        std::fs::remove_file(&sums).unwrap();
+        make(&sums);
+        let out = hardshift(&["verify", "--dir", ds]);
+        let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+        assert_eq!(out.status.code(), Some(1), "{name}: {all}");
+        let line = all
+            .lines()
+            .find(|l| l.contains(&sums.display().to_string()))
+            .unwrap_or_else(|| panic!("{name}: {all}"));
+        assert!(line.contains("FAIL") && line.contains(said), "{name}: {line}");
+        let _ = std::fs::remove_dir(&sums);
+        let _ = std::fs::remove_file(&sums);
+        std::os::unix::fs::symlink(&link, &sums).unwrap();
+    }
+    let out = hardshift(&["verify", "--dir", ds]);
+    assert!(out.status.success(), "{}", text(&out.stdout));
 }
 
 /// Under umask 000 the state and cache directories are still this user's only (0700): the kept

@@ -28,10 +28,75 @@ fn bootstrap(dir: &Path) -> Value {
 
 /// A `$PODMAN` at `path` that hands every container `env` and is podman otherwise.
 fn wrapper(path: &Path, env: &str) -> std::path::PathBuf {
-    let script = format!("#!/bin/sh\nif [ \"$1\" = run ]; then shift; exec podman run --env={env} \"$@\"; fi\nexec podman \"$@\"\n");
+    podman_script(path, ":", Some(env))
+}
+
+/// A `$PODMAN` at `path` that runs `pre` (sh, with `$v` the host side of the assets volume)
+/// before each `podman run`, hands every container `env` (VAR=VALUE, no single quote) if given,
+/// and is podman otherwise.
+fn podman_script(path: &Path, pre: &str, env: Option<&str>) -> std::path::PathBuf {
+    let env = env.map(|e| format!(" '--env={e}'")).unwrap_or_default();
+    let script = format!(
+        "#!/bin/sh\nif [ \"$1\" = run ]; then\n  for a; do case \"$a\" in --volume=*) v=${{a#--volume=}}; v=${{v%%:*}} ;; esac; done\n  {pre}\n  shift; exec podman run{env} \"$@\"\nfi\nexec podman \"$@\"\n"
+    );
     std::fs::write(path, script).unwrap();
     std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     path.to_path_buf()
+}
+
+/// podman's configuration in `w`, with the stand-in image built there (busybox with these
+/// applets beside the ones every stand-in needs).
+fn standin(w: &Path, more: &[&str]) -> Vec<(String, String)> {
+    let env = common::podman::env(w);
+    let programs = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/render-standin");
+    let mut applets = vec![
+        "sh", "hostname", "ip", "awk", "grep", "base64", "printf", "cp", "mkdir", "head", "cat", "basename", "echo", "sed",
+    ];
+    applets.extend_from_slice(more);
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mco/worker-machineconfig.json");
+    common::podman::standin_image(&env, &w.join("image"), IMAGE, &programs, &applets, &[(&fixture, "fixture.json")]);
+    env
+}
+
+/// Every entry under `root`, never following a link: path → the bytes of a regular file, or
+/// what else it is.
+fn tree(root: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            let rel = p.strip_prefix(root).unwrap().to_string_lossy().to_string();
+            let t = std::fs::symlink_metadata(&p).unwrap().file_type();
+            if t.is_dir() {
+                stack.push(p);
+            } else if t.is_file() {
+                out.insert(rel, std::fs::read(&p).unwrap());
+            } else {
+                out.insert(rel, format!("{t:?}").into_bytes());
+            }
+        }
+    }
+    out
+}
+
+/// Whether process `pid` is gone (or dead, waiting to be reaped).
+fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('Z') || rest.starts_with('X')),
+    }
+}
+
+/// The process IDs written one a line into `file`.
+fn pids(file: &Path) -> Vec<u32> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| l.trim().parse().unwrap())
+        .collect()
 }
 
 fn render(dir: &str, env: &[(String, String)], podman: Option<&Path>) -> std::process::Output {
@@ -56,13 +121,7 @@ fn the_releases_renders_run_in_bootkubes_order_over_the_bundle() {
 
     let work = tempfile::tempdir().unwrap();
     let w = work.path();
-    let env = common::podman::env(w);
-    let programs = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/render-standin");
-    let applets = [
-        "sh", "hostname", "ip", "awk", "grep", "base64", "printf", "cp", "mkdir", "head", "cat", "basename", "echo", "sed",
-    ];
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mco/worker-machineconfig.json");
-    common::podman::standin_image(&env, &w.join("image"), IMAGE, &programs, &applets, &[(&fixture, "fixture.json")]);
+    let env = standin(w, &[]);
 
     // No diff before there are renders to compare with.
     let out = hardshift(&["render", "--dir", dir, "--diff"]);
@@ -403,6 +462,231 @@ fn the_releases_renders_run_in_bootkubes_order_over_the_bundle() {
     let again: Value = serde_json::from_slice(&std::fs::read(r.join("renders.json")).unwrap()).unwrap();
     assert_eq!(again["steps"].as_array().unwrap().len(), 7);
     let _ = common::podman::run(&env, &["rmi", "-f", IMAGE]);
+}
+
+/// A render's output is data (issue 36, items 1 and 2): a link (to a host file, to a directory
+/// outside, or where bootkube's copy writes), a second name for a file or a FIFO a render leaves
+/// fails the render with exit 2, naming it, nothing read or written through it, the last good
+/// renders kept; a link planted in DIR/render after the render is refused by create; every output
+/// is hashed in renders.json and verify names a file changed, added or removed since; a render's
+/// child is dead when render returns; a render's output not in UTF-8 still shows; a corrupt
+/// renders.json is named by create.
+#[test]
+fn a_renders_output_is_data_never_a_path_to_follow() {
+    let d = example_copy();
+    let dir = d.path().to_str().unwrap();
+    full_release(d.path());
+    create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let env = standin(w, &["ln", "rm", "mkfifo"]);
+    let r = d.path().join("render");
+    let a = r.join("assets");
+
+    // Every podman run leaves a child in its process group that would write into the renders'
+    // work later: each is killed when its step ends, before render returns.
+    let children = w.join("children");
+    let linger = podman_script(
+        &w.join("podman-linger"),
+        &format!("(sleep 1000; echo late > \"$v/late\") & echo $! >> {}", children.display()),
+        None,
+    );
+    let out = render(dir, &env, Some(&linger));
+    assert!(out.status.success(), "{}{}", text(&out.stdout), text(&out.stderr));
+    let left = pids(&children);
+    assert_eq!(left.len(), 7, "{left:?}");
+    for pid in left {
+        assert!(gone(pid), "a render's child ({pid}) outlived render");
+    }
+    let good = tree(&r);
+
+    // What a tampered render leaves: refused after its step, by name, exit 2.
+    let secret = w.join("host-secret");
+    std::fs::write(&secret, "HOST SECRET").unwrap();
+    let outside = w.join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    let (s, o) = (secret.display(), outside.display());
+    let cases = [
+        // A host file, which bootkube's copy of etcd-bootstrap/tls/ to tls/ would read.
+        (
+            format!("ln -s {s} /assets/etcd-bootstrap/tls/leak.crt"),
+            "assets/etcd-bootstrap/tls/leak.crt",
+            "a symbolic link (to ",
+        ),
+        // A directory outside, the same.
+        (
+            format!("ln -s {o} /assets/etcd-bootstrap/tls/more"),
+            "assets/etcd-bootstrap/tls/more",
+            "a symbolic link",
+        ),
+        // tls/ itself outside: bootkube's copy into it would write there.
+        (
+            format!("rm -rf /assets/tls && ln -s {o} /assets/tls"),
+            "assets/tls",
+            "a symbolic link",
+        ),
+        (
+            "ln /assets/etcd-bootstrap/tls/etcd-client.crt /assets/etcd-bootstrap/tls/twice.crt".into(),
+            "assets/etcd-bootstrap/tls/etcd-client.crt",
+            "a hard link (2 names",
+        ),
+        ("mkfifo /assets/pipe.yaml".into(), "assets/pipe.yaml", "a FIFO"),
+    ];
+    for (cmd, named, what) in &cases {
+        let tampered = podman_script(
+            &w.join("podman-tampered"),
+            ":",
+            Some(&format!("STANDIN_DO=cluster-etcd-operator|{cmd}")),
+        );
+        let out = render(dir, &env, Some(&tampered));
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{cmd}: {err}");
+        assert!(
+            err.contains(&format!("the etcd render ({IMAGE}) left {named}: {what}")),
+            "{cmd}: {err}"
+        );
+        assert!(std::fs::read_dir(&outside).unwrap().next().is_none(), "{cmd}: written outside");
+        assert_eq!(tree(&r), good, "{cmd}: DIR/render keeps the last good renders");
+        let leaked: Vec<String> = tree(d.path())
+            .into_iter()
+            .filter(|(_, b)| b.windows(11).any(|w| w == b"HOST SECRET"))
+            .map(|(p, _)| p)
+            .collect();
+        assert!(leaked.is_empty(), "{cmd}: the host's file was read into {leaked:?}");
+    }
+
+    // A link planted in DIR/render after the render: create refuses it by name, nothing written.
+    std::os::unix::fs::symlink(&secret, a.join("tls/planted.crt")).unwrap();
+    let before = tree(d.path());
+    let out = hardshift(&["create", "--dir", dir, "--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("render/assets/tls/planted.crt: a symbolic link (to "), "{err}");
+    assert_eq!(before, tree(d.path()), "nothing written");
+    std::fs::remove_file(a.join("tls/planted.crt")).unwrap();
+
+    // Every output's hash is recorded; verify agrees with a bundle made from them.
+    let record: Value = serde_json::from_slice(&std::fs::read(r.join("renders.json")).unwrap()).unwrap();
+    let outputs = record["outputs"].as_object().expect("renders.json records the outputs");
+    assert_eq!(
+        outputs["assets/bootstrap-manifests/kube-apiserver-pod.yaml"],
+        hardshift_generator::bundle::sha256_hex(&std::fs::read(a.join("bootstrap-manifests/kube-apiserver-pod.yaml")).unwrap())
+    );
+    assert!(outputs.contains_key("logs/etcd.log") && !outputs.contains_key("renders.json"));
+    create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    let out = hardshift(&["verify", "--dir", dir]);
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success() && all.contains(" 0 failed"), "{all}");
+    assert!(all.contains("files as the renders made them"), "{all}");
+
+    // A static pod added, one changed and a log removed after the render, and the bundle made
+    // again from them: verify names each.
+    let (pod, log) = (a.join("bootstrap-manifests/kube-scheduler-pod.yaml"), r.join("logs/mcc.log"));
+    let (pod_bytes, log_bytes) = (std::fs::read(&pod).unwrap(), std::fs::read(&log).unwrap());
+    let extra = a.join("bootstrap-manifests/extra-pod.yaml");
+    std::fs::write(
+        &extra,
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: extra\n  namespace: kube-system\n",
+    )
+    .unwrap();
+    std::fs::write(&pod, [pod_bytes.as_slice(), b"# edited\n"].concat()).unwrap();
+    std::fs::remove_file(&log).unwrap();
+    create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    let out = hardshift(&["verify", "--dir", dir]);
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    for named in [
+        "assets/bootstrap-manifests/extra-pod.yaml (added)",
+        "assets/bootstrap-manifests/kube-scheduler-pod.yaml (changed)",
+        "logs/mcc.log (removed)",
+    ] {
+        assert!(all.contains(named), "{named}: {all}");
+    }
+    std::fs::remove_file(&extra).unwrap();
+    std::fs::write(&pod, &pod_bytes).unwrap();
+    std::fs::write(&log, &log_bytes).unwrap();
+
+    // A record from before the outputs were kept: verify says they are not checked, never that
+    // they are.
+    let good_record = std::fs::read(r.join("renders.json")).unwrap();
+    let mut old: Value = serde_json::from_slice(&good_record).unwrap();
+    old.as_object_mut().unwrap().remove("outputs");
+    std::fs::write(r.join("renders.json"), serde_json::to_vec_pretty(&old).unwrap()).unwrap();
+    create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    let out = hardshift(&["verify", "--dir", dir]);
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(
+        all.contains("outputs are unrecorded") && all.contains(&format!("hardshift render --dir {dir}")),
+        "{all}"
+    );
+    assert!(!all.contains("files as the renders made them"), "{all}");
+
+    // A corrupt record: create names it, where it stops reading, exit 2, nothing written.
+    std::fs::write(r.join("renders.json"), b"{\"release\": ").unwrap();
+    let before = tree(d.path());
+    let out = hardshift(&["create", "--dir", dir, "--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("render/renders.json: ") && err.contains("line 1 column"), "{err}");
+    assert_eq!(before, tree(d.path()), "nothing written");
+    std::fs::write(r.join("renders.json"), &good_record).unwrap();
+
+    // A render whose output is not UTF-8: its words still show.
+    let garbled = podman_script(
+        &w.join("podman-garbled"),
+        "printf '\\377\\376 not UTF-8\\n'",
+        Some("STANDIN_FAIL=cluster-kube-scheduler-operator"),
+    );
+    let out = render(dir, &env, Some(&garbled));
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("not UTF-8") && err.contains("failing as asked"), "{err}");
+    let _ = common::podman::run(&env, &["rmi", "-f", IMAGE]);
+}
+
+/// A render step has a deadline (issue 36, item 5): a podman that hangs, and ignores SIGTERM, is
+/// stopped at `--step-timeout` with everything it started, named, its work kept for a look.
+#[test]
+fn a_render_step_has_a_deadline() {
+    let d = example_copy();
+    let dir = d.path().to_str().unwrap();
+    full_release(d.path());
+    create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    let w = tempfile::tempdir().unwrap();
+    let started = w.path().join("started");
+    let hang = podman_script(
+        &w.path().join("podman-hang"),
+        &format!(
+            "trap '' TERM; echo $$ >> {p}; sleep 1000 & echo $! >> {p}; exec sleep 1000",
+            p = started.display()
+        ),
+        None,
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hardshift"))
+        .args(["render", "--dir", dir, "--step-timeout", "2s"])
+        .env("PODMAN", &hang)
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("the api render") && err.contains("did not finish within 2s (--step-timeout)"),
+        "{err}"
+    );
+    assert!(err.contains("the renders' work is kept in"), "{err}");
+    let left = pids(&started);
+    assert_eq!(left.len(), 2, "{left:?}");
+    for pid in left {
+        assert!(gone(pid), "the hung step's process {pid} outlived render");
+    }
+    assert!(!d.path().join("render").exists());
+    // A deadline that is not one.
+    for bad in ["0s", "soon"] {
+        let out = hardshift(&["render", "--dir", dir, "--step-timeout", bad]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
+        assert!(err.contains("--step-timeout") && err.contains(bad), "{bad}: {err}");
+    }
 }
 
 /// With OpenShift 4.18's own renders (built by hand into `HARDSHIFT_OCP_BIN`, run by

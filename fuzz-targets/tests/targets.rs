@@ -6,6 +6,7 @@
 //! Each target must never panic, and states what must hold of what it accepts.
 
 use hardshift_collector::{events, store::Store, summary};
+use hardshift_generator::build::rendered;
 use hardshift_generator::config::{self, yaml};
 use hardshift_proto::v1::agent_message::Body;
 use hardshift_proto::v1::{AgentMessage, NodeReport};
@@ -130,6 +131,123 @@ fn fuzz_agent_config() {
         }
         let _ = hardshift_agent_config::parse(("agent.toml", MAIN), &[("10.toml".into(), text.to_string())]);
     });
+}
+
+/// renders.json, whatever its bytes: read, or refused saying where it stops reading (create names
+/// it with that); what reads is written back the same.
+#[test]
+fn fuzz_renders_record() {
+    bolero::check!().for_each(|input: &[u8]| match rendered::parse_record(input) {
+        Ok(r) => {
+            let again = rendered::parse_record(&serde_json::to_vec(&r).unwrap()).unwrap();
+            assert_eq!(serde_json::to_value(&again).unwrap(), serde_json::to_value(&r).unwrap());
+        }
+        Err(e) => assert!(e.contains(" line ") && e.contains(" column "), "{e}"),
+    });
+}
+
+thread_local! {
+    /// The example cluster, its release as a real one names it (every render's image, the
+    /// Kubernetes version): the renders' steps, whose copies say what create takes, are known.
+    static RENDERED_CLUSTER: hardshift_generator::cluster::Cluster = {
+        let mut s = config::read_sources(Path::new(EXAMPLE), None).unwrap();
+        let mut refs: serde_json::Value = serde_json::from_str(&s.release_refs.1).unwrap();
+        let tags = refs["spec"]["tags"].as_array_mut().unwrap();
+        for t in tags.iter_mut().filter(|t| t["name"] == "hyperkube") {
+            t["annotations"]["io.openshift.build.versions"] = "kubernetes=1.31.5".into();
+        }
+        let mut cpc = tags[0].clone();
+        cpc["name"] = "cluster-policy-controller".into();
+        tags.push(cpc);
+        s.release_refs.1 = refs.to_string();
+        config::build(&s, &config::Overrides::default()).unwrap()
+    };
+}
+
+/// A render's output tree, whatever a render leaves (input: entries split by 0xff, each a path
+/// line then its bytes; a path starting `@` is a link, `=` a second name for a file, `|` a
+/// socket): create reads it as data, refusing a link, a second name or a socket by its path and
+/// following nothing; otherwise makes the bootstrap's control plane from it or says what is
+/// missing, never panics.
+#[test]
+fn fuzz_render_outputs() {
+    const RECORD: &str = r#"{"release":"r","version":"4.18.0","kubernetes":"1.31.5","steps":[],"layout":{}}"#;
+    bolero::check!().for_each(|input: &[u8]| {
+        let t = tempfile::tempdir().unwrap();
+        let (root, outside) = (t.path().join("render"), t.path().join("outside"));
+        std::fs::create_dir_all(root.join("assets")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("secret"), "HOST").unwrap();
+        std::fs::write(root.join("renders.json"), RECORD).unwrap();
+        let mut planted = false;
+        for entry in input.split(|b| *b == 0xff).take(64) {
+            let (head, body) = match entry.iter().position(|b| *b == b'\n') {
+                Some(i) => (&entry[..i], &entry[i + 1..]),
+                None => (entry, &[][..]),
+            };
+            let head = String::from_utf8_lossy(head);
+            let (kind, name) = match head.chars().next() {
+                Some(k @ ('@' | '=' | '|')) => (k, &head[1..]),
+                _ => (' ', &head[..]),
+            };
+            let Some(p) = place(&root.join("assets"), name) else { continue };
+            planted |= match kind {
+                '@' => std::os::unix::fs::symlink(outside.join(String::from_utf8_lossy(body).replace('/', "_")), &p).is_ok(),
+                '=' => std::fs::hard_link(outside.join("secret"), &p).is_ok(),
+                '|' => std::os::unix::net::UnixListener::bind(&p).is_ok(),
+                // Never through what is there: a new file or none.
+                _ => {
+                    let _ = std::fs::OpenOptions::new()
+                        .write(true)
+                        .create_new(true)
+                        .open(&p)
+                        .and_then(|mut f| std::io::Write::write_all(&mut f, body));
+                    false
+                }
+            };
+        }
+        let loaded = rendered::load(t.path());
+        assert_eq!(std::fs::read(outside.join("secret")).unwrap(), b"HOST");
+        match loaded {
+            Err(e) => {
+                assert!(planted, "refused with nothing planted: {e}");
+                let m = e.to_string();
+                assert!(m.contains("render/assets/") && m.contains(": a "), "{m}");
+            }
+            Ok(r) => {
+                assert!(!planted, "a link, a second name or a socket was read");
+                let r = r.expect("the record is there");
+                RENDERED_CLUSTER.with(|c| {
+                    if let Err(e) = rendered::read_bootstrap(t.path(), &r, c) {
+                        assert!(matches!(e, hardshift_generator::build::Error::Input(_)), "{e}");
+                    }
+                });
+                for bytes in r.files.values() {
+                    let _ = rendered::documents(&String::from_utf8_lossy(bytes));
+                }
+            }
+        }
+    });
+}
+
+/// `root/name` with only plain components (letters, digits, `.`, `-`, `_`; no `..`), at most
+/// eight deep, its directories made as directories (never through a link): None if it cannot be.
+fn place(root: &Path, name: &str) -> Option<std::path::PathBuf> {
+    let parts: Vec<&str> = name.split('/').filter(|c| !c.is_empty()).collect();
+    let plain = |c: &&str| *c != "." && *c != ".." && c.chars().all(|ch| ch.is_ascii_alphanumeric() || "._-".contains(ch));
+    if parts.is_empty() || parts.len() > 8 || !parts.iter().all(plain) {
+        return None;
+    }
+    let mut p = root.to_path_buf();
+    for dir in &parts[..parts.len() - 1] {
+        p.push(dir);
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => return None,
+            Err(_) => std::fs::create_dir(&p).ok()?,
+        }
+    }
+    Some(p.join(parts[parts.len() - 1]))
 }
 
 /// Whatever a `--crds` file holds, loading it says what is wrong or gives CRDs that judge an

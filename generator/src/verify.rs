@@ -8,6 +8,7 @@ use crate::kubeconfig;
 use crate::pki::{inspect, plan, CertSpec, Kind};
 use base64::Engine;
 use serde::Serialize;
+use std::path::{Path, PathBuf};
 use time::OffsetDateTime;
 
 const WARN_BEFORE_DAYS: i64 = 30;
@@ -64,7 +65,7 @@ fn sums(b: &Bundle) -> Check {
     let mut problems = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
     for line in listed.lines() {
-        let Some((hash, path)) = line.split_once("  ") else {
+        let Some((hash, path)) = sum_line(line) else {
             problems.push(format!("malformed line {line:?}"));
             continue;
         };
@@ -82,6 +83,266 @@ fn sums(b: &Bundle) -> Check {
         true => check(bundle::SUMS, Status::Ok, format!("{} files match", seen.len())),
         false => check(bundle::SUMS, Status::Fail, problems.join("; ")),
     }
+}
+
+/// A line as `sha256sum -c` reads it: 64 hex digits, two spaces (or a space and `*`), a path.
+fn sum_line(line: &str) -> Option<(&str, &str)> {
+    let hash = line.get(..64)?;
+    let path = line.get(64..)?.strip_prefix("  ").or_else(|| line.get(64..)?.strip_prefix(" *"))?;
+    (hash.bytes().all(|b| b.is_ascii_hexdigit()) && !path.is_empty()).then_some((hash, path))
+}
+
+/// Larger than any bundle's SHA256SUMS (a line a file): not read.
+const MAX_SUMS: u64 = 64 << 20;
+
+/// DIR/SHA256SUMS, the file a user runs `sha256sum -c` on (not the generation's copy `sums`
+/// reads): a regular file (its type checked before it is opened, and opened without blocking, so
+/// a FIFO never holds verify), every line `<64 hex>  <path>`, and the bundle's own.
+pub fn sums_file(dir: &Path, b: &Bundle) -> Check {
+    let path = dir.join(bundle::SUMS);
+    let name = "sha256sum -c";
+    let fail = |d: String| check(name, Status::Fail, format!("{}: {d}", path.display()));
+    let again = "remove it and run `hardshift create` again, which links the bundle's own there";
+    let meta = match std::fs::metadata(&path) {
+        Ok(m) => m,
+        Err(e) => return fail(format!("{e}: {again}")),
+    };
+    if !meta.is_file() {
+        return fail(format!(
+            "{}, not a file: sha256sum -c cannot check the bundle by it; {again}",
+            kind(&meta)
+        ));
+    }
+    let bytes = match read_regular(&path, MAX_SUMS) {
+        Ok(b) => b,
+        Err(e) => return fail(format!("{e}; {again}")),
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    if let Some(n) = text.lines().position(|l| sum_line(l).is_none()) {
+        return fail(format!(
+            "line {} is not `<64 hex digits>  <path>` (what sha256sum -c reads); {again}",
+            n + 1
+        ));
+    }
+    match b.files.get(bundle::SUMS) {
+        Some(own) if own.contents.bytes()[..] == bytes[..] => check(
+            name,
+            Status::Ok,
+            format!("{}: the bundle's own, {} files", path.display(), text.lines().count()),
+        ),
+        _ => fail(format!(
+            "differs from the bundle's own ({}): sha256sum -c would check other sums than the bundle's; {again}",
+            crate::fsio::current(dir)
+                .map(|c| c.join(bundle::SUMS).display().to_string())
+                .unwrap_or_default()
+        )),
+    }
+}
+
+/// What a file that is not a regular one is.
+fn kind(m: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = m.file_type();
+    match () {
+        _ if t.is_dir() => "a directory",
+        _ if t.is_fifo() => "a FIFO",
+        _ if t.is_socket() => "a socket",
+        _ if t.is_char_device() => "a character device",
+        _ if t.is_block_device() => "a block device",
+        _ => "not a regular file",
+    }
+}
+
+/// A regular file's bytes, opened without blocking (a FIFO put there since it was looked at is
+/// refused, not waited on), at most `max`.
+fn read_regular(path: &Path, max: u64) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NONBLOCK | nix::libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| e.to_string())?;
+    let m = f.metadata().map_err(|e| e.to_string())?;
+    if !m.is_file() {
+        return Err(format!("{}, not a file", kind(&m)));
+    }
+    if m.len() > max {
+        return Err(format!("{} bytes, more than a bundle's sums ({max})", m.len()));
+    }
+    let mut bytes = Vec::new();
+    f.take(max).read_to_end(&mut bytes).map_err(|e| e.to_string())?;
+    Ok(bytes)
+}
+
+/// DIR/render against the SHA-256 `render` recorded of each of its files (renders.json): a file
+/// changed, added or removed since is named. None when there are no renders.
+pub fn render_outputs(dir: &Path) -> Option<Check> {
+    use crate::build::{outputs, rendered};
+    let root = dir.join(crate::layout::RENDER);
+    std::fs::symlink_metadata(&root).ok()?;
+    let name = crate::layout::RENDER;
+    let again = format!("run `hardshift render --dir {}` again", dir.display());
+    let files = match outputs::read_all(&root) {
+        Ok(f) => f,
+        Err(e) => return Some(check(name, Status::Fail, format!("{}; {again}", e.at(&root)))),
+    };
+    let Some(json) = files.get(rendered::RECORD) else {
+        return Some(check(
+            name,
+            Status::Warn,
+            format!(
+                "{}: no renders.json, so not made by `hardshift render`: not checked ({again})",
+                root.display()
+            ),
+        ));
+    };
+    let record = match rendered::parse_record(json) {
+        Ok(r) => r,
+        Err(e) => {
+            return Some(check(
+                name,
+                Status::Fail,
+                format!("{}: {e}; {again}", root.join(rendered::RECORD).display()),
+            ))
+        }
+    };
+    let Some(recorded) = record.outputs else {
+        return Some(check(
+            name,
+            Status::Warn,
+            format!(
+                "{}: the renders' outputs are unrecorded (a renders.json from an older hardshift): not checked; {again} to record them",
+                root.display()
+            ),
+        ));
+    };
+    let mut problems = Vec::new();
+    for (p, bytes) in files.iter().filter(|(p, _)| p.as_str() != rendered::RECORD) {
+        match recorded.get(p) {
+            None => problems.push(format!("{p} (added)")),
+            Some(h) if *h != bundle::sha256_hex(bytes) => problems.push(format!("{p} (changed)")),
+            _ => {}
+        }
+    }
+    problems.extend(
+        recorded
+            .keys()
+            .filter(|p| !files.contains_key(*p))
+            .map(|p| format!("{p} (removed)")),
+    );
+    Some(match problems.len() {
+        0 => check(
+            name,
+            Status::Ok,
+            format!("{} files as the renders made them (renders.json)", recorded.len()),
+        ),
+        n => check(
+            name,
+            Status::Fail,
+            format!(
+                "{}: not as the renders made them (renders.json): {}{}; {again}",
+                root.display(),
+                problems[..n.min(10)].join(", "),
+                if n > 10 { format!(" and {} more", n - 10) } else { String::new() }
+            ),
+        ),
+    })
+}
+
+/// What an embedded agent is compared with.
+pub struct AgentRef {
+    pub path: PathBuf,
+    pub bytes: Vec<u8>,
+    /// Given as `--agent-binary`, else found beside hardshift.
+    pub given: bool,
+}
+
+/// The agent each node's config embeds (grouped: the configs that embed the same), compared with
+/// `reference`; `beside` is where hardshift looked for one when none was given or found.
+pub fn agents(b: &Bundle, reference: Option<&AgentRef>, beside: &Path) -> Vec<Check> {
+    use sha2::{Digest, Sha512};
+    let mut by: std::collections::BTreeMap<(String, String), Vec<&str>> = Default::default();
+    for (path, f) in b.files.iter().filter(|(p, _)| p.starts_with("ignition/") && p.ends_with(".ign")) {
+        let Ok(cfg) = serde_json::from_slice::<crate::ignition::Config>(&f.contents.bytes()) else {
+            continue;
+        };
+        let Some(c) = cfg
+            .storage
+            .files
+            .iter()
+            .find(|f| f.path == crate::assets::agent::BINARY)
+            .and_then(|f| f.contents.as_ref())
+        else {
+            continue;
+        };
+        // (what it is, how to hash the reference to compare)
+        let id = match (
+            crate::ignition::decode(c),
+            c.other.get("verification").and_then(|v| v["hash"].as_str()),
+        ) {
+            (Some(bytes), _) => (
+                format!("hardshift-agent sha256 {}", bundle::sha256_hex(&bytes)),
+                "sha256".to_string(),
+            ),
+            (None, Some(h)) => (
+                format!("hardshift-agent fetched from {} ({h})", c.source.as_deref().unwrap_or_default()),
+                h.to_string(),
+            ),
+            (None, None) => ("an agent that does not decode".to_string(), String::new()),
+        };
+        by.entry(id).or_default().push(path);
+    }
+    if by.is_empty() {
+        return vec![check("agent", Status::Ok, "no node config embeds the agent")];
+    }
+    let digest = |how: &str, bytes: &[u8]| match how {
+        "sha256" => Some(bundle::sha256_hex(bytes)),
+        h if h.starts_with("sha512-") => Some(format!("sha512-{:x}", Sha512::digest(bytes))),
+        _ => None,
+    };
+    by.into_iter()
+        .map(|((what, how), configs)| {
+            let list = format!(
+                "{}{}",
+                configs[..configs.len().min(6)].join(", "),
+                if configs.len() > 6 { format!(" and {} more", configs.len() - 6) } else { String::new() }
+            );
+            let Some(r) = reference else {
+                return check(
+                    "agent",
+                    Status::Warn,
+                    format!(
+                        "not compared: no hardshift-agent beside hardshift ({}); {list} embed {what} (pass --agent-binary PATH to compare)",
+                        beside.display()
+                    ),
+                );
+            };
+            let said = match r.given {
+                true => format!("the --agent-binary {}", r.path.display()),
+                false => format!("the hardshift-agent beside hardshift ({}", r.path.display()),
+            };
+            let close = if r.given { "" } else { ")" };
+            let theirs = digest(&how, &r.bytes);
+            let same = theirs.as_ref().is_some_and(|d| what.contains(d.as_str()));
+            if same {
+                check("agent", Status::Ok, format!("{list} embed {what}: {said}{close}"))
+            } else {
+                let sha = bundle::sha256_hex(&r.bytes);
+                let with = match r.given {
+                    true => format!("{said} (sha256 {sha})"),
+                    false => format!("{said}, sha256 {sha})"),
+                };
+                check(
+                    "agent",
+                    Status::Fail,
+                    format!(
+                        "{list} embed {what}, not {with}: a foreign agent, or another build's; compare with the one meant (--agent-binary PATH), or make the bundle again with this build's (`hardshift create`)"
+                    ),
+                )
+            }
+        })
+        .collect()
 }
 
 fn date(ts: i64) -> String {

@@ -208,7 +208,7 @@ fn say(created: &Created) {
             r.crds.len()
         ),
         // Said once a run, plainly: the release's operators will find a control plane they did not render.
-        None if build::rendered::recorded(dir).is_some() => println!("bootstrap control plane: hardshift's own static pods, as asked, not the release's renders beside it (`hardshift render --diff` shows how they differ)"),
+        None if build::rendered::has_renders(dir) => println!("bootstrap control plane: hardshift's own static pods, as asked, not the release's renders beside it (`hardshift render --diff` shows how they differ)"),
         None => println!("bootstrap control plane: hardshift's own static pods, not the release's renders (`hardshift render` makes them, and the next `create` uses them; `hardshift render --diff` shows how they differ)"),
     }
     say_written(dir, made, written);

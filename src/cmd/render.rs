@@ -24,6 +24,17 @@ pub struct Args {
     /// Output format (with --diff).
     #[arg(short, long, value_enum, default_value_t = super::Output::Table, requires = "diff")]
     output: super::Output,
+    /// How long one render may run (e.g. 90s, 20m): then it is stopped, with everything it
+    /// started, and named; its work is kept for a look.
+    #[arg(long, value_name = "DURATION", default_value = "20m", value_parser = parse_step_timeout)]
+    step_timeout: std::time::Duration,
+}
+
+fn parse_step_timeout(s: &str) -> Result<std::time::Duration, String> {
+    match super::collector::parse_duration(s)? {
+        d if d.is_zero() => Err(format!("{s:?}: a step needs more than no time, e.g. 90s or 20m")),
+        d => Ok(d),
+    }
 }
 
 fn parse_image(s: &str) -> Result<(String, String), String> {
@@ -71,6 +82,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from("podman")),
         images,
+        step_timeout: a.step_timeout,
     };
     let rendered = render::run(dir, &cluster, &opts, &mut |m| println!("{m}"))?;
     for s in &rendered.steps {

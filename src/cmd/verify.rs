@@ -18,6 +18,10 @@ pub struct Args {
     /// own, extracted from its cluster-config-api image) instead of the ones the bundle applies.
     #[arg(long, value_name = "DIR")]
     crds: Option<std::path::PathBuf>,
+    /// Compare the agent the nodes' configs embed with this hardshift-agent instead of the one
+    /// built beside hardshift.
+    #[arg(long, value_name = "PATH")]
+    agent_binary: Option<std::path::PathBuf>,
 }
 
 pub fn run(a: Args) -> Result<u8, Failure> {
@@ -33,6 +37,8 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         eprintln!("note: {n}");
     }
     let mut checks = verify::verify(&built.cluster, &b, time::OffsetDateTime::now_utc());
+    // The sums a user would check, beside the generation's own.
+    checks.insert(1, verify::sums_file(&a.input.dir, &b));
     let reissued: Vec<String> = built
         .pki
         .entries
@@ -57,6 +63,12 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         });
     }
     checks.extend(verify::regeneration(&built.bundle, &b));
+    checks.extend(verify::render_outputs(&a.input.dir));
+    let beside = std::env::current_exe()
+        .map(|e| e.with_file_name("hardshift-agent"))
+        .map_err(Failure::other)?;
+    let reference = agent_reference(a.agent_binary.as_deref(), &beside)?;
+    checks.extend(verify::agents(&b, reference.as_ref(), &beside));
     checks.push(crypto_check(
         built.cluster.fips,
         &hardshift_generator::build::recorded(&a.input.dir),
@@ -97,6 +109,38 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     let warned = checks.iter().filter(|c| c.status == Status::Warn).count();
     eprintln!("{} checks: {} failed, {} warnings", checks.len(), failed, warned);
     Ok(if failed > 0 { 1 } else { 0 })
+}
+
+/// The agent to compare the embedded one with: `--agent-binary` (which must be there, and a
+/// file: a FIFO is refused, not read), else the hardshift-agent beside hardshift, if there is one.
+fn agent_reference(given: Option<&std::path::Path>, beside: &std::path::Path) -> Result<Option<verify::AgentRef>, Failure> {
+    let read = |p: &std::path::Path| -> std::io::Result<Vec<u8>> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut f = std::fs::OpenOptions::new().read(true).custom_flags(nix::libc::O_NONBLOCK).open(p)?;
+        if !f.metadata()?.is_file() {
+            return Err(std::io::Error::other("not a regular file"));
+        }
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut f, &mut bytes)?;
+        Ok(bytes)
+    };
+    match given {
+        Some(p) => read(p)
+            .map(|bytes| {
+                Some(verify::AgentRef {
+                    path: p.to_path_buf(),
+                    bytes,
+                    given: true,
+                })
+            })
+            .map_err(|e| Failure::input(format!("--agent-binary {}: {e}", p.display()))),
+        None if beside.is_file() => Ok(read(beside).ok().map(|bytes| verify::AgentRef {
+            path: beside.to_path_buf(),
+            bytes,
+            given: false,
+        })),
+        None => Ok(None),
+    }
 }
 
 /// The crypto module the bundle's keys came from, as create recorded it; a `fips: true` bundle

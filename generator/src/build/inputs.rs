@@ -86,9 +86,11 @@ pub fn read(req: &Request, cache: Arc<dyn EncodingCache>) -> Result<Inputs, Erro
     let cluster = cluster(&req.dir, req.release_refs.as_deref(), &overrides)?;
     tracing::debug!(ms = t.elapsed().as_millis(), nodes = cluster.nodes.len(), "read the cluster");
     let t = std::time::Instant::now();
-    let (bases, mut renders) = mco_bases(req);
+    // DIR/render read once, as data (a link or a FIFO in it is refused, naming it).
+    let rendered = super::rendered::load(&req.dir)?;
+    let (bases, mut renders) = mco_bases(req, rendered.as_ref());
     let mut extras = read_extras(&req.dir, &bases)?;
-    match (req.bootstrap, super::rendered::recorded(&req.dir)) {
+    match (req.bootstrap, rendered) {
         (Bootstrap::Native, _) | (Bootstrap::Auto, None) => {}
         (Bootstrap::Renders, None) => {
             return Err(Error::input(format!(
@@ -99,8 +101,8 @@ pub fn read(req: &Request, cache: Arc<dyn EncodingCache>) -> Result<Inputs, Erro
         }
         // Their layout is checked against this bundle's (`decide::renders_fresh`) before use.
         (Bootstrap::Renders | Bootstrap::Auto, Some(r)) => {
-            extras.renders = Some(super::rendered::read_bootstrap(&req.dir, &cluster)?);
-            renders = Some(r.layout);
+            extras.renders = Some(super::rendered::read_bootstrap(&req.dir, &r, &cluster)?);
+            renders = Some(r.record.layout);
         }
     }
     decide::check_bases(req, &cluster, &extras)?;
@@ -169,17 +171,17 @@ pub type Layout = BTreeMap<String, String>;
 /// The MCO bases: as given; else the release's own renders (`hardshift render`: DIR/render/,
 /// with the layout they were made from); else DIR/mco/rendered/ when `hardshift mco`'s render.sh
 /// left one.
-fn mco_bases(req: &Request) -> (Vec<(Role, PathBuf)>, Option<Layout>) {
+fn mco_bases(req: &Request, rendered: Option<&super::rendered::Renders>) -> (Vec<(Role, PathBuf)>, Option<Layout>) {
     if !req.mco_base.is_empty() {
         return (req.mco_base.clone(), None);
     }
-    if let Some(r) = super::rendered::recorded(&req.dir) {
+    if let Some(r) = rendered {
         let pools: Vec<(Role, PathBuf)> = [(Role::Master, "master"), (Role::Worker, "worker")]
             .into_iter()
-            .filter_map(|(role, pool)| Some((role, super::rendered::rendered_pool(&req.dir, pool)?)))
+            .filter_map(|(role, pool)| Some((role, super::rendered::rendered_pool(&req.dir, r, pool)?)))
             .collect();
         if !pools.is_empty() {
-            return (pools, Some(r.layout));
+            return (pools, Some(r.record.layout.clone()));
         }
     }
     let rendered = [

@@ -15,6 +15,7 @@ pub mod decide;
 pub mod inputs;
 pub mod live;
 pub mod make;
+pub mod outputs;
 pub mod record;
 pub mod render;
 pub mod rendered;

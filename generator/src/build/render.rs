@@ -3,23 +3,44 @@
 //! (`crate::render`); this runs them: in a work directory beside the bundle, each step's reads
 //! checked first, podman's output kept per step, then everything moved to DIR/render/ whole.
 
+use super::outputs::{self, TreeError};
 use super::{Error, Live};
 use crate::cluster::Cluster;
 use crate::fsio;
 use crate::pki;
 use crate::render::{self, Net, Step};
 use std::collections::BTreeMap;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// How long one render may run by default: the release's take seconds to a minute or two each
+/// (an image pulled through a slow mirror the longest).
+pub const DEFAULT_STEP_TIMEOUT: Duration = Duration::from_secs(20 * 60);
+/// How long a step stopped at its deadline has between SIGTERM and SIGKILL.
+const GRACE: Duration = Duration::from_secs(5);
 
 /// How to run the renders.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Options {
     /// The podman to run (`$PODMAN`, else `podman`): a stand-in may take its place.
     pub podman: PathBuf,
     /// Images to use in place of the release's, by tag (a patched operator, a local build).
     pub images: BTreeMap<String, String>,
+    /// Each step's deadline: then its whole process group is killed, and the run fails.
+    pub step_timeout: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            podman: PathBuf::from("podman"),
+            images: BTreeMap::new(),
+            step_timeout: DEFAULT_STEP_TIMEOUT,
+        }
+    }
 }
 
 /// One render as it ran.
@@ -44,6 +65,10 @@ pub struct Rendered {
     /// The SHA-256 of every file of the layout the renders were given: `create` takes what they
     /// made only while the bundle would give them the same.
     pub layout: BTreeMap<String, String>,
+    /// The SHA-256 of every file in DIR/render but this record, by path under it: `verify` names
+    /// any changed, added or removed since. None in a record from before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outputs: Option<BTreeMap<String, String>>,
 }
 
 /// The SHA-256 of each file of a layout, by path.
@@ -92,12 +117,15 @@ pub fn run(dir: &Path, cluster: &Cluster, opts: &Options, say: &mut dyn FnMut(St
         say(format!("render: {} ({image})", step.name));
         ran.push(one(&work, step, &image, opts).map_err(failed)?);
     }
+    // What the renders left, as it will be in DIR/render (each step's output was checked).
+    let outputs = outputs::hashes(&work).map_err(|e| failed(refused("the renders", e)))?;
     let rendered = Rendered {
         release: cluster.release.image.clone(),
         version: cluster.release.version.clone().unwrap_or_default(),
         kubernetes: cluster.release.kubernetes.clone().unwrap_or_default(),
         steps: ran,
         layout,
+        outputs: Some(outputs.into_iter().filter(|(p, _)| p != super::rendered::RECORD).collect()),
     };
     let json = serde_json::to_vec_pretty(&rendered).map_err(Error::other)?;
     fsio::write_file_atomic(&work.join("renders.json"), &json, 0o644).map_err(Error::other)?;
@@ -148,13 +176,17 @@ fn one(work: &Path, step: &Step, image: &str, opts: &Options) -> Result<Ran, Err
         .open(&log)
         .map_err(|e| Error::other(format!("{}: {e}", log.display())))?;
     let err = out.try_clone().map_err(Error::other)?;
-    let t = std::time::Instant::now();
+    let t = Instant::now();
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..]).stdout(out).stderr(err);
     if work.join("registries.conf").is_file() {
         cmd.env("CONTAINERS_REGISTRIES_CONF", work.join("registries.conf"));
     }
-    let status = cmd.status();
+    let status = run_group(&mut cmd, opts.step_timeout);
+    if matches!(status, Ok(None)) {
+        // podman's container runs under conmon, outside the group: stopped by name.
+        let _ = Command::new(&opts.podman).args(["rm", "-f", &container_name(step)]).output();
+    }
     if let Some(n) = &network {
         let _ = Command::new(&opts.podman).args(["network", "rm", "-f", n]).output();
     }
@@ -165,16 +197,27 @@ fn one(work: &Path, step: &Step, image: &str, opts: &Options) -> Result<Ran, Err
         ))
     })?;
     let seconds = t.elapsed().as_secs_f64();
+    let Some(status) = status else {
+        return Err(Error::other(format!(
+            "the {} render ({image}) did not finish within {} (--step-timeout): stopped, its processes killed; the last of its output:\n  {}\n    its whole output: {}",
+            step.name,
+            show(opts.step_timeout),
+            tail(&log),
+            log.display()
+        )));
+    };
     if !status.success() {
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        let tail: Vec<&str> = text.lines().rev().take(15).collect::<Vec<_>>().into_iter().rev().collect();
         return Err(Error::other(format!(
             "the {} render ({image}) failed ({status}); the last of its output:\n  {}\n    its whole output: {}",
             step.name,
-            tail.join("\n  "),
+            tail(&log),
             log.display()
         )));
     }
+    // What it made is data: a link, a FIFO, a device or a second name for a file anywhere in
+    // the assets is refused before bootkube's copies (which would write through a link) or
+    // anything else reads it.
+    outputs::walk(&assets, &mut |_, _| Ok(())).map_err(|e| refused(&format!("the {} render ({image})", step.name), e.under("assets")))?;
     for c in &step.then {
         copy_all(&assets.join(&c.from), &assets.join(&c.to)).map_err(|e| {
             Error::other(format!(
@@ -200,6 +243,7 @@ pub fn podman_argv(work: &Path, step: &Step, image: &str, opts: &Options, networ
         "--rm".into(),
         "--quiet".into(),
         "--user=0".into(),
+        format!("--name={}", container_name(step)),
         format!("--authfile={}", work.join("pull-secret.json").display()),
         format!("--volume={}:/assets:z", work.join("assets").display()),
         format!("--entrypoint={}", step.entrypoint),
@@ -262,17 +306,116 @@ fn remove_stale_networks(podman: &Path, mine: &str) {
     }
 }
 
-/// `cp FROM/* TO/`: every file under `from` (recursively), into `to`.
-fn copy_all(from: &Path, to: &Path) -> std::io::Result<()> {
-    let rd = std::fs::read_dir(from).map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", from.display())))?;
-    crate::fsio::make_dir_all(to, 0o755)?;
-    for e in rd.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            copy_all(&p, &to.join(e.file_name()))?;
-        } else {
-            std::fs::copy(&p, to.join(e.file_name()))?;
+/// The container of a step, by name (this run's only).
+fn container_name(step: &Step) -> String {
+    format!("hardshift-render-{}-{}", std::process::id(), step.name)
+}
+
+/// The last lines of a render's output, however it is encoded (shown lossily, never hidden).
+fn tail(log: &Path) -> String {
+    let bytes = std::fs::read(log).unwrap_or_default();
+    let text = String::from_utf8_lossy(&bytes);
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(15)..].join("\n  ")
+}
+
+/// A render that left what is not data: an input error (a tampered or broken image), naming
+/// the entry under the renders' output.
+fn refused(who: &str, e: TreeError) -> Error {
+    match e {
+        TreeError::Refused { .. } => Error::input(format!("{who} left {e}; nothing of it was used")),
+        TreeError::Io { .. } => Error::other(format!("{who}: {e}")),
+    }
+}
+
+/// `90s`, `20m`, `1h`.
+pub fn show(d: Duration) -> String {
+    match d.as_secs() {
+        0 => format!("{}ms", d.as_millis()),
+        s if s % 3600 == 0 => format!("{}h", s / 3600),
+        s if s % 60 == 0 => format!("{}m", s / 60),
+        s => format!("{s}s"),
+    }
+}
+
+/// Run `cmd` in a process group of its own until it exits (Some) or `deadline` passes (None:
+/// the group then has SIGTERM, and `GRACE` later SIGKILL). Either way whatever is left in the
+/// group is killed before this returns: nothing a step started writes into its work after it.
+fn run_group(cmd: &mut Command, deadline: Duration) -> std::io::Result<Option<std::process::ExitStatus>> {
+    use nix::sys::signal::{killpg, Signal};
+    use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
+    let mut child = cmd.process_group(0).spawn()?;
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    // Exited, not yet reaped (WNOWAIT): its ID, the group's, cannot be reused meanwhile.
+    let exited = || loop {
+        match waitid(Id::Pid(pid), WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT) {
+            Ok(WaitStatus::StillAlive) => return false,
+            Err(nix::errno::Errno::EINTR) => continue,
+            _ => return true,
         }
+    };
+    let wait_until = |end: Instant| {
+        let mut pause = Duration::from_millis(5);
+        while !exited() {
+            let now = Instant::now();
+            if now >= end {
+                return false;
+            }
+            std::thread::sleep(pause.min(end - now));
+            pause = (pause * 2).min(Duration::from_millis(200));
+        }
+        true
+    };
+    let start = Instant::now();
+    let done = wait_until(start + deadline);
+    if !done {
+        let _ = killpg(pid, Signal::SIGTERM);
+        wait_until(Instant::now() + GRACE);
+    }
+    let _ = killpg(pid, Signal::SIGKILL);
+    let status = child.wait()?;
+    Ok(done.then_some(status))
+}
+
+/// `cp -r FROM/* TO/`, as bootkube does, following nothing: FROM is read as data
+/// (`outputs::walk`), and every directory and file written under TO is made here, never opened
+/// through a link.
+fn copy_all(from: &Path, to: &Path) -> std::io::Result<()> {
+    let err = |e: TreeError| std::io::Error::other(e.at(from));
+    outputs::walk(from, &mut |rel, mut src| {
+        let dest = to.join(rel);
+        make_dirs(to, Path::new(rel).parent().unwrap_or(Path::new("")))?;
+        let mode = src.metadata()?.permissions().mode() & 0o7777;
+        let mut out = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(mode)
+            .custom_flags(nix::libc::O_NOFOLLOW)
+            .open(&dest)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", dest.display())))?;
+        std::io::copy(&mut src, &mut out)?;
+        out.set_permissions(std::fs::Permissions::from_mode(mode))
+    })
+    .map_err(err)
+}
+
+/// `base/rel` and every directory between, each a directory (made if missing), never a link.
+fn make_dirs(base: &Path, rel: &Path) -> std::io::Result<()> {
+    let one = |p: &Path| match std::fs::symlink_metadata(p) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(std::io::Error::other(format!(
+            "{}: not a directory (a link?): refusing to write through it",
+            p.display()
+        ))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => crate::fsio::make_dir(p, 0o755),
+        Err(e) => Err(e),
+    };
+    let mut p = base.to_path_buf();
+    one(&p)?;
+    for c in rel.components() {
+        p.push(c);
+        one(&p)?;
     }
     Ok(())
 }
