@@ -132,6 +132,63 @@ fn unit_probes_and_the_change_watch_against_a_real_systemd() {
     unit_states_from_a_real_systemd();
     a_stopped_unit_reaches_the_collector_before_the_next_tick();
     a_restarting_unit_is_named_by_its_last_failure_between_tries();
+    a_bus_that_answers_late_is_used_once_it_answers();
+}
+
+/// An agent started before the bus answers (early in a slow boot: a TCG VM under load took more
+/// than the 2 s the agent waits) connects when it does: the units were missing from every
+/// report for the agent's life, and with them HS020 and HS022.
+fn a_bus_that_answers_late_is_used_once_it_answers() {
+    let d = example_copy();
+    create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    let dir = d.path();
+    let work = tempfile::tempdir().unwrap();
+    let script = work.path().join("healthz.py");
+    std::fs::write(&script, HEALTHZ).unwrap();
+    let sd = UserSystemd::start(&units(&script, free_port()));
+    assert!(sd.systemctl(&["start", "kubelet.service"]).0);
+    let cport = free_port();
+    let _col = collector(dir, cport);
+    let late = work.path().join("late-bus");
+    let _agent = node_agent_on(
+        dir,
+        work.path(),
+        cport,
+        300,
+        &format!("unix:path={}", late.display()),
+        &["kubelet.service"],
+    );
+    let db = dir.join("collector/reports.db");
+    let latest = || {
+        let store = hardshift_collector::store::Store::read(&db).ok()?;
+        store.reports("master-0").ok()?.last().map(|(_, r)| r.clone())
+    };
+    let start = Instant::now();
+    let first = loop {
+        if let Some(r) = latest() {
+            break r;
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "no report");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(
+        snapshot_of(&first, "kubelet.service").is_none(),
+        "the bus answered before it existed"
+    );
+    // The bus answers now.
+    std::os::unix::fs::symlink(sd.runtime.path().join("bus"), &late).unwrap();
+    let start = Instant::now();
+    loop {
+        if let Some((state, ..)) = latest().and_then(|r| snapshot_of(&r, "kubelet.service")) {
+            assert_eq!(state, "active/running");
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the agent never used the bus that answered after it started"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 fn unit_states_from_a_real_systemd() {
@@ -299,6 +356,11 @@ fn a_stopped_unit_reaches_the_collector_before_the_next_tick() {
 /// `master-0`'s agent for bundle `dir`, reporting to the collector on `cport` every
 /// `interval_ms`, watching `units` on the bus of `sd`. Its hostname is its name.
 fn node_agent(dir: &Path, work: &Path, cport: u16, interval_ms: u64, sd: &UserSystemd, units: &[&str]) -> Kill {
+    node_agent_on(dir, work, cport, interval_ms, &sd.bus(), units)
+}
+
+/// `node_agent` on the bus at `bus`.
+fn node_agent_on(dir: &Path, work: &Path, cport: u16, interval_ms: u64, bus: &str, units: &[&str]) -> Kill {
     let cfg = work.join("agent.toml");
     let pki = dir.join("agent-pki");
     std::fs::write(
@@ -308,7 +370,7 @@ fn node_agent(dir: &Path, work: &Path, cport: u16, interval_ms: u64, sd: &UserSy
             pki.join("agent-ca.crt").display(),
             pki.join("agent-master-0.crt").display(),
             pki.join("agent-master-0.key").display(),
-            sd.bus(),
+            bus,
             work.join("agent-state").display()
         ),
     )

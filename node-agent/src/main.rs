@@ -112,16 +112,18 @@ async fn report(cfg: &config::Config, bus: Option<&zbus::Connection>, clock: Opt
 }
 
 async fn bus(cfg: &config::Config) -> Option<zbus::Connection> {
+    try_bus(cfg).await.map_err(|e| tracing::warn!("{e}")).ok().flatten()
+}
+
+/// The systemd bus, if there are units to watch; why not, when it does not answer in 2 s.
+async fn try_bus(cfg: &config::Config) -> Result<Option<zbus::Connection>, String> {
     if cfg.units.is_empty() {
-        return None;
+        return Ok(None);
     }
     match tokio::time::timeout(Duration::from_secs(2), systemd::connect(&cfg.systemd_bus)).await {
-        Ok(Ok(c)) => Some(c),
-        Ok(Err(e)) => {
-            tracing::warn!("D-Bus {}: {e}", cfg.systemd_bus);
-            None
-        }
-        Err(_) => None,
+        Ok(Ok(c)) => Ok(Some(c)),
+        Ok(Err(e)) => Err(format!("D-Bus {}: {e}", cfg.systemd_bus)),
+        Err(_) => Err(format!("D-Bus {}: no answer within 2 s", cfg.systemd_bus)),
     }
 }
 
@@ -286,8 +288,8 @@ async fn run(cfg: config::Config) {
     });
     let mut warned = false;
     let stream = tokio::spawn(client::run(cfg.clone(), shared.clone()));
-    let conn = bus(&cfg).await;
     let changed = Arc::new(tokio::sync::Notify::new());
+    let mut conn = bus(&cfg).await;
     if let Some(c) = &conn {
         tokio::spawn(systemd::watch(c.clone(), cfg.units.clone(), changed.clone()));
     }
@@ -331,6 +333,17 @@ async fn run(cfg: config::Config) {
             _ = changed.notified() => {}
             _ = tick.tick() => {}
             _ = tokio::signal::ctrl_c() => break,
+        }
+        // The bus may not answer yet when the agent starts early in a slow boot (a TCG VM took
+        // over 2 s): try again at every report until it does, then watch the units from then on;
+        // connected once, never again the units missing from every report for the agent's life.
+        if conn.is_none() && !cfg.units.is_empty() {
+            // Said once (the first try said why); every report says the units are unreachable.
+            conn = try_bus(&cfg).await.ok().flatten();
+            if let Some(c) = &conn {
+                tracing::info!("D-Bus {}: connected", cfg.systemd_bus);
+                tokio::spawn(systemd::watch(c.clone(), cfg.units.clone(), changed.clone()));
+            }
         }
         let mut cached: Vec<ComponentState> = disk.lock().ok().and_then(|d| d.clone()).into_iter().collect();
         cached.extend(reg.lock().ok().and_then(|d| d.clone()));
