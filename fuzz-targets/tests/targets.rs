@@ -172,15 +172,20 @@ thread_local! {
 #[test]
 fn fuzz_render_outputs() {
     const RECORD: &str = r#"{"release":"r","version":"4.18.0","kubernetes":"1.31.5","steps":[],"layout":{}}"#;
+    // One scratch directory for every input, in memory when there is a tmpfs (each input makes
+    // and removes a tree: on a disk that discards, 20,000 inputs took 3.5 min, on tmpfs 30 s):
+    // the bundle directory `dir`, and `outside` with a file a render must never reach.
+    let scratch = tempfile::tempdir_in("/dev/shm").or_else(|_| tempfile::tempdir()).unwrap();
+    let (dir, outside) = (scratch.path().join("dir"), scratch.path().join("outside"));
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("secret"), "HOST").unwrap();
     bolero::check!().for_each(|input: &[u8]| {
-        let t = tempfile::tempdir().unwrap();
-        let (root, outside) = (t.path().join("render"), t.path().join("outside"));
+        let _ = std::fs::remove_dir_all(&dir);
+        let root = dir.join("render");
         std::fs::create_dir_all(root.join("assets")).unwrap();
-        std::fs::create_dir_all(&outside).unwrap();
-        std::fs::write(outside.join("secret"), "HOST").unwrap();
         std::fs::write(root.join("renders.json"), RECORD).unwrap();
         let mut planted = false;
-        for entry in input.split(|b| *b == 0xff).take(64) {
+        for entry in input.split(|b| *b == 0xff).take(24) {
             let (head, body) = match entry.iter().position(|b| *b == b'\n') {
                 Some(i) => (&entry[..i], &entry[i + 1..]),
                 None => (entry, &[][..]),
@@ -206,7 +211,7 @@ fn fuzz_render_outputs() {
                 }
             };
         }
-        let loaded = rendered::load(t.path());
+        let loaded = rendered::load(&dir);
         assert_eq!(std::fs::read(outside.join("secret")).unwrap(), b"HOST");
         match loaded {
             Err(e) => {
@@ -218,7 +223,7 @@ fn fuzz_render_outputs() {
                 assert!(!planted, "a link, a second name or a socket was read");
                 let r = r.expect("the record is there");
                 RENDERED_CLUSTER.with(|c| {
-                    if let Err(e) = rendered::read_bootstrap(t.path(), &r, c) {
+                    if let Err(e) = rendered::read_bootstrap(&dir, &r, c) {
                         assert!(matches!(e, hardshift_generator::build::Error::Input(_)), "{e}");
                     }
                 });
