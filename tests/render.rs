@@ -99,6 +99,14 @@ fn pids(file: &Path) -> Vec<u32> {
         .collect()
 }
 
+/// One test at a time in this file: each runs the etcd render on a podman network of the
+/// example's machine network, which podman refuses to create twice (tests run in parallel).
+static ONE_RENDER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_RENDER.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn render(dir: &str, env: &[(String, String)], podman: Option<&Path>) -> std::process::Output {
     let mut args = vec!["render".to_string(), "--dir".into(), dir.into()];
     for t in TAGS {
@@ -114,6 +122,7 @@ fn render(dir: &str, env: &[(String, String)], podman: Option<&Path>) -> std::pr
 
 #[test]
 fn the_releases_renders_run_in_bootkubes_order_over_the_bundle() {
+    let _one = one_at_a_time();
     let d = example_copy();
     let dir = d.path().to_str().unwrap();
     full_release(d.path());
@@ -473,6 +482,7 @@ fn the_releases_renders_run_in_bootkubes_order_over_the_bundle() {
 /// renders.json is named by create.
 #[test]
 fn a_renders_output_is_data_never_a_path_to_follow() {
+    let _one = one_at_a_time();
     let d = example_copy();
     let dir = d.path().to_str().unwrap();
     full_release(d.path());
@@ -648,6 +658,7 @@ fn a_renders_output_is_data_never_a_path_to_follow() {
 /// stopped at `--step-timeout` with everything it started, named, its work kept for a look.
 #[test]
 fn a_render_step_has_a_deadline() {
+    let _one = one_at_a_time();
     let d = example_copy();
     let dir = d.path().to_str().unwrap();
     full_release(d.path());
