@@ -127,6 +127,37 @@ fn component<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Value 
 
 // One test, not two: two user managers started from one process share a cgroup, and stopping a
 // unit in one would kill the other's.
+/// A bundle, a user systemd running a healthy kubelet.service, and a collector for the bundle.
+/// (Fields drop in order: the collector stops before the directories go.)
+struct Stage {
+    _collector: Kill,
+    sd: UserSystemd,
+    cport: u16,
+    work: tempfile::TempDir,
+    bundle: tempfile::TempDir,
+}
+
+impl Stage {
+    fn new() -> Stage {
+        let bundle = example_copy();
+        create(bundle.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+        let work = tempfile::tempdir().unwrap();
+        let script = work.path().join("healthz.py");
+        std::fs::write(&script, HEALTHZ).unwrap();
+        let sd = UserSystemd::start(&units(&script, free_port()));
+        assert!(sd.systemctl(&["start", "kubelet.service"]).0);
+        let cport = free_port();
+        let _collector = collector(bundle.path(), cport);
+        Stage {
+            _collector,
+            sd,
+            cport,
+            work,
+            bundle,
+        }
+    }
+}
+
 #[test]
 fn unit_probes_and_the_change_watch_against_a_real_systemd() {
     unit_states_from_a_real_systemd();
@@ -139,16 +170,8 @@ fn unit_probes_and_the_change_watch_against_a_real_systemd() {
 /// than the 2 s the agent waits) connects when it does: the units were missing from every
 /// report for the agent's life, and with them HS020 and HS022.
 fn a_bus_that_answers_late_is_used_once_it_answers() {
-    let d = example_copy();
-    create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
-    let dir = d.path();
-    let work = tempfile::tempdir().unwrap();
-    let script = work.path().join("healthz.py");
-    std::fs::write(&script, HEALTHZ).unwrap();
-    let sd = UserSystemd::start(&units(&script, free_port()));
-    assert!(sd.systemctl(&["start", "kubelet.service"]).0);
-    let cport = free_port();
-    let _col = collector(dir, cport);
+    let st = Stage::new();
+    let (dir, work, sd, cport) = (st.bundle.path(), &st.work, &st.sd, st.cport);
     let late = work.path().join("late-bus");
     let _agent = node_agent_on(
         dir,
@@ -269,43 +292,11 @@ fn unit_states_from_a_real_systemd() {
 }
 
 fn a_stopped_unit_reaches_the_collector_before_the_next_tick() {
-    let bin = agent_bin();
-    let d = example_copy();
-    create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
-    let dir = d.path();
-    let work = tempfile::tempdir().unwrap();
-    let script = work.path().join("healthz.py");
-    std::fs::write(&script, HEALTHZ).unwrap();
-    let sd = UserSystemd::start(&units(&script, free_port()));
-    assert!(sd.systemctl(&["start", "kubelet.service"]).0);
-    let cport = free_port();
-    let _col = collector(dir, cport);
-    let cfg = work.path().join("agent.toml");
-    let pki = dir.join("agent-pki");
-    // One report a minute: only the watch can bring the change sooner.
-    std::fs::write(
-        &cfg,
-        format!(
-            "collector = \"127.0.0.1:{cport}\"\nnode = \"master-0\"\nca = \"{}\"\ncert = \"{}\"\nkey = \"{}\"\ninterval_ms = 60000\nsystemd_bus = \"{}\"\nunits = [\"kubelet.service\"]\nstate_dir = \"{}\"\n",
-            pki.join("agent-ca.crt").display(),
-            pki.join("agent-master-0.crt").display(),
-            pki.join("agent-master-0.key").display(),
-            sd.bus(),
-            work.path().join("agent-state").display()
-        ),
-    )
-    .unwrap();
-    // As on master-0: its hostname is its name (else HS070, a wrong hostname, is the cause).
-    let _agent = Kill(
-        Command::new("unshare")
-            .args(["--uts", "sh", "-c", "hostname master-0 && exec \"$0\" \"$@\""])
-            .arg(&bin)
-            .args(["--config", cfg.to_str().unwrap()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let st = Stage::new();
+    let (dir, work, sd, cport) = (st.bundle.path(), &st.work, &st.sd, st.cport);
+    // One report a minute: only the watch can bring the change sooner. As on master-0, its
+    // hostname is its name (else HS070, a wrong hostname, is the cause).
+    let _agent = node_agent(dir, work.path(), cport, 60000, &sd, &["kubelet.service"]);
     let events = || {
         let out = hardshift(&["events", "master-0", "--dir", dir.to_str().unwrap(), "-o", "json"]);
         serde_json::from_slice::<Vec<serde_json::Value>>(&out.stdout).unwrap_or_default()
