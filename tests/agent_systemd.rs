@@ -296,7 +296,7 @@ fn a_stopped_unit_reaches_the_collector_before_the_next_tick() {
     let (dir, work, sd, cport) = (st.bundle.path(), &st.work, &st.sd, st.cport);
     // One report a minute: only the watch can bring the change sooner. As on master-0, its
     // hostname is its name (else HS070, a wrong hostname, is the cause).
-    let _agent = node_agent(dir, work.path(), cport, 60000, &sd, &["kubelet.service"]);
+    let _agent = node_agent(dir, work.path(), cport, 60000, sd, &["kubelet.service"]);
     let events = || {
         let out = hardshift(&["events", "master-0", "--dir", dir.to_str().unwrap(), "-o", "json"]);
         serde_json::from_slice::<Vec<serde_json::Value>>(&out.stdout).unwrap_or_default()
