@@ -5,7 +5,12 @@
 # The last lines name every tier and whether it ran: a tier that did not run is never a pass.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# How long each phase took, printed as it ends and again at the end (CI's budget is an hour on
+# 2 cores: the numbers say where it goes).
+start=$SECONDS phase_start=$SECONDS timings=()
+took() { timings+=("$1 $((SECONDS - phase_start)) s"); echo "test.sh: $1 took $((SECONDS - phase_start)) s"; phase_start=$SECONDS; }
 hack/setup.sh --tests || exit 1
+took "set-up"
 # rustfmt and clippy come with the machine's rustup toolchain; say so loudly if one is missing.
 for c in fmt clippy; do
   cargo "$c" --version >/dev/null 2>&1 || rustup component add "${c/fmt/rustfmt}" >/dev/null 2>&1 || true
@@ -16,6 +21,7 @@ if cargo clippy --version >/dev/null 2>&1; then
 else
   echo "test.sh: LINT NOT RUN: no clippy" >&2
 fi
+took "format and lint"
 # CI fuzzes reproducibly: a fixed seed and number of inputs per target (a time limit alone would
 # explore further on a faster machine than the run that was checked).
 # Disk is the scarce resource on a CI machine (a run ran out of it): no incremental caches (a
@@ -29,9 +35,11 @@ failed=0
 main=passed
 cargo test --workspace --locked --no-fail-fast || { failed=1; main=FAILED; }
 disk "the tests"
+took "the tests"
 # Coverage-guided fuzzing (libFuzzer through bolero, on stable), HARDSHIFT_FUZZ_SECS per target.
 hack/fuzz.sh || { failed=1; main=FAILED; }
 disk "fuzzing"
+took "fuzzing"
 # The instrumented build is only for fuzzing; drop it unless asked to keep it (a rerun of
 # hack/fuzz.sh rebuilds it in about a minute).
 [ -n "${HARDSHIFT_KEEP_FUZZ_BUILD:-}" ] || rm -rf target/fuzz-cov
@@ -44,6 +52,7 @@ else
   failed=1; fips="FAILED (hack/setup-fips.sh)"
 fi
 disk "the FIPS build"
+took "the FIPS build"
 
 summary=()
 while IFS='|' read -r var programs targets; do
@@ -80,8 +89,10 @@ while IFS='|' read -r var programs targets; do
     failed=1
   fi
 done < hack/tiers
+took "the tiers"
 
 echo
+echo "test.sh: time: ${timings[*]/%/;} in all $((SECONDS - start)) s"
 echo "test.sh: every test outside the tiers: $main"
 echo "test.sh: the FIPS build (--features fips: tests/fips.rs, tests/pki_openssl.rs): $fips"
 for line in "${summary[@]}"; do echo "test.sh: $line"; done
