@@ -3,11 +3,25 @@
 mod cmd;
 mod failure;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
+use std::sync::LazyLock;
+
+/// `-V` and `--version`: the release the bundles target, then (long) the crypto module.
+static VERSION: LazyLock<String> = LazyLock::new(|| {
+    use hardshift_generator::release::{TARGET_KUBERNETES, TARGET_OPENSHIFT};
+    format!(
+        "{} (OpenShift {TARGET_OPENSHIFT}, Kubernetes {TARGET_KUBERNETES})",
+        env!("CARGO_PKG_VERSION")
+    )
+});
+static LONG_VERSION: LazyLock<String> = LazyLock::new(|| {
+    let crypto = hardshift_crypto::long_version!().split_once('\n').map_or("", |(_, c)| c);
+    format!("{}\n{crypto}", *VERSION)
+});
 
 #[derive(Parser)]
-#[command(name = "hardshift", version, long_version = hardshift_crypto::long_version!(), about = "OpenShift on bare metal and KVM, the hard way, done right")]
+#[command(name = "hardshift", version = VERSION.as_str(), long_version = LONG_VERSION.as_str(), about = "OpenShift on bare metal and KVM, the hard way, done right")]
 struct Cli {
     /// More log detail from the long-running commands (collector, watch): -v debug, -vv trace.
     /// RUST_LOG, when set, wins.
@@ -65,6 +79,10 @@ enum Command {
     Watch(cmd::watch::Args),
     /// Wait for bootstrap-complete, pivot-ready or install-complete; on timeout, say what is unmet and why.
     WaitFor(cmd::wait_for::Args),
+    /// A shell completion script for bash, zsh, fish, elvish or PowerShell, on stdout.
+    Completions(cmd::docs::CompletionsArgs),
+    /// Write the man pages (one per command) into a directory.
+    Man(cmd::docs::ManArgs),
 }
 
 fn main() -> ExitCode {
@@ -98,6 +116,8 @@ fn main() -> ExitCode {
         Command::Release(a) => cmd::release::run(a),
         Command::MirrorCheck(a) => cmd::release::mirror_check(a),
         Command::WaitFor(a) => cmd::wait_for::run(a),
+        Command::Completions(a) => cmd::docs::completions(a, Cli::command()),
+        Command::Man(a) => cmd::docs::man(a, Cli::command()),
     };
     match result {
         Ok(code) => ExitCode::from(code),

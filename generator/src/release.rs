@@ -8,6 +8,11 @@
 use serde::Serialize;
 use std::collections::BTreeMap;
 
+/// The OpenShift minor this hardshift writes bundles for (its feature gates, CRDs and renders are
+/// that release's), and the Kubernetes minor inside it.
+pub const TARGET_OPENSHIFT: &str = "4.18";
+pub const TARGET_KUBERNETES: &str = "1.31";
+
 /// Tags the bundle uses, and why.
 pub const REQUIRED: &[(&str, &str)] = &[
     ("etcd", "the etcd static pod"),

@@ -4,6 +4,7 @@ pub mod approve_csrs;
 pub mod collector;
 pub mod create;
 pub mod diagnose;
+pub mod docs;
 pub mod events;
 pub mod gather;
 pub mod lab;

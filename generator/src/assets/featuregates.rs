@@ -123,6 +123,12 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_gates_are_the_targeted_releases() {
+        // `--version` names TARGET_OPENSHIFT: the gates written must be that release's.
+        assert!(gates(&format!("{}.0", crate::release::TARGET_OPENSHIFT)).is_some());
+    }
+
+    #[test]
     fn sorted_disjoint_and_counted() {
         let (e, d) = gates("4.18.0").unwrap();
         assert_eq!((e.len(), d.len()), (33, 52));
