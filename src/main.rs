@@ -2,6 +2,7 @@
 
 mod cmd;
 mod failure;
+mod progress;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;

@@ -377,6 +377,9 @@ fn the_release_comes_from_the_mirror_and_stays_in_the_cache() {
     eprintln!("timing: release pull (900 manifests, 3 layers): {:.2} s", t.elapsed().as_secs_f64());
     assert_eq!(code, 0, "{out}");
     assert!(out.contains(&format!("from 127.0.0.1:{}/ocp4/openshift4@{rel}", reg.port)), "{out}");
+    // Not a terminal: the progress is plain lines, a layer each, and no escape sequences.
+    assert!(out.contains(": 3 layers") && out.contains("layer 3/3 sha256:"), "{out}");
+    assert!(out.contains("bytes, fetched") && !out.contains('\x1b'), "{out}");
     let root = dir
         .join("release/cache")
         .join(rel.trim_start_matches("sha256:"))
@@ -426,6 +429,23 @@ fn the_release_comes_from_the_mirror_and_stays_in_the_cache() {
     assert!(out.contains("NOT PULLABLE never-mirrored"), "{out}");
     assert!(out.contains("missing:") && out.contains("MANIFEST_UNKNOWN"), "{out}");
     assert!(out.contains("11 of 12 images pullable"), "{out}");
+    assert!(
+        out.contains("images checked") && out.contains("  pullable ") && !out.contains('\x1b'),
+        "{out}"
+    );
+    // On a terminal (a real pty, through util-linux's script): a bar, drawn and cleared with
+    // escape sequences; the answer is the same.
+    let cmd = format!(
+        "{} mirror-check --dir {ds} --release-image {image}",
+        env!("CARGO_BIN_EXE_hardshift")
+    );
+    let tty = Command::new("script")
+        .args(["-qefc", &cmd, "/dev/null"])
+        .env("TERM", "xterm")
+        .output()
+        .unwrap();
+    let tty = text(&tty.stdout);
+    assert!(tty.contains("\x1b[") && tty.contains("11 of 12 images pullable"), "{tty:?}");
     let (code, out) = run_hs(&["mirror-check", "--dir", ds, "--release-image", &image, "-o", "json"]);
     assert_eq!(code, 1, "{out}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));

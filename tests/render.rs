@@ -197,6 +197,13 @@ fn the_releases_renders_run_in_bootkubes_order_over_the_bundle() {
             "mcc"
         ]
     );
+    // Progress, a line per step on stderr when it is not a terminal (stdout is the answer).
+    let said: Vec<&str> = stderr.lines().filter(|l| l.contains("] render: ")).collect();
+    assert_eq!(said.len(), 7, "{stderr}");
+    assert!(
+        said[0].starts_with("[1/7] render: api (") && said[6].starts_with("[7/7] render: mcc ("),
+        "{stderr}"
+    );
     assert_eq!(record["version"], "4.18.0");
     assert_eq!(record["kubernetes"], "1.31.5");
     for s in record["steps"].as_array().unwrap() {

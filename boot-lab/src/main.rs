@@ -2,6 +2,8 @@
 //! lab and wait until each reports. Exit 0 when every node reported; 1 naming who did not and the
 //! last thing seen of it; 2 on bad arguments.
 
+mod progress;
+
 use clap::Parser;
 use hardshift_boot_lab::lab::{self, Lab, Options};
 use hardshift_boot_lab::workdir;
@@ -129,18 +131,24 @@ fn run(a: Args) -> Result<i32, String> {
     for n in &a.nodes {
         lab.boot(n, None)?;
     }
-    // Print each step as it is first seen; stop when every node reported or failed for good.
+    // Show each step as it is first seen (a bar per node on a terminal, a line otherwise); stop
+    // when every node reported or failed for good.
     let mut shown: Vec<String> = vec![String::new(); a.nodes.len()];
+    let bars = progress::Bars::new(&a.nodes);
     let all = lab.wait_until(Duration::from_secs(a.timeout), |lab| {
         for (i, vm) in lab.vms.iter().enumerate() {
             let now = lab.last_seen(vm);
+            bars.show(i, progress::steps_done(&vm.seen), &now);
             if now != shown[i] {
-                eprintln!("boot-lab: {} at {:.0}s: {now}", vm.name, vm.started.elapsed().as_secs_f64());
+                if !bars.drawn() {
+                    eprintln!("boot-lab: {} at {:.0}s: {now}", vm.name, vm.started.elapsed().as_secs_f64());
+                }
                 shown[i] = now;
             }
         }
         STOP.load(Ordering::SeqCst) || lab.vms.iter().all(|v| v.seen.report.is_some() || v.seen.failed.is_some())
     });
+    bars.finish();
     if STOP.load(Ordering::SeqCst) {
         eprintln!("boot-lab: interrupted: stopping every VM and server");
         drop(lab);

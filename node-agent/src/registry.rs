@@ -51,7 +51,7 @@ pub async fn probe(cfg: &RegistryConfig) -> ComponentState {
             source_policy: None,
         })
         .collect();
-    let outcomes = check::check(&client, &sources, images, 4).await;
+    let outcomes = check::check(&client, &sources, images, 4, &hardshift_registry::progress::Quiet).await;
     let mut details = HashMap::new();
     let mut bad = Vec::new();
     for o in &outcomes {

@@ -3,6 +3,7 @@
 
 use crate::client::{Client, Error};
 use crate::mirror::{candidates, DigestSource};
+use crate::progress::Progress;
 use crate::reference::Reference;
 use futures_util::StreamExt;
 
@@ -12,15 +13,29 @@ pub struct Outcome {
     pub result: Result<Reference, Vec<Error>>,
 }
 
-pub async fn check(client: &Client, sources: &[DigestSource], images: Vec<Reference>, concurrency: usize) -> Vec<Outcome> {
+/// Each image through its mirrors, `concurrency` at a time; `progress` hears each one checked.
+pub async fn check(
+    client: &Client,
+    sources: &[DigestSource],
+    images: Vec<Reference>,
+    concurrency: usize,
+    progress: &dyn Progress,
+) -> Vec<Outcome> {
+    progress.begin("images checked", images.len() as u64, false);
     let one = |image: Reference| async move {
         let mut errors = Vec::new();
         for at in candidates(sources, &image) {
             match client.head_manifest(&at).await {
-                Ok(_) => return Outcome { image, result: Ok(at) },
+                Ok(_) => {
+                    progress.item(&format!("pullable {image} (at {at})"));
+                    progress.inc(1);
+                    return Outcome { image, result: Ok(at) };
+                }
                 Err(e) => errors.push(e),
             }
         }
+        progress.item(&format!("NOT PULLABLE {image}"));
+        progress.inc(1);
         Outcome {
             image,
             result: Err(errors),

@@ -425,7 +425,14 @@ impl Client {
     /// (what the manifest declares) bounds it: one byte more, or fewer at the end, is refused;
     /// never more than `MAX_BLOB`. The whole transfer has a deadline that grows with the size
     /// (a registry sending a byte every few seconds holds no read timeout but this one).
-    pub async fn blob_to_file(&self, r: &Reference, digest: &str, path: &Path, size: Option<u64>) -> Result<u64, Error> {
+    pub async fn blob_to_file(
+        &self,
+        r: &Reference,
+        digest: &str,
+        path: &Path,
+        size: Option<u64>,
+        progress: &dyn crate::progress::Progress,
+    ) -> Result<u64, Error> {
         let limit = size.unwrap_or(MAX_BLOB).min(MAX_BLOB);
         let deadline = blob_deadline_base() + Duration::from_secs(limit / BLOB_MIN_RATE);
         let started = std::time::Instant::now();
@@ -465,6 +472,7 @@ impl Client {
                     }));
                 }
                 f.write_all(&chunk).await.map_err(io)?;
+                progress.inc(chunk.len() as u64);
             }
             if let Some(s) = size.filter(|s| *s != n) {
                 return Err(Error::Other(format!(

@@ -3,5 +3,6 @@ pub mod check;
 pub mod client;
 pub mod extract;
 pub mod mirror;
+pub mod progress;
 pub mod reference;
 pub mod release;

@@ -5,6 +5,7 @@
 use crate::client::{Client, Error};
 use crate::extract;
 use crate::mirror::{candidates, DigestSource};
+use crate::progress::Progress;
 use crate::reference::{digest_hex, Reference};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -109,7 +110,7 @@ fn pick(index: &serde_json::Value) -> Option<String> {
         .and_then(|m| m["digest"].as_str().map(String::from))
 }
 
-async fn fetch(client: &Client, at: &Reference, cache: &Path) -> Result<(String, PathBuf), Error> {
+async fn fetch(client: &Client, at: &Reference, cache: &Path, progress: &dyn Progress) -> Result<(String, PathBuf), Error> {
     let (body, _media, digest) = client.manifest(at).await?;
     let v: serde_json::Value = serde_json::from_slice(&body).map_err(|e| Error::Other(format!("{at}: manifest: {e}")))?;
     let (v, digest, at) = if v["manifests"].is_array() {
@@ -133,13 +134,22 @@ async fn fetch(client: &Client, at: &Reference, cache: &Path) -> Result<(String,
     let blobs = cache.join("blobs");
     private_dir(&blobs).map_err(|e| Error::Other(format!("{}: {e}", blobs.display())))?;
     let (layers, paths) = layer_paths(&v, &blobs, &at)?;
-    for ((d, _, size), p) in layers.iter().zip(&paths) {
+    let total: u64 = layers.iter().filter_map(|(_, _, size)| *size).sum();
+    progress.begin(&format!("{at}: {} layers", layers.len()), total, true);
+    for (i, ((d, _, size), p)) in layers.iter().zip(&paths).enumerate() {
         // A kept blob is used only if it still hashes to its name.
-        if !holds(p, d) {
+        let how = if holds(p, d) {
+            progress.inc(size.unwrap_or(0));
+            "kept"
+        } else {
             let _ = std::fs::remove_file(p);
-            client.blob_to_file(&at, d, p, *size).await?;
-        }
+            client.blob_to_file(&at, d, p, *size, progress).await?;
+            "fetched"
+        };
+        let size = size.map_or("? bytes".to_string(), |s| format!("{s} bytes"));
+        progress.item(&format!("layer {}/{} {d}: {size}, {how}", i + 1, layers.len()));
     }
+    progress.end();
     // Extract beside the final place, then rename: a killed run leaves no half release.
     let root = cache.join(&digest_hex);
     let tmp = cache.join(format!("{digest_hex}.tmp-{}", std::process::id()));
@@ -155,8 +165,14 @@ async fn fetch(client: &Client, at: &Reference, cache: &Path) -> Result<(String,
     Ok((digest, root))
 }
 
-/// Pull `image` (through its mirrors) into `cache`, or use the cache.
-pub async fn pull(client: &Client, sources: &[DigestSource], image: &Reference, cache: &Path) -> Result<Pulled, Vec<Error>> {
+/// Pull `image` (through its mirrors) into `cache`, or use the cache; `progress` hears the layers.
+pub async fn pull(
+    client: &Client,
+    sources: &[DigestSource],
+    image: &Reference,
+    cache: &Path,
+    progress: &dyn Progress,
+) -> Result<Pulled, Vec<Error>> {
     if let Some(root) = image.digest.as_deref().and_then(|d| complete(cache, d)) {
         return Ok(Pulled {
             digest: image.digest.clone().unwrap_or_default(),
@@ -167,7 +183,7 @@ pub async fn pull(client: &Client, sources: &[DigestSource], image: &Reference, 
     }
     let mut errors = Vec::new();
     for at in candidates(sources, image) {
-        match fetch(client, &at, cache).await {
+        match fetch(client, &at, cache, progress).await {
             Ok((digest, root)) => {
                 let f = name_file(cache, image);
                 if let Some(p) = f.parent() {

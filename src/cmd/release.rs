@@ -113,8 +113,9 @@ pub fn pull_into(rt: &tokio::runtime::Runtime, acc: &Access) -> Result<String, F
         .ok_or_else(|| Failure::input("no release image: set release.image in hardshift.yaml or pass --release-image"))?;
     let cache = dir.join(hardshift_generator::layout::RELEASE_CACHE);
     hardshift_generator::fsio::private_dir_all(&cache).map_err(|e| Failure::other(format!("{}: {e}", cache.display())))?;
+    let progress = crate::progress::Progress::new(crate::progress::Mode::pick(false));
     let pulled = rt
-        .block_on(release::pull(&acc.client, &acc.sources, image, &cache))
+        .block_on(release::pull(&acc.client, &acc.sources, image, &cache, &progress))
         .map_err(|errs| {
             Failure::other(format!(
                 "cannot pull the release {image}:\n  {}",
@@ -240,7 +241,9 @@ pub fn check_and_report(rt: &tokio::runtime::Runtime, acc: &Access, concurrency:
     unique.sort_by_key(|r| r.to_string());
     unique.dedup();
     let t = std::time::Instant::now();
-    let outcomes = rt.block_on(check::check(&acc.client, &acc.sources, unique, concurrency));
+    let progress = crate::progress::Progress::new(crate::progress::Mode::pick(output == super::Output::Json));
+    let outcomes = rt.block_on(check::check(&acc.client, &acc.sources, unique, concurrency, &progress));
+    progress.finish();
     let bad: Vec<&check::Outcome> = outcomes.iter().filter(|o| o.result.is_err()).collect();
     let code = if bad.is_empty() { 0 } else { 1 };
     if output == super::Output::Json {

@@ -84,7 +84,10 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         images,
         step_timeout: a.step_timeout,
     };
-    let rendered = render::run(dir, &cluster, &opts, &mut |m| println!("{m}"))?;
+    let progress = crate::progress::Progress::new(crate::progress::Mode::pick(false));
+    let rendered = render::run(dir, &cluster, &opts, &mut |n, of, m| progress.step(n, of, &m));
+    progress.finish();
+    let rendered = rendered?;
     for s in &rendered.steps {
         println!("  {:<24} {:>6.1} s  {}", s.name, s.seconds, s.log);
     }

@@ -79,8 +79,9 @@ pub fn layout_hashes(assets: &[render::Asset]) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// Run every render for DIR's bundle; `say` hears each step as it starts.
-pub fn run(dir: &Path, cluster: &Cluster, opts: &Options, say: &mut dyn FnMut(String)) -> Result<Rendered, Error> {
+/// Run every render for DIR's bundle; `say` hears each step as it starts (its number from 1, of
+/// how many, and what runs).
+pub fn run(dir: &Path, cluster: &Cluster, opts: &Options, say: &mut dyn FnMut(usize, usize, String)) -> Result<Rendered, Error> {
     let steps = render::steps(cluster).map_err(|e| Error::input(format!("{}: {e}", dir.display())))?;
     let _lock = fsio::lock(dir, "render").map_err(Error::other)?;
     let live = Live::read(dir, &pki::plan(cluster));
@@ -108,13 +109,13 @@ pub fn run(dir: &Path, cluster: &Cluster, opts: &Options, say: &mut dyn FnMut(St
         Error::Input(m) => Error::Input(kept(m)),
     };
     let mut ran = Vec::new();
-    for step in &steps {
+    for (i, step) in steps.iter().enumerate() {
         let image = opts
             .images
             .get(step.tag)
             .cloned()
             .unwrap_or_else(|| cluster.release.tag(step.tag).to_string());
-        say(format!("render: {} ({image})", step.name));
+        say(i + 1, steps.len(), format!("render: {} ({image})", step.name));
         ran.push(one(&work, step, &image, opts).map_err(failed)?);
     }
     // What the renders left, as it will be in DIR/render (each step's output was checked).
