@@ -521,12 +521,21 @@ async fn metrics_text(State(s): State<Arc<Shared>>, headers: axum::http::HeaderM
         .and_then(|a| a.to_str().ok())
         .is_some_and(|a| a.contains("application/openmetrics-text"));
     let snap = s.snap.borrow().clone();
+    // Every reason, at 0 until it happens: a counter that appears at its first increment hides
+    // that increment from rate().
+    let every = |gate: &listener::Gate| {
+        let seen = gate.refusals();
+        listener::Refusal::ALL
+            .iter()
+            .map(|k| (k.label(), seen.get(k).copied().unwrap_or(0)))
+            .collect()
+    };
     let live = metrics::Live {
         connected_agents: s.deps.agents.connected(),
         open_connections: s.deps.gate.open(),
-        refused: s.deps.gate.refusals().into_iter().map(|(k, v)| (k.label(), v)).collect(),
+        refused: every(&s.deps.gate),
         dashboard_open: s.deps.web_gate.open(),
-        dashboard_refused: s.deps.web_gate.refusals().into_iter().map(|(k, v)| (k.label(), v)).collect(),
+        dashboard_refused: every(&s.deps.web_gate),
     };
     let text = metrics::render(&s.deps.metrics, &snap.view, &live, &s.bundle);
     if open {
