@@ -462,8 +462,16 @@ fn promtool_passes_a_live_scrape_and_the_metrics_follow_the_reports() {
         rt.spawn(agent(dir.clone(), format!("127.0.0.1:{port}"), n, role, sim.clone()));
     }
     let scrape = || get(&format!("{site}/metrics")).2;
+    // Every series names the install: the example's cluster, and its id (the root CA's).
+    let root_ca = std::fs::read_to_string(dir.join("pki/root-ca.crt")).unwrap();
+    let id = format!(
+        "cluster=\"ocp4\",base_domain=\"example.com\",bundle=\"{}\"",
+        hardshift_generator::assets::manifests::cluster_id_of_root_ca(&root_ca)
+    );
     wait_for("worker-1's kubelet failing in /metrics", 60, || {
-        scrape().contains("hardshift_component_health{node=\"worker-1\",role=\"worker\",component=\"kubelet\"} 3")
+        scrape().contains(&format!(
+            "hardshift_component_health{{{id},node=\"worker-1\",role=\"worker\",component=\"kubelet\"}} 3"
+        ))
     });
     let body = scrape();
     let (status, ty, _) = get(&format!("{site}/metrics"));
@@ -489,17 +497,18 @@ fn promtool_passes_a_live_scrape_and_the_metrics_follow_the_reports() {
     assert!(!bad, "promtool accepted a counter with no help");
 
     for want in [
-        "hardshift_component_health{node=\"master-0\",role=\"master\",component=\"kubelet\"} 1",
-        "hardshift_node_health{node=\"worker-1\",role=\"worker\"} 3",
-        "hardshift_diagnosis_finding{node=\"worker-1\",role=\"worker\",rule=\"HS021\",severity=\"critical\"} 1",
-        "hardshift_collector_agents_connected 6",
-        "hardshift_install_check_met{check=\"bootstrap-booted\"} 1",
+        format!("hardshift_component_health{{{id},node=\"master-0\",role=\"master\",component=\"kubelet\"}} 1"),
+        format!("hardshift_node_health{{{id},node=\"worker-1\",role=\"worker\"}} 3"),
+        format!("hardshift_diagnosis_finding{{{id},node=\"worker-1\",role=\"worker\",rule=\"HS021\",severity=\"critical\",about=\"the kubelet does not answer /healthz\"}} 1"),
+        format!("hardshift_collector_agents_connected{{{id}}} 6"),
+        format!("hardshift_install_check_met{{{id},check=\"bootstrap-booted\"}} 1"),
     ] {
-        assert!(body.contains(want), "{want} not in\n{body}");
+        assert!(body.contains(&want), "{want} not in\n{body}");
     }
+    let stored_line = format!("hardshift_collector_reports_stored_total{{{id}}} ");
     let stored = |t: &str| -> u64 {
         t.lines()
-            .find_map(|l| l.strip_prefix("hardshift_collector_reports_stored_total "))
+            .find_map(|l| l.strip_prefix(stored_line.as_str()))
             .and_then(|v| v.parse().ok())
             .unwrap()
     };

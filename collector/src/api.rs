@@ -84,6 +84,11 @@ pub fn project(kind: &str, obj: &Value) -> Value {
             // spec.request is public (a CSR), but nothing here reads it: keep the store small.
             m.insert("signerName".into(), obj["spec"]["signerName"].clone());
             m.insert("username".into(), obj["spec"]["username"].clone());
+            // The node it is for: a kubelet's first CSR comes from the bootstrap identity, and
+            // only its request's CN names the node.
+            if let Some(n) = csr_node(&obj["spec"]) {
+                m.insert("node".into(), json!(n));
+            }
             m.insert("conditions".into(), conditions(status));
             m.insert(
                 "issued".into(),
@@ -126,6 +131,16 @@ pub fn project(kind: &str, obj: &Value) -> Value {
         _ => {}
     }
     v
+}
+
+/// `system:node:NAME` as the requester, or as the request's CN.
+fn csr_node(spec: &Value) -> Option<String> {
+    use base64::Engine;
+    if let Some(n) = spec["username"].as_str().and_then(|u| u.strip_prefix("system:node:")) {
+        return Some(n.to_string());
+    }
+    let pem = base64::engine::general_purpose::STANDARD.decode(spec["request"].as_str()?).ok()?;
+    crate::approver::requested_node(&pem)
 }
 
 fn cond_map(v: &Value) -> Vec<(String, String)> {
@@ -236,6 +251,17 @@ mod tests {
                  "username": "system:node:master-0", "request": "LS0t"}, "status": {}});
         let pending = project("CertificateSigningRequest", &csr);
         assert!(pending.get("request").is_none());
+        assert_eq!(pending["node"], "master-0");
+        // A kubelet's first CSR comes from the bootstrap identity: its CN names the node.
+        use base64::Engine;
+        let req = crate::approver::tests::request("system:node:worker-0", &["system:nodes"], vec![]);
+        let first = json!({"metadata": {"name": "csr-2"}, "spec": {"signerName": "kubernetes.io/kube-apiserver-client-kubelet",
+                 "username": "system:serviceaccount:openshift-machine-config-operator:node-bootstrapper",
+                 "request": base64::engine::general_purpose::STANDARD.encode(req)}, "status": {}});
+        assert_eq!(project("CertificateSigningRequest", &first)["node"], "worker-0");
+        let mut other = first.clone();
+        other["spec"]["request"] = json!("LS0t");
+        assert!(project("CertificateSigningRequest", &other).get("node").is_none());
         let mut done = csr.clone();
         done["status"] = json!({"conditions": [{"type": "Approved", "status": "True"}], "certificate": "LS0t"});
         assert_eq!(

@@ -112,7 +112,12 @@ pub fn client_node(csr: &Csr) -> Option<String> {
     if csr.signer != CLIENT_SIGNER {
         return None;
     }
-    let r = parse(&csr.request_pem).ok()?;
+    requested_node(&csr.request_pem)
+}
+
+/// The node a PKCS#10 request names in its CN (`system:node:<name>`), if it verifies and does.
+pub fn requested_node(request_pem: &[u8]) -> Option<String> {
+    let r = parse(request_pem).ok()?;
     let [cn] = r.cn.as_slice() else { return None };
     cn.strip_prefix("system:node:").map(str::to_string)
 }
@@ -227,7 +232,7 @@ fn check(inv: &Inventory, csr: &Csr, registered: &BTreeSet<String>, pending: usi
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use rcgen::{CertificateParams, DistinguishedName, DnType, KeyPair, SanType};
 
@@ -245,7 +250,8 @@ mod tests {
         inv
     }
 
-    fn request(cn: &str, orgs: &[&str], sans: Vec<SanType>) -> Vec<u8> {
+    /// A PKCS#10 request in PEM, signed by a fresh key.
+    pub(crate) fn request(cn: &str, orgs: &[&str], sans: Vec<SanType>) -> Vec<u8> {
         let mut p = CertificateParams::default();
         let mut dn = DistinguishedName::new();
         for o in orgs {

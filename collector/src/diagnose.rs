@@ -123,6 +123,11 @@ fn rule(id: &str) -> &'static Rule {
     RULES.iter().find(|r| r.id == id).expect("a rule of the table")
 }
 
+/// What rule `id` is about ("bootkube failed"); empty for an id not in the table.
+pub fn about(id: &str) -> &'static str {
+    RULES.iter().find(|r| r.id == id).map_or("", |r| r.about)
+}
+
 impl Rule {
     fn finding(&self, node: &str, s: Said) -> Finding {
         Finding {

@@ -65,6 +65,15 @@ pub enum Refusal {
 }
 
 impl Refusal {
+    pub const ALL: [Refusal; 6] = [
+        Refusal::ConnectionCap,
+        Refusal::AddressCap,
+        Refusal::HandshakeTimeout,
+        Refusal::HandshakeFailed,
+        Refusal::NoHello,
+        Refusal::Shed,
+    ];
+
     pub fn label(self) -> &'static str {
         match self {
             Refusal::ConnectionCap => "connection_cap",

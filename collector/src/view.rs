@@ -43,6 +43,8 @@ pub struct NodeView {
     /// The worst health of its components (or "failing" when silent, "unknown" before a report).
     pub health: &'static str,
     pub seen_ago_s: Option<i64>,
+    /// No report for longer than `SILENT_AFTER_MS` (never for a node that never reported).
+    pub silent: bool,
     pub components: Vec<Comp>,
     /// Diagnosis, root cause first.
     pub causes: Vec<Cause>,
@@ -60,6 +62,21 @@ pub struct View {
     pub columns: Vec<String>,
     /// The install's checks in order; empty without an inventory.
     pub checks: Vec<Check>,
+    /// CSRs the API holds that nobody approved or denied yet, by the node they are for.
+    pub pending_csrs: Vec<PendingCsrs>,
+}
+
+/// The CSRs waiting for one node (or, when none names a node, for one requester).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PendingCsrs {
+    /// The node they are for; empty when no CSR names one.
+    pub node: String,
+    /// Who asked, for CSRs naming no node (a bootstrap identity); empty when `node` is known.
+    pub username: String,
+    pub count: usize,
+    /// Age of the oldest, from its creationTimestamp (when the collector first saw it, if that
+    /// does not parse).
+    pub oldest_age_s: i64,
 }
 
 impl View {
@@ -147,6 +164,7 @@ fn node_view(row: &NodeRow, api: &[ApiObject], now_ms: i64) -> NodeView {
         phase: node_phase(row, last, silent, api_node),
         health,
         seen_ago_s: Some(ago.max(0) / 1000),
+        silent,
         components,
         causes,
         pods_not_running: last
@@ -175,6 +193,7 @@ pub fn build(rows: &[NodeRow], inventory: Option<&[Member]>, api: &[ApiObject], 
                     phase: "no report yet".into(),
                     health: "unknown",
                     seen_ago_s: None,
+                    silent: false,
                     components: vec![],
                     causes: vec![],
                     pods_not_running: vec![],
@@ -209,7 +228,42 @@ pub fn build(rows: &[NodeRow], inventory: Option<&[Member]>, api: &[ApiObject], 
         nodes,
         columns,
         checks,
+        pending_csrs: pending_csrs(api, now_ms),
     }
+}
+
+/// When an API object was created, in ms since the epoch (`metadata.creationTimestamp`).
+fn created_ms(o: &ApiObject) -> i64 {
+    serde_json::from_value::<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>(o.view["created"].clone())
+        .map(|t| t.0.as_millisecond())
+        .unwrap_or(o.observed_ms)
+}
+
+/// Pending CSRs (no Approved or Denied condition yet) grouped by node, then requester.
+fn pending_csrs(api: &[ApiObject], now_ms: i64) -> Vec<PendingCsrs> {
+    let mut by: std::collections::BTreeMap<(String, String), (usize, i64)> = Default::default();
+    let pending = api
+        .iter()
+        .filter(|o| o.kind == "CertificateSigningRequest" && !o.deleted && o.view["conditions"].as_array().is_none_or(|c| c.is_empty()));
+    for o in pending {
+        let node = o.view["node"].as_str().unwrap_or("").to_string();
+        let user = if node.is_empty() {
+            o.view["username"].as_str().unwrap_or("")
+        } else {
+            ""
+        };
+        let e = by.entry((node, user.to_string())).or_insert((0, i64::MAX));
+        e.0 += 1;
+        e.1 = e.1.min(created_ms(o));
+    }
+    by.into_iter()
+        .map(|((node, username), (count, oldest))| PendingCsrs {
+            node,
+            username,
+            count,
+            oldest_age_s: (now_ms - oldest).max(0) / 1000,
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -119,7 +119,75 @@ fn web_options(dir: &std::path::Path, addr: SocketAddr, db: &std::path::Path) ->
         inventory,
         db: db.to_path_buf(),
         secrets: super::bundle_secrets(dir),
+        bundle: bundle_of(dir)?,
     })
+}
+
+/// The bundle's identity and certificates, for /metrics: its record (cluster.json, public) and
+/// its root CA name it, so every series says which install it is of.
+fn bundle_of(dir: &std::path::Path) -> Result<hardshift_collector::metrics::Bundle, Failure> {
+    use hardshift_collector::metrics::{Bundle, Identity};
+    let missing = |rel: &str| {
+        Failure::input(format!(
+            "{rel}: missing from the bundle in {} (run `hardshift create`); /metrics names the cluster by it",
+            dir.display()
+        ))
+    };
+    let record = fsio::read_current(dir, hardshift_generator::bundle::CLUSTER_JSON).ok_or_else(|| missing("cluster.json"))?;
+    let record: serde_json::Value = serde_json::from_slice(&record).map_err(|e| {
+        Failure::input(format!(
+            "{}/cluster.json: not JSON ({e}); run `hardshift create` again",
+            dir.display()
+        ))
+    })?;
+    let field = |k: &str| {
+        record[k].as_str().map(str::to_string).ok_or_else(|| {
+            Failure::input(format!(
+                "{}/cluster.json: no string {k:?}; run `hardshift create` again",
+                dir.display()
+            ))
+        })
+    };
+    let root_ca = fsio::read_current(dir, ROOT_CA).ok_or_else(|| missing(ROOT_CA))?;
+    Ok(Bundle {
+        identity: Identity {
+            cluster: field("name")?,
+            base_domain: field("base_domain")?,
+            bundle: hardshift_generator::assets::manifests::cluster_id_of_root_ca(&String::from_utf8_lossy(&root_ca)),
+        },
+        certificates: bundle_certificates(dir),
+    })
+}
+
+const ROOT_CA: &str = "pki/root-ca.crt";
+
+/// Every certificate of pki/ and agent-pki/ with its notAfter (ones that do not parse are
+/// `verify`'s business, not the metrics').
+fn bundle_certificates(dir: &std::path::Path) -> Vec<hardshift_collector::metrics::BundleCert> {
+    let Some(cur) = fsio::current(dir) else { return vec![] };
+    let mut out = Vec::new();
+    for sub in [hardshift_generator::layout::PKI, hardshift_generator::layout::AGENT_PKI] {
+        let Ok(entries) = std::fs::read_dir(cur.join(sub)) else { continue };
+        let mut names: Vec<String> = entries
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.ends_with(".crt"))
+            .collect();
+        names.sort();
+        for n in names {
+            let rel = format!("{sub}/{n}");
+            let Some(f) =
+                fsio::read_current(dir, &rel).and_then(|pem| hardshift_generator::pki::inspect::facts(&String::from_utf8_lossy(&pem)).ok())
+            else {
+                continue;
+            };
+            out.push(hardshift_collector::metrics::BundleCert {
+                file: rel,
+                cn: f.cn,
+                not_after_s: f.not_after,
+            });
+        }
+    }
+    out
 }
 
 /// Serve the agents with the bundle's collector certificate until Ctrl-C.

@@ -62,6 +62,8 @@ pub struct Options {
     pub db: PathBuf,
     /// The bundle's own secrets: stripped by value from the logs the dashboard shows.
     pub secrets: Vec<String>,
+    /// Its identity (labels of every series of /metrics) and certificates.
+    pub bundle: metrics::Bundle,
 }
 
 #[derive(Debug, Clone)]
@@ -92,6 +94,7 @@ struct Shared {
     scrubber: crate::scrub::Scrubber,
     /// For what nodes reported: by pattern, as every other output.
     reports: crate::scrub::Scrubber,
+    bundle: metrics::Bundle,
 }
 
 impl Shared {
@@ -170,6 +173,7 @@ pub async fn serve(opts: Options, tcp: tokio::net::TcpListener, deps: Deps, stop
         check_host: opts.tls.is_none(),
         scrubber: crate::scrub::Scrubber::with_values(opts.secrets.clone()),
         reports: crate::scrub::Scrubber::default(),
+        bundle: opts.bundle.clone(),
     });
     rebuild(&shared, &mut Memory::default()).await;
     tokio::spawn(refresh(shared.clone(), changed, stop.clone()));
@@ -517,14 +521,23 @@ async fn metrics_text(State(s): State<Arc<Shared>>, headers: axum::http::HeaderM
         .and_then(|a| a.to_str().ok())
         .is_some_and(|a| a.contains("application/openmetrics-text"));
     let snap = s.snap.borrow().clone();
+    // Every reason, at 0 until it happens: a counter that appears at its first increment hides
+    // that increment from rate().
+    let every = |gate: &listener::Gate| {
+        let seen = gate.refusals();
+        listener::Refusal::ALL
+            .iter()
+            .map(|k| (k.label(), seen.get(k).copied().unwrap_or(0)))
+            .collect()
+    };
     let live = metrics::Live {
         connected_agents: s.deps.agents.connected(),
         open_connections: s.deps.gate.open(),
-        refused: s.deps.gate.refusals().into_iter().map(|(k, v)| (k.label(), v)).collect(),
+        refused: every(&s.deps.gate),
         dashboard_open: s.deps.web_gate.open(),
-        dashboard_refused: s.deps.web_gate.refusals().into_iter().map(|(k, v)| (k.label(), v)).collect(),
+        dashboard_refused: every(&s.deps.web_gate),
     };
-    let text = metrics::render(&s.deps.metrics, &snap.view, &live);
+    let text = metrics::render(&s.deps.metrics, &snap.view, &live, &s.bundle);
     if open {
         typed("application/openmetrics-text; version=1.0.0; charset=utf-8", text)
     } else {
@@ -573,6 +586,7 @@ mod tests {
             inventory: None,
             db: "x".into(),
             secrets: vec![],
+            bundle: Default::default(),
         };
         assert!(check(&o).unwrap_err().to_string().contains("admin client certificate"));
         assert!(check(&Options {

@@ -49,7 +49,13 @@ fn cluster_digest(pki: &Pki) -> [u8; 32] {
 }
 
 pub fn cluster_id(pki: &Pki) -> String {
-    let d = cluster_digest(pki);
+    cluster_id_of_root_ca(&pki.get("pki/root-ca").cert_pem)
+}
+
+/// The ClusterVersion's `clusterID` from the root CA's PEM (`pki/root-ca.crt`): what the
+/// collector names its bundle by, the same id the cluster itself reports.
+pub fn cluster_id_of_root_ca(root_ca_pem: &str) -> String {
+    let d: [u8; 32] = Sha256::digest(root_ca_pem.as_bytes()).into();
     let h: String = d[..16].iter().map(|b| format!("{b:02x}")).collect();
     // A version-4-shaped UUID.
     format!(
