@@ -35,9 +35,10 @@ cache_key() {
 build() {  # $1: the directory to fill (empty), $2: the .deb cache
   local root=$1/root debs=$2
   mkdir -p "$debs"
+  # The excludes stay in the root's dpkg config: none may hide what the package installs (its
+  # man pages and docs).
   mmdebstrap --quiet --mode=root --variant=minbase --include="$(IFS=,; echo "${PKGS[*]}")" \
-    --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/locale/*' \
-    --dpkgopt='path-exclude=/usr/share/info/*' \
+    --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-exclude=/usr/share/info/*' \
     --skip=download/empty --skip=essential/unlink \
     --setup-hook='mkdir -p "$1"/var/cache/apt/archives/' \
     --setup-hook="sync-in $debs /var/cache/apt/archives/" \

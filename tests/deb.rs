@@ -147,6 +147,15 @@ fn deb_installs_and_runs_the_collector_under_systemd() {
     assert_eq!(c.ok("stat -c '%U %a' /var/lib/hardshift"), "hardshift 750");
     assert_eq!(c.sh(&format!("systemctl is-enabled {UNIT}")).1.trim(), "disabled");
     assert_eq!(c.prop("ActiveState"), "inactive");
+    // Completions and man pages: once this hardshift can write them, the package carries them.
+    if hardshift(&["completions", "--help"]).status.success() {
+        c.ok("test -s /usr/share/zsh/vendor-completions/_hardshift && test -s /usr/share/fish/vendor_completions.d/hardshift.fish");
+        let bash = c.ok("bash -c '. /usr/share/bash-completion/completions/hardshift && complete -p hardshift'");
+        assert!(bash.ends_with(" hardshift"), "{bash}");
+    }
+    if hardshift(&["man", "--help"]).status.success() {
+        c.ok("test -s /usr/share/man/man1/hardshift.1.gz");
+    }
     // systemd's own check of the unit (its man page comes with `hardshift man`, not checked here).
     c.ok(&format!("systemd-analyze verify --man=no /lib/systemd/system/{UNIT}"));
 
