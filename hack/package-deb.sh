@@ -13,18 +13,20 @@
 #   --fast         gzip -1 instead of xz (the tests: xz takes minutes on a large debug binary)
 # Needs dpkg-dev (dpkg-shlibdeps) and binutils (strip); both come with hack/setup.sh --tests.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-REPO=$PWD
-SRC=$REPO/deploy/debian
-bin_dir="" out=target/debian compress=(-Zxz)
+bin_dir="" out="" compress=(-Zxz)
+# Paths given are the caller's, resolved before moving to the repository.
 while [ $# -gt 0 ]; do
   case $1 in
-    --bin-dir) bin_dir=${2:?--bin-dir DIR}; shift 2 ;;
-    --out) out=${2:?--out DIR}; shift 2 ;;
+    --bin-dir) bin_dir=$(realpath -m "${2:?--bin-dir DIR}"); shift 2 ;;
+    --out) out=$(realpath -m "${2:?--out DIR}"); shift 2 ;;
     --fast) compress=(-Zgzip -z1); shift ;;
     *) echo "usage: hack/package-deb.sh [--bin-dir DIR] [--out DIR] [--fast]" >&2; exit 2 ;;
   esac
 done
+cd "$(dirname "$0")/.."
+REPO=$PWD
+SRC=$REPO/deploy/debian
+out=${out:-$REPO/target/debian}
 log() { echo "package-deb: $*" >&2; }
 
 if [ -z "$bin_dir" ]; then
