@@ -11,7 +11,7 @@ if [ "${1:-}" = "--tests" ]; then
   pkgs+=(g++ openssl curl iproute2 python3 python3-yaml systemd dbus-daemon etcd-server etcd-client ignition time haproxy dnsmasq
     bind9-utils bind9-dnsutils isc-dhcp-server containerd runc containernetworking-plugins
     systemd-journal-remote nftables podman busybox-static faketime docker-registry skopeo umoci apache2-utils
-    chromium chromium-driver prometheus prometheus-alertmanager zsh fish man-db groff-base
+    chromium chromium-driver prometheus prometheus-alertmanager zsh fish man-db groff-base lintian dpkg-dev
     qemu-system-x86 ipxe-qemu mmdebstrap gdisk openssh-client)
   # qemu-system-x86 (tests/boot.rs): on a machine image carrying a backported qemu-utils, apt removes
   # it for bookworm's QEMU (nothing here uses qemu-utils).
