@@ -92,7 +92,7 @@ else
   log "note: this hardshift has no \`completions\` command: the package has no shell completions"
 fi
 if "$hs" man --help >/dev/null 2>&1; then
-  "$hs" man "$work/man" >&2
+  "$hs" man --out "$work/man" >&2
   for page in $(find "$work/man" -type f -name '*.[1-8]'); do
     section=${page##*.}
     install -D -m 0644 "$page" "$pkg/usr/share/man/man$section/${page##*/}"

@@ -180,7 +180,11 @@ fn deb_installs_and_runs_the_collector_under_systemd() {
     wait_for("/metrics of the started collector", 60, || c.metrics().is_some());
     let metrics = c.metrics().unwrap();
     // The bundle's inventory is what it serves.
-    assert!(metrics.contains("hardshift_node_health{node=\"master-0\""), "{metrics}");
+    assert!(
+        metrics.contains("hardshift_node_health{cluster=\"ocp4\",base_domain=\"example.com\",")
+            && metrics.contains("node=\"master-0\""),
+        "{metrics}"
+    );
     assert_eq!(c.prop("ActiveState"), "active");
     let pid = c.prop("MainPID");
     let uid = c.ok("id -u hardshift");
