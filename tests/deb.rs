@@ -181,8 +181,7 @@ fn deb_installs_and_runs_the_collector_under_systemd() {
     let metrics = c.metrics().unwrap();
     // The bundle's inventory is what it serves.
     assert!(
-        metrics.contains("hardshift_node_health{cluster=\"ocp4\",base_domain=\"example.com\",")
-            && metrics.contains("node=\"master-0\""),
+        metrics.contains("hardshift_node_health{cluster=\"ocp4\",base_domain=\"example.com\",") && metrics.contains("node=\"master-0\""),
         "{metrics}"
     );
     assert_eq!(c.prop("ActiveState"), "active");
