@@ -14,13 +14,13 @@ INTERVAL_MS=${INTERVAL_MS:-5000}
 DURATION=${DURATION:-60}
 RUNS=${RUNS:-3}
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
-cargo build --release --quiet -p hardshift --bin hardshift
-cargo build --release --quiet -p hardshift-collector --example simulate_agents
+cargo build --release --quiet -p hardshift --bin hardshift -p hardshift-collector --example simulate_agents
 work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
 trap cleanup EXIT
-mkdir -p "$work/b"; cp -r examples/ocp4/*.yaml examples/ocp4/release examples/ocp4/crds "$work/b"/
+# The agents are nodes of the bundle (the collector admits only its inventory's).
+hack/gen-lab.py "$work/b" "$AGENTS"; cp -r examples/ocp4/release examples/ocp4/crds "$work/b"/
 target/release/hardshift create --dir "$work/b" --key-algorithm ecdsa-p256 --no-agent --self-contained-nodes >/dev/null
 hz=$(getconf CLK_TCK)
 free() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -30,7 +30,8 @@ for dash in 0 "$DASHBOARDS"; do
   port=$(free); web=$(free)
   target/release/hardshift collector --dir "$work/b" --listen "127.0.0.1:$port" --web "127.0.0.1:$web" --no-api-watch \
     --max-per-address 100000 --max-connections 100000 2>"$work/collector.log" & col=$!; pids+=("$col")
-  sleep 1
+  # Ready when the agents' port accepts (bound once the inventory is read).
+  for _ in $(seq 600); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.5; done
   streams=()
   for i in $(seq 1 "$dash"); do
     curl -sN "http://127.0.0.1:$web/events/grid" >"$work/dash-$i" & streams+=($!); pids+=($!)
@@ -46,7 +47,7 @@ for dash in 0 "$DASHBOARDS"; do
   per=0
   if [ "$dash" -gt 0 ]; then per=$(cat "$work"/dash-* | wc -c); per=$((per / dash / 1024)); fi
   for s in "${streams[@]}"; do kill "$s" 2>/dev/null || true; done
-  kill -INT "$col"; wait "$col" 2>/dev/null || true
+  kill -TERM "$col"; wait "$col" 2>/dev/null || true
   stored=$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("select count(*) from reports").fetchone()[0])' "$work/b/collector/reports.db")
   cpu=$(awk -v t=$((t1 - t0)) -v hz="$hz" -v a="$s0" -v b="$s1" 'BEGIN {printf "%.1f", 100 * t / hz / (b - a)}')
   printf '%-7s %-10s %8s %10s %11s %12s %8s %11s %11s %8s\n' "$AGENTS" "$dash" "$stored" "$cpu" "$rss" "$per" "$((grid / 1024))" "$((gz / 1024))" "$((metrics / 1024))" "$grid_ms"

@@ -1,15 +1,21 @@
 #!/usr/bin/env python3
 """Write a lab's inputs with N workers (for benchmarks): hack/gen-lab.py DIR WORKERS.
 
-Same cluster as examples/ocp4, on a /16 machine network so that thousands of nodes fit.
+Same cluster as examples/ocp4, on a /16 machine network so that thousands of nodes fit (up to
+31,500 workers), and beyond 508 workers a /8 cluster network (a /23 of pods for each of up to 32,768
+nodes; the example's /14 holds 512).
 """
 import pathlib, sys
 
 out, workers = pathlib.Path(sys.argv[1]), int(sys.argv[2])
+if not 0 <= workers <= 31500:
+    sys.exit(f"gen-lab.py: {workers} workers: the /16 machine network holds 0 to 31,500")
 example = pathlib.Path(__file__).resolve().parent.parent / "examples" / "ocp4"
 out.mkdir(parents=True, exist_ok=True)
 ic = (example / "install-config.yaml").read_text()
 ic = ic.replace("192.168.126.0/24", "192.168.0.0/16").replace("  replicas: 2", f"  replicas: {workers}")
+if workers + 4 > 512:
+    ic = ic.replace("cidr: 10.128.0.0/14", "cidr: 10.0.0.0/8")
 (out / "install-config.yaml").write_text(ic)
 (out / "hardshift.yaml").write_text((example / "hardshift.yaml").read_text())
 

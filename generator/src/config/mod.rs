@@ -48,6 +48,25 @@ pub struct Overrides {
 /// The most a YAML input may hold: install-config.yaml travels whole in the
 /// `cluster-config-v1` ConfigMap, and etcd refuses a request over 1.5 MiB.
 pub const MAX_INPUT_BYTES: u64 = 1 << 20;
+/// agent-config.yaml never leaves the workstation, and grows with the hosts (0.5 to 1 KB each):
+/// 32 MiB holds 30,000 of the example's hosts, far past OpenShift's 2,000 nodes (which 1 MiB
+/// did not hold), and still bounds a runaway file.
+pub const MAX_AGENT_CONFIG_BYTES: u64 = 32 << 20;
+
+/// The cap of input `name` and why, for the error that names it.
+fn cap_of(name: &str) -> (u64, &'static str) {
+    if name == AGENT_CONFIG {
+        (
+            MAX_AGENT_CONFIG_BYTES,
+            "the file must be UTF-8 YAML of at most 32 MiB (some 30,000 hosts); look for a pasted file or a runaway value",
+        )
+    } else {
+        (
+            MAX_INPUT_BYTES,
+            "the file must be UTF-8 YAML of at most 1 MiB (install-config.yaml travels whole in a ConfigMap, and etcd caps one at 1.5 MiB); look for a pasted file or a runaway value",
+        )
+    }
+}
 /// The release's image references (an ImageStream of ~200 tags is about 100 KB).
 pub const MAX_REFS_BYTES: u64 = 16 << 20;
 
@@ -61,17 +80,14 @@ pub fn read_capped(path: &Path, max: u64) -> std::io::Result<String> {
 pub fn read_sources(dir: &Path, release_refs: Option<&Path>) -> Result<Sources, InputError> {
     let mut diagnostics = Vec::new();
     let mut read = |name: &str, required: bool| -> Option<String> {
-        match read_capped(&dir.join(name), MAX_INPUT_BYTES) {
+        let (cap, why) = cap_of(name);
+        match read_capped(&dir.join(name), cap) {
             Ok(s) => Some(s),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => None,
             Err(e) => {
                 let hint = match e.kind() {
-                    std::io::ErrorKind::NotFound => {
-                        Some(format!("put the file in {} (see examples/ for one)", dir.display()))
-                    }
-                    std::io::ErrorKind::InvalidData => Some(
-                        "the file must be UTF-8 YAML of at most 1 MiB (install-config.yaml travels whole in a ConfigMap, and etcd caps one at 1.5 MiB); look for a pasted file or a runaway value".into(),
-                    ),
+                    std::io::ErrorKind::NotFound => Some(format!("put the file in {} (see examples/ for one)", dir.display())),
+                    std::io::ErrorKind::InvalidData => Some(why.into()),
                     _ => None,
                 };
                 diagnostics.push(Diagnostic {
@@ -323,6 +339,59 @@ mod tests {
         assert_eq!(doc.value["n"], serde_json::Value::Null);
         let (_, t) = typed("n: 7\n");
         assert_eq!(t, T { n: 7, list: vec![] });
+    }
+
+    /// An input directory whose agent-config.yaml holds `hosts` of the example's hosts (the
+    /// first master's, renamed) and is padded to at least `pad` bytes with a comment.
+    fn inputs(hosts: usize, pad: usize) -> tempfile::TempDir {
+        let ex = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/ocp4");
+        let t = tempfile::tempdir().unwrap();
+        std::fs::copy(ex.join(INSTALL_CONFIG), t.path().join(INSTALL_CONFIG)).unwrap();
+        std::fs::create_dir_all(t.path().join("release")).unwrap();
+        std::fs::copy(ex.join(RELEASE_REFS), t.path().join(RELEASE_REFS)).unwrap();
+        let ac = std::fs::read_to_string(ex.join(AGENT_CONFIG)).unwrap();
+        let start = ac.find("- hostname: master-0").unwrap();
+        let len = ac[start + 1..].find("\n- hostname:").unwrap() + 2;
+        let host = &ac[start..start + len];
+        let mut text = ac[..ac.find("- hostname:").unwrap()].to_string();
+        for i in 0..hosts {
+            text.push_str(&host.replace("master-0", &format!("worker-{i}")));
+        }
+        while text.len() < pad {
+            text.push_str(&format!("# {}\n", "x".repeat(1000)));
+        }
+        std::fs::write(t.path().join(AGENT_CONFIG), text).unwrap();
+        t
+    }
+
+    #[test]
+    fn agent_config_holds_thousands_of_hosts_install_config_one_mib() {
+        // 2,000 hosts (OpenShift's most nodes) are about 1.8 MB: read and parsed whole.
+        let t = inputs(2000, 0);
+        let s = read_sources(t.path(), None).unwrap();
+        assert!(s.agent_config.len() > (1 << 20), "{}", s.agent_config.len());
+        let doc = yaml::parse(&s.agent_config).unwrap();
+        assert_eq!(doc.value["hosts"].as_array().unwrap().len(), 2000);
+
+        // Past 32 MiB: a runaway file, refused with what the cap is.
+        let t = inputs(1, (32 << 20) + 1);
+        let e = read_sources(t.path(), None).err().unwrap().diagnostics;
+        assert!(
+            e[0].file.ends_with(AGENT_CONFIG) && e[0].message.contains("larger than 32768 KiB"),
+            "{e:?}"
+        );
+        assert!(e[0].hint.as_deref().unwrap().contains("at most 32 MiB"), "{e:?}");
+
+        // install-config.yaml stays at 1 MiB (it travels in a ConfigMap).
+        let t = inputs(1, 0);
+        let mut ic = std::fs::read_to_string(t.path().join(INSTALL_CONFIG)).unwrap();
+        ic.push_str(&format!("# {}\n", "x".repeat(1 << 20)));
+        std::fs::write(t.path().join(INSTALL_CONFIG), ic).unwrap();
+        let e = read_sources(t.path(), None).err().unwrap().diagnostics;
+        assert!(
+            e[0].file.ends_with(INSTALL_CONFIG) && e[0].message.contains("larger than 1024 KiB"),
+            "{e:?}"
+        );
     }
 
     #[test]

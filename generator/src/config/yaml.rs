@@ -65,8 +65,9 @@ enum Frame {
 
 /// Nodes that aliases may add in all: far above any hand-written config, far below a bomb.
 pub const MAX_ALIAS_NODES: usize = 10_000;
-/// Nodes in one document, aliases included (1 MiB of YAML holds well under this).
-pub const MAX_NODES: usize = 500_000;
+/// Nodes in one document, aliases included: 1 MiB of YAML holds well under this, and 32 MiB of
+/// agent-config.yaml (30,000 hosts of some 40 nodes each) too; a few hundred MB of memory at most.
+pub const MAX_NODES: usize = 2_000_000;
 
 /// How deep collections may nest: the release's deepest CRD nests 25 levels; serde_json stops
 /// at 128 too, and every walk of a value after this one recurses.
