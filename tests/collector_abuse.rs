@@ -29,15 +29,7 @@ fn agent(dir: &Path, port: u16, node: &str, interval_ms: u64) -> Kill {
         ),
     )
     .unwrap();
-    let log = std::fs::File::create(dir.join(format!("agent-{node}.log"))).unwrap();
-    Kill(
-        Command::new(agent_bin())
-            .args(["--config", cfg.to_str().unwrap()])
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap(),
-    )
+    spawn_agent(&cfg, &dir.join(format!("agent-{node}.log")))
 }
 
 fn log(dir: &Path) -> String {

@@ -207,15 +207,7 @@ fn agent(dir: &Path, port: u16, node: &str) -> Kill {
         ),
     )
     .unwrap();
-    let log = std::fs::File::create(dir.join(format!("agent-{node}.log"))).unwrap();
-    Kill(
-        Command::new(agent_bin())
-            .args(["--config", cfg.to_str().unwrap()])
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("hardshift-agent"),
-    )
+    spawn_agent(&cfg, &dir.join(format!("agent-{node}.log")))
 }
 
 /// What the webhook received: each notification's JSON, with when it arrived.

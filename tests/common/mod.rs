@@ -139,6 +139,19 @@ pub fn agent_bin() -> PathBuf {
     Path::new(env!("CARGO_BIN_EXE_hardshift")).with_file_name("hardshift-agent")
 }
 
+/// `hardshift-agent --config cfg`, its stderr in `log`, killed when dropped.
+pub fn spawn_agent(cfg: &Path, log: &Path) -> Kill {
+    let log = std::fs::File::create(log).unwrap();
+    Kill(
+        Command::new(agent_bin())
+            .args(["--config", cfg.to_str().unwrap()])
+            .stdout(std::process::Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("hardshift-agent"),
+    )
+}
+
 /// `hardshift collector` for bundle `dir` on 127.0.0.1:`port`, logging to `dir/collector.log`.
 pub fn collector(dir: &Path, port: u16) -> Kill {
     collector_with(dir, port, &[])
