@@ -7,7 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-600}
 command -v prometheus-node-exporter >/dev/null || { apt-get install -y -q prometheus-node-exporter >/dev/null; }
-cargo build --release --workspace --quiet
+cargo build --release --quiet -p hardshift
+cargo build --profile agent --quiet -p hardshift-agent  # the agent as create embeds it
 work=$(mktemp -d)
 pids=()
 cleanup() { kill "${pids[@]}" 2>/dev/null || true; rm -rf "$work"; }
@@ -25,7 +26,7 @@ cert = "$work/b/agent-pki/agent-master-0.crt"
 key = "$work/b/agent-pki/agent-master-0.key"
 interval_ms = 5000
 EOT
-target/release/hardshift-agent --config "$work/agent.toml" 2>/dev/null & agent=$!; pids+=($agent)
+target/agent/hardshift-agent --config "$work/agent.toml" 2>/dev/null & agent=$!; pids+=($agent)
 prometheus-node-exporter --web.listen-address=127.0.0.1:19100 >/dev/null 2>&1 & ne=$!; pids+=($ne)
 sleep 2
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
@@ -42,5 +43,5 @@ cpu() { awk -v t="$1" -v hz="$hz" -v d="$DURATION" 'BEGIN {printf "%.3f", 100 * 
 printf '%-24s %14s %12s\n' process "max RSS (KB)" "CPU (%core)"
 printf '%-24s %14s %12s\n' hardshift-agent "$amax" "$(cpu $(( $(ticks $agent) - a0 )))"
 printf '%-24s %14s %12s\n' prometheus-node-exporter "$nmax" "$(cpu $(( $(ticks $ne) - n0 )))"
-echo "agent binary: $(stat -c %s target/release/hardshift-agent) bytes (goal: under 8,000,000; glibc build; needs GLIBC_$(objdump -T target/release/hardshift-agent | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -V | tail -1))"
+echo "agent binary: $(stat -c %s target/agent/hardshift-agent) bytes (goal: under 8,000,000; glibc build; needs GLIBC_$(objdump -T target/agent/hardshift-agent | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -V | tail -1))"
 echo "reports stored: $(target/release/hardshift status --dir "$work/b" -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["reports"])')"

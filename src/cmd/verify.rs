@@ -64,9 +64,8 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     }
     checks.extend(verify::regeneration(&built.bundle, &b));
     checks.extend(verify::render_outputs(&a.input.dir));
-    let beside = std::env::current_exe()
-        .map(|e| e.with_file_name("hardshift-agent"))
-        .map_err(Failure::other)?;
+    let exe = std::env::current_exe().map_err(Failure::other)?;
+    let beside = hardshift_generator::build::request::agent_for(&exe).unwrap_or_else(|| exe.with_file_name("hardshift-agent"));
     let reference = agent_reference(a.agent_binary.as_deref(), &beside)?;
     checks.extend(verify::agents(&b, reference.as_ref(), &beside));
     checks.push(crypto_check(

@@ -89,12 +89,26 @@ impl Request {
     }
 }
 
-/// The hardshift-agent next to the running executable, if there is one.
+/// The hardshift-agent that goes with the running executable, if there is one: the one beside it
+/// (an installed package, `--bin-dir` builds), or the one cargo's `agent` profile wrote beside its
+/// profile directory (`cargo build --profile agent -p hardshift-agent` puts it in target/agent/
+/// while the CLI is in target/release/). Of the two, the newer: a stale one must not win over the
+/// one just built.
 pub fn beside_executable() -> Option<PathBuf> {
-    std::env::current_exe()
-        .ok()
-        .map(|e| e.with_file_name("hardshift-agent"))
-        .filter(|p| p.is_file())
+    std::env::current_exe().ok().and_then(|exe| agent_for(&exe))
+}
+
+/// [`beside_executable`] for the executable at `exe`.
+pub fn agent_for(exe: &Path) -> Option<PathBuf> {
+    let beside = exe.with_file_name("hardshift-agent");
+    let profile = exe.parent()?.parent().map(|t| t.join("agent/hardshift-agent"));
+    let modified = |p: &Path| std::fs::metadata(p).ok().filter(|m| m.is_file()).and_then(|m| m.modified().ok());
+    [Some(beside), profile]
+        .into_iter()
+        .flatten()
+        .filter_map(|p| modified(&p).map(|t| (t, p)))
+        .max_by_key(|(t, _)| *t)
+        .map(|(_, p)| p)
 }
 
 /// `master=FILE` or `worker=FILE`, as `--mco-base` takes them.
@@ -103,5 +117,36 @@ pub fn parse_base(part: &str) -> Result<(Role, PathBuf), String> {
         Some(("master", f)) => Ok((Role::Master, PathBuf::from(f))),
         Some(("worker", f)) => Ok((Role::Worker, PathBuf::from(f))),
         _ => Err(format!("{part:?}: expected master=FILE or worker=FILE")),
+    }
+}
+
+#[cfg(test)]
+mod agent_lookup {
+    use super::agent_for;
+    use std::time::{Duration, SystemTime};
+
+    fn agent_at(path: &std::path::Path, age_s: u64) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let f = std::fs::File::create(path).unwrap();
+        f.set_modified(SystemTime::now() - Duration::from_secs(age_s)).unwrap();
+    }
+
+    #[test]
+    fn the_newer_of_beside_and_the_agent_profile() {
+        let t = tempfile::tempdir().unwrap();
+        let exe = t.path().join("target/release/hardshift");
+        assert_eq!(agent_for(&exe), None);
+        let profile = t.path().join("target/agent/hardshift-agent");
+        agent_at(&profile, 60);
+        assert_eq!(agent_for(&exe).as_ref(), Some(&profile), "only the agent profile's");
+        let beside = t.path().join("target/release/hardshift-agent");
+        agent_at(&beside, 3600);
+        assert_eq!(agent_for(&exe).as_ref(), Some(&profile), "a stale one beside must not win");
+        agent_at(&beside, 0);
+        assert_eq!(agent_for(&exe).as_ref(), Some(&beside), "the one just built beside");
+        // An installed package: /usr/bin/hardshift-agent beside, no profile directory.
+        let usr = t.path().join("usr/bin/hardshift");
+        agent_at(&usr.with_file_name("hardshift-agent"), 0);
+        assert_eq!(agent_for(&usr), Some(usr.with_file_name("hardshift-agent")));
     }
 }
