@@ -91,10 +91,13 @@ EOF
   # Ignition 2.14 writes SSH keys to ~/.ssh/authorized_keys.d/ignition (the layout RHCOS reads).
   echo 'AuthorizedKeysFile .ssh/authorized_keys .ssh/authorized_keys.d/ignition' \
     > "$R/etc/ssh/sshd_config.d/50-ignition.conf"
-  # Host keys are per machine: none in the image, made when sshd first starts.
+  # Host keys are per machine: none in the image, made when sshd first starts. Ed25519 only: the
+  # RSA-3072 key `ssh-keygen -A` also makes costs an emulated CPU many seconds at every first boot.
   rm -f "$R"/etc/ssh/ssh_host_*
+  echo 'HostKey /etc/ssh/ssh_host_ed25519_key' > "$R/etc/ssh/sshd_config.d/40-host-key.conf"
   mkdir -p "$R/etc/systemd/system/ssh.service.d"
-  printf '[Service]\nExecStartPre=\nExecStartPre=/usr/bin/ssh-keygen -A\nExecStartPre=/usr/sbin/sshd -t\n' \
+  printf '[Service]\nExecStartPre=\nExecStartPre=/bin/sh -c %s\nExecStartPre=/usr/sbin/sshd -t\n' \
+    "'test -f /etc/ssh/ssh_host_ed25519_key || ssh-keygen -q -t ed25519 -N \"\" -f /etc/ssh/ssh_host_ed25519_key'" \
     > "$R/etc/systemd/system/ssh.service.d/10-host-keys.conf"
   # RHCOS lets core use sudo without a password; the bundle only gives core its SSH key.
   echo 'core ALL=(ALL) NOPASSWD: ALL' > "$R/etc/sudoers.d/core"

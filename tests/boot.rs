@@ -38,7 +38,9 @@ fn hex(b: &[u8]) -> String {
 /// `cmd` on the node at `ip` over SSH. Under load (TCG VMs on a busy machine) sshd can be slow to
 /// greet ("Connection timed out during banner exchange"): a failure of ssh itself (exit 255) is
 /// tried again, up to 5 times, and only the last try's words are kept; the command's own result
-/// is returned as it is.
+/// is returned as it is. The calls to one node share one connection (ssh's ControlMaster): each
+/// new connection costs the emulated machine a key exchange, a signature and a fork of sshd,
+/// which took tens of seconds a call under TCG on a busy machine.
 fn ssh(lab: &Lab, key: &Path, ip: &str, cmd: &str) -> (bool, String) {
     const RETRY: &str = r#"err=$(mktemp)
 for i in 1 2 3 4 5; do
@@ -55,8 +57,14 @@ cat "$err" >&2; rm -f "$err"; exit $rc"#;
         "UserKnownHostsFile=/dev/null",
         "LogLevel=ERROR",
         "ConnectTimeout=15",
+        "ControlMaster=auto",
+        "ControlPersist=30",
     ];
-    let mut args = vec!["-c", RETRY, "ssh", "-i", key];
+    // Per lab (two labs may give the same address to different machines); a socket path is
+    // limited to 107 bytes, and %C is 40.
+    let control = format!("ControlPath={}/ssh-%C", lab.work.display());
+    assert!(control.len() < 100, "{control}: too long for a socket path");
+    let mut args = vec!["-c", RETRY, "ssh", "-i", key, "-o", &control];
     for o in &opts {
         args.extend(["-o", o]);
     }
