@@ -87,6 +87,8 @@ struct Shared {
     store: Mutex<Store>,
     inventory: Option<Vec<Member>>,
     snap: watch::Sender<Arc<Snapshot>>,
+    /// Woken when a page opens while the snapshot has no grid (nobody was watching).
+    want_grid: tokio::sync::Notify,
     deps: Deps,
     /// Plain HTTP on loopback: the Host header must name loopback too.
     check_host: bool,
@@ -163,12 +165,14 @@ pub async fn serve(opts: Options, tcp: tokio::net::TcpListener, deps: Deps, stop
         rows: vec![],
         tail: String::new(),
         met_at: BTreeMap::new(),
+        grid_built: false,
     });
     let changed = deps.changed.clone();
     let shared = Arc::new(Shared {
         store: Mutex::new(store),
         inventory: opts.inventory.clone(),
         snap: watch::channel(empty).0,
+        want_grid: tokio::sync::Notify::new(),
         deps,
         check_host: opts.tls.is_none(),
         scrubber: crate::scrub::Scrubber::with_values(opts.secrets.clone()),
@@ -315,19 +319,35 @@ fn sse_named(stream: impl Stream<Item = (Option<&'static str>, String)> + Send +
     Sse::new(events).keep_alive(KeepAlive::default())
 }
 
+/// The snapshot with its grid: rendered now if nobody was watching (this receiver makes the
+/// next rebuild render it; the notice makes that rebuild happen at once).
+async fn with_grid(s: &Shared) -> Arc<Snapshot> {
+    let mut rx = s.snap.subscribe();
+    if !rx.borrow().grid_built {
+        s.want_grid.notify_one();
+        let _ = tokio::time::timeout(MAX_REBUILD * 2, rx.wait_for(|snap| snap.grid_built)).await;
+    }
+    let snap = rx.borrow().clone();
+    snap
+}
+
 async fn grid_page(State(s): State<Arc<Shared>>) -> Response {
-    let grid = s.snap.borrow().grid();
+    let grid = with_grid(&s).await.grid();
     let page = pages::page("Nodes", "Nodes", "/events/grid", &grid, "");
     typed("text/html; charset=utf-8", page)
 }
 
 async fn grid_events(State(s): State<Arc<Shared>>) -> impl IntoResponse {
     let rx = s.snap.subscribe();
+    s.want_grid.notify_one();
     sse_named(futures_util::stream::unfold(
         (WatchStream::new(rx), None::<Arc<Snapshot>>),
         |(mut w, mut last)| async move {
             loop {
                 let now = w.next().await?;
+                if !now.grid_built {
+                    continue;
+                }
                 let update = grid_update(last.as_deref(), &now);
                 last = Some(now);
                 if let Some(u) = update {

@@ -1,6 +1,8 @@
 //! The one view every page shows: rebuilt from the store when a commit lands (at most four
 //! times a second, at least every 2 s), kept as a snapshot each page's stream holds a receiver
-//! of, with the grid in rows so a page is sent only the rows that changed.
+//! of, with the grid in rows so a page is sent only the rows that changed. The grid is rendered
+//! only while a page holds a receiver: unwatched, a rebuild is the view alone (what /metrics and
+//! the phase times need), which at 20,000 nodes saves rendering 20,000 rows every 2 s.
 
 use super::{pages, Shared};
 use crate::now_ms;
@@ -22,6 +24,8 @@ pub(super) struct Snapshot {
     pub(super) rows: Vec<Arc<str>>,
     pub(super) tail: String,
     pub(super) met_at: BTreeMap<&'static str, i64>,
+    /// Whether head, rows and tail were rendered (a page was watching).
+    pub(super) grid_built: bool,
 }
 
 impl Snapshot {
@@ -88,9 +92,21 @@ pub(super) async fn rebuild(s: &Arc<Shared>, mem: &mut Memory) {
     for c in view.checks.iter().filter(|c| c.met) {
         met_at.entry(c.id).or_insert(view.now_ms);
     }
+    let met_at = met_at.clone();
+    let grid_built = s.snap.receiver_count() > 0;
+    if !grid_built {
+        s.snap.send_replace(Arc::new(Snapshot {
+            view,
+            head: String::new(),
+            rows: vec![],
+            tail: String::new(),
+            met_at,
+            grid_built,
+        }));
+        return;
+    }
     let head = pages::grid_head(&view);
     let tail = pages::grid_tail(&view);
-    let met_at = met_at.clone();
     // Pages are told only when what they show changed: an idle install costs no traffic. An
     // unchanged row keeps its allocation, so a page's stream compares it by pointer.
     s.snap.send_if_modified(|cur| {
@@ -106,7 +122,8 @@ pub(super) async fn rebuild(s: &Arc<Shared>, mem: &mut Memory) {
                 }
             })
             .collect();
-        let same = cur.head == head
+        let same = cur.grid_built
+            && cur.head == head
             && cur.tail == tail
             && cur.met_at == met_at
             && cur.rows.len() == rows.len()
@@ -117,6 +134,7 @@ pub(super) async fn rebuild(s: &Arc<Shared>, mem: &mut Memory) {
             rows,
             tail,
             met_at,
+            grid_built,
         });
         !same
     });
@@ -131,6 +149,8 @@ pub(super) async fn refresh(s: Arc<Shared>, mut changed: watch::Receiver<u64>, m
         let watched = s.snap.receiver_count() > 0;
         tokio::select! {
             _ = changed.changed(), if watched => {}
+            // A page opened and wants the grid now.
+            _ = s.want_grid.notified() => {}
             _ = tokio::time::sleep(MAX_REBUILD) => {}
             _ = stop.wait_for(|s| *s) => return,
         }
@@ -168,6 +188,7 @@ mod tests {
             rows: rows.iter().map(|r| Arc::from(*r)).collect(),
             tail: String::new(),
             met_at: BTreeMap::new(),
+            grid_built: true,
         }
     }
 
