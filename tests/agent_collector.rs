@@ -502,13 +502,8 @@ fn a_deleted_wal_is_noticed_and_nothing_acknowledged_is_lost() {
     );
 }
 
-/// A certificate the agent CA signed for a name outside the bundle's inventory is refused (and
-/// logged), not taken for a new node; the bundle's own agents still report.
-#[test]
-fn a_certificate_for_a_name_outside_the_inventory_is_refused() {
-    let (d, port, _col) = bundle_and_collector();
-    let dir = d.path();
-    // A copy of the agent PKI, with one more certificate from the real agent CA.
+/// A copy of the agent PKI with one more certificate from the real agent CA, for "intruder".
+fn pki_with_intruder(dir: &Path) -> PathBuf {
     let pki_dir = dir.join("pki-copy");
     std::fs::create_dir_all(&pki_dir).unwrap();
     for f in ["agent-ca.crt", "agent-ca.key", "agent-worker-1.crt", "agent-worker-1.key"] {
@@ -544,8 +539,13 @@ fn a_certificate_for_a_name_outside_the_inventory_is_refused() {
         ],
     );
     assert!(ok, "{out}");
-    let (_bad, _) = agent(dir, port, "intruder", "intruder", &pki_dir);
-    let (_good, _) = agent(dir, port, "worker-1", "worker-1", &pki_dir);
+    pki_dir
+}
+
+/// The intruder is refused (and logged) while worker-1 reports.
+fn intruder_refused(dir: &Path, port: u16, pki_dir: &Path) {
+    let (_bad, _) = agent(dir, port, "intruder", "intruder", pki_dir);
+    let (_good, _) = agent(dir, port, "worker-1", "worker-1", pki_dir);
     wait_for("worker-1's reports", 30, || stored(dir, "worker-1").len() >= 5);
     std::thread::sleep(Duration::from_secs(1));
     assert!(stored(dir, "intruder").is_empty(), "a name outside the inventory was stored");
@@ -554,6 +554,59 @@ fn a_certificate_for_a_name_outside_the_inventory_is_refused() {
         log.contains("certificate \"intruder\" is signed by the agent CA but names no node"),
         "{log}"
     );
+}
+
+/// A certificate the agent CA signed for a name outside the bundle's inventory is refused (and
+/// logged), not taken for a new node; the bundle's own agents still report.
+#[test]
+fn a_certificate_for_a_name_outside_the_inventory_is_refused() {
+    let (d, port, _col) = bundle_and_collector();
+    let pki_dir = pki_with_intruder(d.path());
+    intruder_refused(d.path(), port, &pki_dir);
+}
+
+/// Without the bundle's inputs the collector still knows its nodes, from the agent certificates
+/// create issued (agent-pki/agent-NODE.crt); with neither it refuses to start rather than admit
+/// any name the agent CA signed.
+#[test]
+fn without_its_inputs_the_collector_admits_only_the_nodes_create_issued() {
+    agent_bin();
+    let d = example_copy();
+    let dir = d.path();
+    create(dir, &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    let pki_dir = pki_with_intruder(dir);
+    std::fs::rename(dir.join("install-config.yaml"), dir.join("install-config.yaml.away")).unwrap();
+    // No inputs and no node certificates: nothing says which names are nodes.
+    let away = dir.join("certs-away");
+    std::fs::create_dir_all(&away).unwrap();
+    for e in std::fs::read_dir(dir.join("agent-pki")).unwrap() {
+        let name = e.unwrap().file_name().into_string().unwrap();
+        if name.starts_with("agent-") && name.ends_with(".crt") && name != "agent-ca.crt" {
+            std::fs::rename(dir.join("agent-pki").join(&name), away.join(&name)).unwrap();
+        }
+    }
+    let out = hardshift(&[
+        "collector",
+        "--dir",
+        dir.to_str().unwrap(),
+        "--listen",
+        &format!("127.0.0.1:{}", free_port()),
+    ]);
+    let said = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("cannot tell which nodes belong to this bundle") && said.contains("install-config.yaml"),
+        "{said}"
+    );
+    for e in std::fs::read_dir(&away).unwrap() {
+        let e = e.unwrap();
+        std::fs::rename(e.path(), dir.join("agent-pki").join(e.file_name())).unwrap();
+    }
+    let port = free_port();
+    let _col = collector(dir, port);
+    intruder_refused(dir, port, &pki_dir);
+    let log = std::fs::read_to_string(dir.join("collector.log")).unwrap_or_default();
+    assert!(log.contains("admitting the 6 nodes of agent-pki"), "{log}");
 }
 
 /// A seq file saying u64::MAX - 1 (corrupt, or forged) is not continued after: the sequence

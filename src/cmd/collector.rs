@@ -80,22 +80,16 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 
 /// The dashboard's address, inventory (for the phases and the nodes not yet reporting) and,
 /// beyond loopback, its TLS: the collector's certificate, admin clients of the cluster's CA.
-fn web_options(dir: &std::path::Path, addr: SocketAddr, db: &std::path::Path) -> Result<hardshift_collector::web::Options, Failure> {
-    let rec = hardshift_generator::build::recorded(dir);
-    let overrides = hardshift_generator::config::Overrides {
-        release_image: rec.release_image,
-        key_algorithm: rec.key_algorithm,
-        crypto_fips: None,
+fn web_options(
+    dir: &std::path::Path,
+    addr: SocketAddr,
+    db: &std::path::Path,
+    members: &Members,
+) -> Result<hardshift_collector::web::Options, Failure> {
+    let inventory = match members {
+        Members::Inputs(m) => Some(m.clone()),
+        Members::Certificates(_) => None,
     };
-    let inventory = super::load_cluster(dir, rec.release_refs.as_deref(), &overrides).ok().map(|c| {
-        c.nodes
-            .iter()
-            .map(|n| hardshift_collector::phase::Member {
-                name: n.hostname.clone(),
-                role: n.role.as_str().to_string(),
-            })
-            .collect()
-    });
     let tls = if addr.ip().is_loopback() {
         None
     } else {
@@ -213,6 +207,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         key: read(hardshift_generator::layout::COLLECTOR_KEY)?,
         client_ca: read(hardshift_generator::layout::AGENT_CA_CERT)?,
     };
+    let members = Members::load(&a.dir)?;
     let db = super::db_path(&a.dir, a.db);
     if let Some(p) = db.parent() {
         // The store holds the nodes' reports: this user's only.
@@ -270,8 +265,8 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         ..Default::default()
     };
     let opts = server::Options {
-        web: (!a.no_web).then(|| web_options(&a.dir, a.web, &db)).transpose()?,
-        nodes: inventory_names(&a.dir),
+        web: (!a.no_web).then(|| web_options(&a.dir, a.web, &db, &members)).transpose()?,
+        nodes: Some(members.names()),
         ..opts
     };
     let kubeconfig = match (&a.kubeconfig, a.no_api_watch) {
@@ -377,14 +372,71 @@ fn fit_to_descriptors(wanted: usize) -> usize {
     wanted.min(room)
 }
 
-/// The bundle's node names, when its inputs are here to say them.
-fn inventory_names(dir: &std::path::Path) -> Option<std::collections::BTreeSet<String>> {
-    let rec = hardshift_generator::build::recorded(dir);
-    let overrides = hardshift_generator::config::Overrides {
-        release_image: rec.release_image,
-        key_algorithm: rec.key_algorithm,
-        crypto_fips: None,
-    };
-    let cluster = super::load_cluster(dir, rec.release_refs.as_deref(), &overrides).ok()?;
-    Some(cluster.nodes.iter().map(|n| n.hostname.clone()).collect())
+/// The nodes of the bundle: the only names whose agent certificates the collector admits.
+enum Members {
+    /// From the bundle's inputs, with their roles (the dashboard's phases need them).
+    Inputs(Vec<hardshift_collector::phase::Member>),
+    /// Without the inputs: the nodes create issued an agent certificate to (agent-pki/agent-NODE.crt).
+    Certificates(std::collections::BTreeSet<String>),
+}
+
+impl Members {
+    /// Read once at the start (at 20,000 nodes, loading the inputs is seconds).
+    fn load(dir: &std::path::Path) -> Result<Members, Failure> {
+        let rec = hardshift_generator::build::recorded(dir);
+        let overrides = hardshift_generator::config::Overrides {
+            release_image: rec.release_image,
+            key_algorithm: rec.key_algorithm,
+            crypto_fips: None,
+        };
+        let inputs_error = match super::load_cluster(dir, rec.release_refs.as_deref(), &overrides) {
+            Ok(c) => {
+                return Ok(Members::Inputs(
+                    c.nodes
+                        .iter()
+                        .map(|n| hardshift_collector::phase::Member {
+                            name: n.hostname.clone(),
+                            role: n.role.as_str().to_string(),
+                        })
+                        .collect(),
+                ))
+            }
+            Err(e) => e,
+        };
+        let names = certificate_names(&dir.join(hardshift_generator::layout::AGENT_PKI));
+        if names.is_empty() {
+            // Without a list, any name the agent CA ever signed would be admitted.
+            return Err(Failure::input(format!(
+                "{}: cannot tell which nodes belong to this bundle: its inputs do not load ({}), and {} holds no agent certificates\n    hint: run the collector on the directory `hardshift create` wrote",
+                dir.display(),
+                inputs_error.message.lines().skip(1).map(str::trim).collect::<Vec<_>>().join("; "),
+                hardshift_generator::layout::AGENT_PKI
+            )));
+        }
+        tracing::warn!(
+            "{}: the bundle's inputs do not load, so the dashboard has no roles; admitting the {} nodes of {}",
+            dir.display(),
+            names.len(),
+            hardshift_generator::layout::AGENT_PKI
+        );
+        Ok(Members::Certificates(names))
+    }
+
+    fn names(&self) -> std::collections::BTreeSet<String> {
+        match self {
+            Members::Inputs(m) => m.iter().map(|m| m.name.clone()).collect(),
+            Members::Certificates(n) => n.clone(),
+        }
+    }
+}
+
+/// NODE of every agent-NODE.crt in `pki` (agent-ca.crt is the CA, not a node).
+fn certificate_names(pki: &std::path::Path) -> std::collections::BTreeSet<String> {
+    std::fs::read_dir(pki)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter_map(|f| Some(f.strip_prefix("agent-")?.strip_suffix(".crt")?.to_string()))
+        .filter(|n| n != "ca")
+        .collect()
 }
