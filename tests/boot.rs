@@ -500,4 +500,13 @@ fn check_node(lab: &Lab, key: &Path, n: &Machine, cfg: &serde_json::Value) {
         n.name,
         sh("systemctl is-active kubelet || true").trim()
     );
+    // Where the boot's time went, for the run's log (the boot tests are most of CI's hour).
+    eprintln!(
+        "boot: {} time to the agent:\n{}",
+        n.name,
+        sh(
+            "systemd-analyze 2>&1 | head -1; systemd-analyze critical-chain hardshift-agent.service 2>&1 | tail -n +3 | head -12; \
+            systemd-analyze blame 2>&1 | head -8; sudo journalctl -b -o short-monotonic -u hardshift-agent 2>&1 | head -6"
+        )
+    );
 }
