@@ -103,7 +103,7 @@ fn bundle(extra: &[&str]) -> (tempfile::TempDir, PathBuf) {
     (d, key)
 }
 
-fn lab(dir: &Path, image: &Path, tag: &str, drop_dns: &[&str], collector: bool, web: Option<u16>) -> Lab {
+fn lab(dir: &Path, image: &Path, tag: &str, drop_dns: &[&str], faults: &[&str], collector: bool, web: Option<u16>) -> Lab {
     let work = dir.join("run");
     std::fs::create_dir_all(&work).unwrap();
     let lab = Lab::start(Options {
@@ -113,6 +113,7 @@ fn lab(dir: &Path, image: &Path, tag: &str, drop_dns: &[&str], collector: bool, 
         work,
         tag: tag.into(),
         drop_dns: drop_dns.iter().map(|s| s.to_string()).collect(),
+        faults: faults.iter().map(|f| f.parse().unwrap()).collect(),
         collector,
         web,
     })
@@ -162,7 +163,7 @@ fn bundle_boots_and_reports() {
     let s = dir.to_str().unwrap();
     phase(&mut t, "create");
 
-    let mut lab = lab(dir, &image, "bt", &[], true, Some(9090));
+    let mut lab = lab(dir, &image, "bt", &[], &[], true, Some(9090));
     let good = ["bootstrap", "master-0"];
     let bad = "master-1";
     // master-1 is served its config with one byte added after `create`: the same JSON, so only
@@ -339,7 +340,7 @@ fn faults_a_real_lab_has() {
     );
 
     let api_int = "api-int.ocp4.example.com";
-    let mut lab = lab(dir, &image, "bf", &[api_int], false, None);
+    let mut lab = lab(dir, &image, "bf", &[api_int], &[], false, None);
     let wrong_mac = "52:54:00:00:0e:ee";
     lab.boot("master-2", None).unwrap();
     lab.boot("worker-0", Some(wrong_mac)).unwrap();

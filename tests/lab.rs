@@ -104,17 +104,15 @@ fn free_dns_port() -> u16 {
     port
 }
 
-#[test]
-fn dnsmasq_serves_every_record() {
-    let d = bundle();
+/// dnsmasq serving the DNS config at `conf` on a free loopback port, answering already.
+fn dnsmasq(conf: &str) -> (Kill, u16) {
     let port = free_dns_port();
-    let conf = lab(d.path(), "dnsmasq/ocp4-dns.conf");
-    let _dns = Kill(
+    let dns = Kill(
         std::process::Command::new("dnsmasq")
             .args([
                 "-d",
                 "-C",
-                &conf,
+                conf,
                 &format!("--port={port}"),
                 "--listen-address=127.0.0.1",
                 "--bind-interfaces",
@@ -125,19 +123,10 @@ fn dnsmasq_serves_every_record() {
             .spawn()
             .unwrap(),
     );
-    let p = port.to_string();
-    let dig = |args: &[&str]| {
-        let mut all = vec!["@127.0.0.1", "-p", p.as_str(), "+short", "+time=2", "+tries=3"];
-        all.extend_from_slice(args);
-        let (ok, out) = run("dig", &all);
-        assert!(ok, "dig {args:?}: {out}");
-        let mut lines: Vec<String> = out.lines().map(String::from).collect();
-        lines.sort();
-        lines
-    };
     // Until dnsmasq has bound its port, dig is refused: wait for a first answer, not a first try.
     let start = Instant::now();
     loop {
+        let p = port.to_string();
         let (ok, out) = run(
             "dig",
             &[
@@ -156,6 +145,27 @@ fn dnsmasq_serves_every_record() {
         assert!(start.elapsed() < Duration::from_secs(20), "dnsmasq did not answer: {out}");
         std::thread::sleep(Duration::from_millis(100));
     }
+    (dns, port)
+}
+
+/// What dig says, sorted, asking the dnsmasq on `port`.
+fn dig(port: u16, args: &[&str]) -> Vec<String> {
+    let p = port.to_string();
+    let mut all = vec!["@127.0.0.1", "-p", p.as_str(), "+short", "+time=2", "+tries=3"];
+    all.extend_from_slice(args);
+    let (ok, out) = run("dig", &all);
+    assert!(ok, "dig {args:?}: {out}");
+    let mut lines: Vec<String> = out.lines().map(String::from).collect();
+    lines.sort();
+    lines
+}
+
+#[test]
+fn dnsmasq_serves_every_record() {
+    let d = bundle();
+    let conf = lab(d.path(), "dnsmasq/ocp4-dns.conf");
+    let (_dns, port) = dnsmasq(&conf);
+    let dig = |args: &[&str]| dig(port, args);
     assert_eq!(dig(&["api.ocp4.example.com"]), vec!["192.168.126.10"]);
     assert_eq!(dig(&["api-int.ocp4.example.com"]), vec!["192.168.126.10"]);
     assert_eq!(dig(&["console-openshift-console.apps.ocp4.example.com"]), vec!["192.168.126.11"]);
@@ -177,8 +187,37 @@ fn dnsmasq_serves_every_record() {
             "0 10 2380 etcd-2.ocp4.example.com."
         ]
     );
-    // Names outside the cluster are not invented.
+    // Names outside the cluster are not invented, nor are names inside it.
     assert!(dig(&["nothing.example.org"]).is_empty());
+    assert!(dig(&["no-such-name.ocp4.example.com"]).is_empty());
+}
+
+/// The boot lab's DNS faults, served by the real dnsmasq: with a wildcard a random name under the
+/// cluster resolves while every record keeps its own answer; without master-2's PTR its name
+/// still resolves and its address no longer does.
+#[test]
+fn the_boot_labs_dns_faults_are_what_dnsmasq_serves() {
+    use hardshift_boot_lab::fault::{apply_dns, Fault};
+    let d = bundle();
+    let dns = std::fs::read_to_string(lab(d.path(), "dnsmasq/ocp4-dns.conf")).unwrap();
+    let faulted = apply_dns(&dns, &[Fault::DnsWildcard, Fault::NoPtr("master-2".into())]).unwrap();
+    let conf = d.path().join("faulted-dns.conf");
+    std::fs::write(&conf, faulted).unwrap();
+    let (_dns, port) = dnsmasq(conf.to_str().unwrap());
+    let dig = |args: &[&str]| dig(port, args);
+    assert_eq!(dig(&["no-such-name.ocp4.example.com"]), vec!["192.168.126.250"]);
+    assert_eq!(dig(&["api.ocp4.example.com"]), vec!["192.168.126.10"]);
+    assert_eq!(dig(&["api-int.ocp4.example.com"]), vec!["192.168.126.10"]);
+    assert_eq!(dig(&["console-openshift-console.apps.ocp4.example.com"]), vec!["192.168.126.11"]);
+    for (host, ip, _) in NODES {
+        assert_eq!(dig(&[&format!("{host}.ocp4.example.com")]), vec![ip], "{host}");
+        let ptr = if host == "master-2" {
+            vec![]
+        } else {
+            vec![format!("{host}.ocp4.example.com.")]
+        };
+        assert_eq!(dig(&["-x", ip]), ptr, "PTR of {ip}");
+    }
 }
 
 /// A TCP responder on the node's ports that answers with the node's name.

@@ -26,6 +26,8 @@ pub struct Options {
     pub tag: String,
     /// Names the lab's DNS leaves out (a fault: `api-int.<cluster domain>`, say).
     pub drop_dns: Vec<String>,
+    /// Faults the lab is started with (`crate::fault`).
+    pub faults: Vec<crate::fault::Fault>,
     /// Start the collector with the lab; otherwise `start_collector` does, later.
     pub collector: bool,
     /// The collector's dashboard on the helper's loopback, this port (`Lab::web_get`).
@@ -172,6 +174,7 @@ impl Lab {
             })
             .map(|l| format!("{l}\n"))
             .collect();
+        let dns = crate::fault::apply_dns(&dns, &o.faults)?;
         write(&o.work.join("dnsmasq.conf"), format!("{dhcp}{dns}").as_bytes())?;
         let s = |p: &Path| p.display().to_string();
         let dnsmasq = lab.net.spawn_logged(

@@ -53,6 +53,9 @@ struct Args {
     /// or one an earlier run made (marked with .hardshift-boot-lab), emptied first.
     #[arg(long)]
     work: Option<PathBuf>,
+    /// A fault to start the lab with, NAME[:NODE] (repeatable): dns-wildcard, no-ptr:NODE.
+    #[arg(long = "fault", value_name = "NAME[:NODE]")]
+    faults: Vec<hardshift_boot_lab::fault::Fault>,
 }
 
 fn main() {
@@ -75,6 +78,11 @@ fn secs(d: Option<Duration>) -> String {
 fn check(a: &Args) -> Result<PathBuf, String> {
     let machines = lab::inventory(&a.dir)?;
     lab::check_nodes(&a.nodes, &machines)?;
+    for f in &a.faults {
+        if let Some(n) = f.node().filter(|n| !machines.iter().any(|m| m.name == *n)) {
+            return Err(format!("--fault {f:?}: {n} is not a node of this bundle"));
+        }
+    }
     for n in &a.nodes {
         let ign = a.dir.join(format!("ignition/{n}.ign"));
         if !ign.is_file() {
@@ -118,6 +126,7 @@ fn run(a: Args) -> Result<i32, String> {
         work: work.clone(),
         tag: "bl".into(),
         drop_dns: vec![],
+        faults: a.faults.clone(),
         collector: true,
         web: None,
     })?;

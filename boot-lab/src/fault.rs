@@ -1,0 +1,126 @@
+//! Faults a lab can be started with (`--fault NAME[:NODE]`), each one a real change to what the
+//! lab serves, so a booted node meets it as it would in a real datacenter. Pure: each fault
+//! rewrites the generated dnsmasq DNS config; the lab applies the result.
+//!
+//! Made real here: `dns-wildcard` (every name under the cluster's domain resolves) and
+//! `no-ptr:NODE` (the node's name resolves, its address does not resolve back). Latency and loss
+//! need the kernel's netem qdisc, which this machine's kernel lacks (CONFIG_NET_SCH_NETEM unset).
+
+use std::str::FromStr;
+
+/// The address a wildcard answers with: inside the machine network's /24 of the example labs,
+/// and no node's, VIP's or helper's.
+pub const WILDCARD_ANSWER_HOST: u8 = 250;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fault {
+    /// The lab's DNS answers every name under the cluster's domain (`*.cluster.domain`).
+    DnsWildcard,
+    /// The node's A record stays, its PTR record goes.
+    NoPtr(String),
+}
+
+pub const NAMES: &str = "dns-wildcard, no-ptr:NODE";
+
+impl FromStr for Fault {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Fault, String> {
+        let (name, node) = match s.split_once(':') {
+            Some((n, node)) => (n, Some(node)),
+            None => (s, None),
+        };
+        let needs_node = |node: Option<&str>| match node {
+            Some(n) if !n.is_empty() => Ok(n.to_string()),
+            _ => Err(format!("--fault {s:?}: {name} needs a node (--fault {name}:master-0)")),
+        };
+        match name {
+            "dns-wildcard" => match node {
+                None => Ok(Fault::DnsWildcard),
+                Some(_) => Err(format!("--fault {s:?}: dns-wildcard is the whole lab's DNS, not one node's")),
+            },
+            "no-ptr" => Ok(Fault::NoPtr(needs_node(node)?)),
+            _ => Err(format!("--fault {s:?}: no such fault (the faults: {NAMES})")),
+        }
+    }
+}
+
+impl Fault {
+    /// The node the fault is about, if one.
+    pub fn node(&self) -> Option<&str> {
+        match self {
+            Fault::DnsWildcard => None,
+            Fault::NoPtr(n) => Some(n),
+        }
+    }
+}
+
+/// The generated DNS config `dns` (dnsmasq: `local=/DOMAIN/`, `host-record=NAME,IP` for nodes)
+/// with `faults` applied. Errors name what the config lacks for a fault.
+pub fn apply_dns(dns: &str, faults: &[Fault]) -> Result<String, String> {
+    let domain = dns
+        .lines()
+        .find_map(|l| l.strip_prefix("local=/")?.strip_suffix('/'))
+        .ok_or("the lab's DNS config has no local=/DOMAIN/ line")?
+        .to_string();
+    let mut out: Vec<String> = dns.lines().map(String::from).collect();
+    for f in faults {
+        match f {
+            Fault::DnsWildcard => {
+                // A more specific address= and every host-record still win over it (dnsmasq
+                // answers from its records first); only names nothing else answers hit it.
+                let helper = helper_net(dns).ok_or("the lab's DNS config has no host-record to take the network from")?;
+                out.push(format!("address=/{domain}/{helper}.{WILDCARD_ANSWER_HOST}"));
+            }
+            Fault::NoPtr(node) => {
+                let prefix = format!("host-record={node}.{domain},");
+                let i = out
+                    .iter()
+                    .position(|l| l.starts_with(&prefix))
+                    .ok_or_else(|| format!("no-ptr:{node}: the lab's DNS has no record for {node}.{domain}"))?;
+                // address= gives the A record only; host-record gives both.
+                let ip = out[i][prefix.len()..].split(',').next().unwrap_or_default().to_string();
+                out[i] = format!("address=/{node}.{domain}/{ip}");
+            }
+        }
+    }
+    Ok(out.iter().map(|l| format!("{l}\n")).collect())
+}
+
+/// The first three octets of the first node's IPv4 address.
+fn helper_net(dns: &str) -> Option<String> {
+    dns.lines().find_map(|l| {
+        let ip = l.strip_prefix("host-record=")?.split(',').nth(1)?;
+        let ip: std::net::Ipv4Addr = ip.parse().ok()?;
+        let o = ip.octets();
+        Some(format!("{}.{}.{}", o[0], o[1], o[2]))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DNS: &str = "local=/ocp4.example.com/\nhost-record=api.ocp4.example.com,192.168.126.10\nhost-record=master-2.ocp4.example.com,192.168.126.103\naddress=/apps.ocp4.example.com/192.168.126.11\n";
+
+    #[test]
+    fn faults_parse_or_say_what_is_wrong() {
+        assert_eq!("dns-wildcard".parse(), Ok(Fault::DnsWildcard));
+        assert_eq!("no-ptr:master-2".parse(), Ok(Fault::NoPtr("master-2".into())));
+        assert!("no-ptr".parse::<Fault>().unwrap_err().contains("needs a node"));
+        assert!("dns-wildcard:master-0".parse::<Fault>().unwrap_err().contains("whole lab"));
+        assert!("mtu:master-0".parse::<Fault>().unwrap_err().contains(NAMES));
+    }
+
+    #[test]
+    fn the_dns_config_with_each_fault() {
+        let w = apply_dns(DNS, &[Fault::DnsWildcard]).unwrap();
+        assert!(w.ends_with("address=/ocp4.example.com/192.168.126.250\n"), "{w}");
+        let p = apply_dns(DNS, &[Fault::NoPtr("master-2".into())]).unwrap();
+        assert!(p.contains("address=/master-2.ocp4.example.com/192.168.126.103\n"), "{p}");
+        assert!(!p.contains("host-record=master-2"), "{p}");
+        assert!(p.contains("host-record=api.ocp4.example.com,192.168.126.10\n"), "{p}");
+        let e = apply_dns(DNS, &[Fault::NoPtr("worker-9".into())]).unwrap_err();
+        assert!(e.contains("no record for worker-9.ocp4.example.com"), "{e}");
+        assert_eq!(apply_dns(DNS, &[]).unwrap(), DNS);
+    }
+}
