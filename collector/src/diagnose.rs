@@ -1171,6 +1171,18 @@ mod tests {
         assert!(found[0].evidence.iter().any(|e| e.contains("+90.0 s")), "{found:?}");
     }
 
+    /// docs/hardware.md's coverage tables name every rule's `covers`, and every rule id.
+    #[test]
+    fn the_coverage_table_names_every_rule() {
+        let doc = include_str!("../../docs/hardware.md");
+        for r in RULES.iter().filter(|r| r.id.starts_with("HS1") || !r.covers.is_empty()) {
+            assert!(doc.contains(r.id), "{} is not in docs/hardware.md", r.id);
+            for c in r.covers {
+                assert!(doc.contains(&format!("`{c}`")), "{}: {c} is not in docs/hardware.md", r.id);
+            }
+        }
+    }
+
     #[test]
     fn every_rule_is_listed_once() {
         let mut seen = std::collections::BTreeSet::new();

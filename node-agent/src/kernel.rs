@@ -59,6 +59,7 @@ pub fn classify(msg: &str) -> Option<&'static str> {
         return Some(k::READ_ONLY);
     }
     if msg.starts_with("EXT4-fs error")
+        || msg.starts_with("EXT4-fs warning")
         || (msg.starts_with("XFS ") && (has("Corruption") || has("metadata I/O error") || has("log I/O error")))
         || msg.starts_with("BTRFS error")
     {
@@ -224,6 +225,7 @@ mod tests {
         ("e1000e 0000:00:1f.6 eth0: NIC Link is Up 1000 Mbps Full Duplex, Flow Control: None", None),
         ("EXT4-fs (vda): mounted filesystem with ordered data mode. Quota mode: none.", None),
         ("XFS (vda4): Mounting V5 Filesystem", None),
+        ("EXT4-fs warning (device loop1): ext4_end_bio:343: I/O error 10 writing to inode 1001 starting block 1018782)", Some(k::FS_ERROR)),
         ("virtio_net virtio1 enp1s0: renamed from eth0", None),
         ("Linux version 5.14.0-427.el9.x86_64 (mockbuild@x86-64-01.build.eng.rdu2.redhat.com) (gcc (GCC) 11.4.1)", None),
         ("EDAC MC: Ver: 3.0.0", None),
