@@ -83,6 +83,9 @@ pub struct Rule {
     pub about: &'static str,
     pub severity: Severity,
     pub explains: &'static [&'static str],
+    /// What it matches elsewhere: an assisted-service host validation id (`ntp-synced`) or a
+    /// node-problem-detector condition or reason (`KernelDeadlock`, `OOMKilling`); docs/hardware.md.
+    pub covers: &'static [&'static str],
     pub check: fn(&Seen) -> Option<Said>,
 }
 
@@ -92,31 +95,52 @@ use Severity::{Critical, Info, Warning};
 /// severity). One row each.
 #[rustfmt::skip]
 pub const RULES: &[Rule] = &[
-    Rule { id: "HS001", about: "the node is silent", severity: Critical, explains: &[], check: silent },
-    Rule { id: "HS002", about: "the agent connected but no report is stored", severity: Warning, explains: &[], check: without_a_report },
-    Rule { id: "HS003", about: "a node of the bundle never reported", severity: Warning, explains: &[], check: without_a_report },
-    Rule { id: "HS010", about: "clock skew", severity: Critical, explains: &["HS031", "HS021", "HS030"], check: clock_skew },
-    Rule { id: "HS070", about: "the hostname is not the node's name", severity: Critical, explains: &["HS030"], check: wrong_hostname },
-    Rule { id: "HS071", about: "DNS answers differ from the bundle's zones", severity: Critical, explains: &["HS030", "HS072", "HS044"], check: wrong_dns },
-    Rule { id: "HS072", about: "the load balancer does not forward the API", severity: Critical, explains: &["HS030"], check: lb_down },
-    Rule { id: "HS020", about: "kubelet.service is not running", severity: Critical, explains: &["HS021", "HS030", "HS041", "HS043"], check: kubelet_unit_down },
-    Rule { id: "HS022", about: "crio.service is not running", severity: Critical, explains: &["HS040", "HS021", "HS041", "HS042", "HS043"], check: crio_unit_down },
-    Rule { id: "HS040", about: "the container runtime is not ready", severity: Critical, explains: &["HS021", "HS041", "HS043"], check: runtime_not_ready },
-    Rule { id: "HS051", about: "the disk under etcd is too slow", severity: Warning, explains: &[], check: slow_etcd_disk },
-    Rule { id: "HS050", about: "etcd is unhealthy", severity: Critical, explains: &[], check: etcd_unhealthy },
-    Rule { id: "HS060", about: "/var is nearly full", severity: Critical, explains: &["HS042", "HS043"], check: var_full },
-    Rule { id: "HS061", about: "less memory than OpenShift's minimum", severity: Warning, explains: &[], check: too_little_memory },
-    Rule { id: "HS062", about: "fewer CPUs than OpenShift's minimum", severity: Warning, explains: &[], check: too_few_cpus },
-    Rule { id: "HS044", about: "the node cannot pull from its registry", severity: Critical, explains: &["HS042"], check: registry_refuses },
-    Rule { id: "HS042", about: "images cannot be pulled", severity: Critical, explains: &["HS043"], check: pulls_fail },
-    Rule { id: "HS031", about: "the kubelet's client certificate is not valid", severity: Critical, explains: &["HS021"], check: cert_invalid },
-    Rule { id: "HS032", about: "the kubelet's client certificate expires soon", severity: Warning, explains: &[], check: cert_expiring },
-    Rule { id: "HS030", about: "the kubelet's client CSR waits for approval", severity: Warning, explains: &["HS021", "HS041"], check: csr_waits },
-    Rule { id: "HS021", about: "the kubelet does not answer /healthz", severity: Critical, explains: &[], check: kubelet_silent },
-    Rule { id: "HS043", about: "containers keep failing", severity: Warning, explains: &[], check: containers_fail },
-    Rule { id: "HS041", about: "no CNI network yet", severity: Info, explains: &[], check: no_cni },
-    Rule { id: "HS080", about: "bootkube failed", severity: Critical, explains: &[], check: bootkube_failed },
-    Rule { id: "HS081", about: "bootkube is still working", severity: Info, explains: &[], check: bootkube_working },
+    Rule { id: "HS001", about: "the node is silent", severity: Critical, explains: &[], covers: &["connected"], check: silent },
+    Rule { id: "HS002", about: "the agent connected but no report is stored", severity: Warning, explains: &[], covers: &[], check: without_a_report },
+    Rule { id: "HS003", about: "a node of the bundle never reported", severity: Warning, explains: &[], covers: &["has-inventory"], check: without_a_report },
+    Rule { id: "HS010", about: "clock skew", severity: Critical, explains: &["HS031", "HS021", "HS030"], covers: &["time-synced-between-host-and-service"], check: clock_skew },
+    Rule { id: "HS070", about: "the hostname is not the node's name", severity: Critical, explains: &["HS030"], covers: &["hostname-valid"], check: wrong_hostname },
+    Rule { id: "HS071", about: "DNS answers differ from the bundle's zones", severity: Critical, explains: &["HS030", "HS072", "HS044"], covers: &["api-domain-name-resolved-correctly", "api-int-domain-name-resolved-correctly", "apps-domain-name-resolved-correctly"], check: wrong_dns },
+    Rule { id: "HS072", about: "the load balancer does not forward the API", severity: Critical, explains: &["HS030"], covers: &[], check: lb_down },
+    Rule { id: "HS100", about: "a NIC in use has no link", severity: Critical, explains: &["HS102", "HS105", "HS106", "HS104", "HS071", "HS072", "HS044", "HS108", "HS107"], covers: &[], check: nic_down },
+    Rule { id: "HS102", about: "no default route", severity: Critical, explains: &["HS104", "HS044"], covers: &["has-default-route"], check: no_default_route },
+    Rule { id: "HS103", about: "the node's address is not the bundle's or outside the machine network", severity: Critical, explains: &["HS105"], covers: &["belongs-to-machine-cidr"], check: outside_machine_network },
+    Rule { id: "HS106", about: "the path to other nodes drops frames of the interface's MTU", severity: Critical, explains: &[], covers: &["mtu-valid"], check: path_mtu },
+    Rule { id: "HS105", about: "packet loss or latency to other nodes", severity: Critical, explains: &[], covers: &["sufficient-network-latency-requirement-for-role", "sufficient-packet-loss-requirement-for-role"], check: peers_lossy },
+    Rule { id: "HS107", about: "a DNS wildcard under the cluster's domain", severity: Critical, explains: &[], covers: &["dns-wildcard-not-configured"], check: dns_wildcard },
+    Rule { id: "HS108", about: "the node's address has no PTR record to its name", severity: Warning, explains: &[], covers: &[], check: no_ptr },
+    Rule { id: "HS121", about: "the kernel's FIPS mode is not the bundle's", severity: Critical, explains: &[], covers: &[], check: fips_mismatch },
+    Rule { id: "HS120", about: "the installation disk is removable, read-only or too small", severity: Warning, explains: &[], covers: &["has-min-valid-disks"], check: install_disk },
+    Rule { id: "HS114", about: "I/O errors in the kernel log", severity: Critical, explains: &["HS115", "HS116", "HS051"], covers: &["IOError"], check: kernel_io },
+    Rule { id: "HS115", about: "filesystem errors in the kernel log", severity: Critical, explains: &["HS116"], covers: &["Ext4Error", "Ext4Warning"], check: kernel_fs },
+    Rule { id: "HS116", about: "a filesystem went read-only", severity: Critical, explains: &[], covers: &["ReadonlyFilesystem", "XfsShutdown"], check: kernel_read_only },
+    Rule { id: "HS113", about: "hardware errors (machine check, EDAC)", severity: Critical, explains: &[], covers: &["MemoryReadError"], check: kernel_hardware },
+    Rule { id: "HS110", about: "a kernel oops", severity: Critical, explains: &[], covers: &["KernelOops"], check: kernel_oops },
+    Rule { id: "HS111", about: "tasks hung in the kernel", severity: Critical, explains: &[], covers: &["TaskHung", "KernelDeadlock", "DockerHung"], check: kernel_hung },
+    Rule { id: "HS112", about: "a network device that cannot be freed", severity: Critical, explains: &[], covers: &["UnregisterNetDevice"], check: kernel_netdev },
+    Rule { id: "HS119", about: "a reboot loop", severity: Critical, explains: &[], covers: &[], check: reboot_loop },
+    Rule { id: "HS104", about: "NTP is not synchronized", severity: Warning, explains: &["HS010"], covers: &["ntp-synced"], check: ntp_unsynced },
+    Rule { id: "HS101", about: "a NIC in use is degraded (bond member down, errors, flapping)", severity: Warning, explains: &[], covers: &[], check: nic_degraded },
+    Rule { id: "HS117", about: "the OOM killer killed processes", severity: Warning, explains: &[], covers: &["OOMKilling"], check: kernel_oom },
+    Rule { id: "HS118", about: "a NIC's link went down", severity: Warning, explains: &[], covers: &[], check: kernel_link_down },
+    Rule { id: "HS020", about: "kubelet.service is not running", severity: Critical, explains: &["HS021", "HS030", "HS041", "HS043"], covers: &["FrequentKubeletRestart", "KubeletUnhealthy"], check: kubelet_unit_down },
+    Rule { id: "HS022", about: "crio.service is not running", severity: Critical, explains: &["HS040", "HS021", "HS041", "HS042", "HS043"], covers: &["FrequentContainerdRestart"], check: crio_unit_down },
+    Rule { id: "HS040", about: "the container runtime is not ready", severity: Critical, explains: &["HS021", "HS041", "HS043"], covers: &["ContainerRuntimeUnhealthy"], check: runtime_not_ready },
+    Rule { id: "HS051", about: "the disk under etcd is too slow", severity: Warning, explains: &[], covers: &["sufficient-installation-disk-speed"], check: slow_etcd_disk },
+    Rule { id: "HS050", about: "etcd is unhealthy", severity: Critical, explains: &[], covers: &[], check: etcd_unhealthy },
+    Rule { id: "HS060", about: "/var is nearly full", severity: Critical, explains: &["HS042", "HS043"], covers: &[], check: var_full },
+    Rule { id: "HS061", about: "less memory than OpenShift's minimum", severity: Warning, explains: &[], covers: &["has-memory-for-role", "has-min-memory"], check: too_little_memory },
+    Rule { id: "HS062", about: "fewer CPUs than OpenShift's minimum", severity: Warning, explains: &[], covers: &["has-cpu-cores-for-role", "has-min-cpu-cores"], check: too_few_cpus },
+    Rule { id: "HS044", about: "the node cannot pull from its registry", severity: Critical, explains: &["HS042"], covers: &["container-images-available"], check: registry_refuses },
+    Rule { id: "HS042", about: "images cannot be pulled", severity: Critical, explains: &["HS043"], covers: &[], check: pulls_fail },
+    Rule { id: "HS031", about: "the kubelet's client certificate is not valid", severity: Critical, explains: &["HS021"], covers: &[], check: cert_invalid },
+    Rule { id: "HS032", about: "the kubelet's client certificate expires soon", severity: Warning, explains: &[], covers: &[], check: cert_expiring },
+    Rule { id: "HS030", about: "the kubelet's client CSR waits for approval", severity: Warning, explains: &["HS021", "HS041"], covers: &[], check: csr_waits },
+    Rule { id: "HS021", about: "the kubelet does not answer /healthz", severity: Critical, explains: &[], covers: &["KubeletUnhealthy"], check: kubelet_silent },
+    Rule { id: "HS043", about: "containers keep failing", severity: Warning, explains: &[], covers: &[], check: containers_fail },
+    Rule { id: "HS041", about: "no CNI network yet", severity: Info, explains: &[], covers: &[], check: no_cni },
+    Rule { id: "HS080", about: "bootkube failed", severity: Critical, explains: &[], covers: &[], check: bootkube_failed },
+    Rule { id: "HS081", about: "bootkube is still working", severity: Info, explains: &[], covers: &[], check: bootkube_working },
 ];
 
 fn rule(id: &str) -> &'static Rule {
@@ -478,6 +502,196 @@ fn bootkube_working(s: &Seen) -> Option<Said> {
     said_as(format!("bootkube is at {stage}"), vec![said(c)], fix)
 }
 
+/// A machine component in a given health: its reason's parts as the evidence.
+fn machine(s: &Seen, c: Component, healths: &[Health]) -> Option<(ComponentState, Vec<String>)> {
+    let comp = s.comp(c).filter(|x| healths.contains(&Health::of(x.health)))?.clone();
+    let mut ev: Vec<String> = comp.reason.split("; ").filter(|r| !r.is_empty()).map(String::from).collect();
+    if ev.is_empty() {
+        ev.push(said(&comp));
+    }
+    Some((comp, ev))
+}
+
+fn nic_down(s: &Seen) -> Option<Said> {
+    let (c, mut ev) = machine(s, Component::Nic, &[Health::Failing])?;
+    let mut d: Vec<String> = c.details.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+    d.sort();
+    ev.extend(d);
+    said_as(
+        format!("{}'s network interface has no link", s.node),
+        ev,
+        "check the cable, the switch port and its VLAN (or the VM's NIC and bridge: `virsh domiflist`, `ip link` on the host); for a bond, its members and mode must match the switch's (LACP for 802.3ad)",
+    )
+}
+
+fn nic_degraded(s: &Seen) -> Option<Said> {
+    let (_, ev) = machine(s, Component::Nic, &[Health::Warning])?;
+    said_as(
+        format!("a network interface of {} is degraded", s.node),
+        ev,
+        "a bond member without link, errors or a flapping link: reseat or replace the cable or transceiver, check the switch port's counters and its speed/duplex",
+    )
+}
+
+fn no_default_route(s: &Seen) -> Option<Said> {
+    let (_, ev) = machine(s, Component::Route, &[Health::Failing])?;
+    said_as(
+        format!("{} has no default route", s.node),
+        ev,
+        "give the node a gateway: DHCP's router option (the lab's dnsmasq/dhcpd), or `routes` in the host's networkConfig in agent-config.yaml (nmstate: destination 0.0.0.0/0, next-hop-address)",
+    )
+}
+
+fn outside_machine_network(s: &Seen) -> Option<Said> {
+    let (_, ev) = machine(s, Component::MachineNetwork, &[Health::Failing])?;
+    said_as(
+        format!("{}'s address is not the one the bundle gives it", s.node),
+        ev,
+        "the node got another address than agent-config.yaml's (a DHCP pool instead of its reservation, a wrong MAC in agent-config.yaml), or install-config's machineNetwork does not hold it: fix the DHCP reservation or the inputs and re-create",
+    )
+}
+
+fn path_mtu(s: &Seen) -> Option<Said> {
+    let (_, ev) = machine(s, Component::PathMtu, &[Health::Failing])?;
+    said_as(
+        format!("full-size frames from {} are lost on the way to other nodes", s.node),
+        ev,
+        "make the MTU equal end to end: the node's interface (nmstate `mtu` in agent-config.yaml) must not exceed the switch's or the bridge's (`ip link show` on the host); OVN-Kubernetes needs the cluster network MTU 100 bytes below it",
+    )
+}
+
+fn peers_lossy(s: &Seen) -> Option<Said> {
+    let (_, ev) = machine(s, Component::Peers, &[Health::Failing])?;
+    said_as(
+        format!("{} loses packets or waits too long for other nodes", s.node),
+        ev,
+        "etcd needs a loss-free, low-latency network between masters: check the links' error counters, a saturated uplink, a shaping or firewall rule between the nodes (`mtr` from the node)",
+    )
+}
+
+fn dns_wildcard(s: &Seen) -> Option<Said> {
+    let (_, ev) = machine(s, Component::DnsWildcard, &[Health::Failing])?;
+    said_as(
+        "a wildcard DNS record answers for the cluster's whole domain",
+        ev,
+        "remove the `*.<cluster>.<baseDomain>` wildcard from the zone (keep `*.apps.<cluster>.<baseDomain>`): with it, names that must fail resolve, and the installer's and the cluster's lookups go astray",
+    )
+}
+
+fn no_ptr(s: &Seen) -> Option<Said> {
+    let (_, ev) = machine(s, Component::DnsPtr, &[Health::Failing])?;
+    said_as(
+        format!("{}'s address does not resolve back to its name", s.node),
+        ev,
+        "add the PTR record to the reverse zone (the lab's dnsmasq `host-record`/`ptr-record`, BIND's in-addr.arpa zone): RHCOS names itself from it when DHCP gives no hostname",
+    )
+}
+
+fn fips_mismatch(s: &Seen) -> Option<Said> {
+    let (_, ev) = machine(s, Component::Fips, &[Health::Failing])?;
+    said_as(
+        format!("{} does not run its kernel in FIPS mode", s.node),
+        ev,
+        "the node must boot with `fips=1` from its first boot (coreos-installer and the Ignition config of a fips: true bundle set it); reinstall the node from this bundle's configs",
+    )
+}
+
+fn install_disk(s: &Seen) -> Option<Said> {
+    let (_, ev) = machine(s, Component::InstallDisk, &[Health::Failing, Health::Warning])?;
+    said_as(
+        format!("{}'s installation disk is not fit", s.node),
+        ev,
+        "install to a fixed, writable disk of at least 100 GB (agent-config.yaml rootDeviceHints.deviceName names it)",
+    )
+}
+
+/// A kind the agent counted in the kernel's log: how many, and the newest line.
+fn kernel(s: &Seen, kind: &str, title: &str, fix: &str) -> Option<Said> {
+    let c = s.comp(Component::Kernel)?;
+    let d = c.details.get(kind)?;
+    said_as(format!("{title} on {}", s.node), vec![format!("{kind}: {d}")], fix)
+}
+
+fn kernel_io(s: &Seen) -> Option<Said> {
+    kernel(s, hardshift_proto::vocab::kernel::IO_ERROR, "I/O errors", "the disk or its path fails: check its SMART data (`smartctl -a`), cables and controller; on KVM the image's host filesystem (full, or an I/O error there)")
+}
+
+fn kernel_fs(s: &Seen) -> Option<Said> {
+    kernel(
+        s,
+        hardshift_proto::vocab::kernel::FS_ERROR,
+        "filesystem errors",
+        "the filesystem is damaged: reinstall the node (RHCOS is immutable; /var holds what is lost), and check the disk below it",
+    )
+}
+
+fn kernel_read_only(s: &Seen) -> Option<Said> {
+    kernel(s, hardshift_proto::vocab::kernel::READ_ONLY, "a filesystem went read-only", "the kernel stopped writing after an error: nothing under it (/var: images, etcd) can be written until a reboot; find the error before it (I/O or corruption) and fix the disk")
+}
+
+fn kernel_hardware(s: &Seen) -> Option<Said> {
+    kernel(
+        s,
+        hardshift_proto::vocab::kernel::HARDWARE_ERROR,
+        "hardware errors",
+        "machine-check or memory errors: run the vendor's diagnostics, reseat or replace the DIMM named, check the BMC's event log",
+    )
+}
+
+fn kernel_oops(s: &Seen) -> Option<Said> {
+    kernel(s, hardshift_proto::vocab::kernel::OOPS, "a kernel oops", "the kernel hit a bug or bad memory: read the trace (`journalctl -k -b`), update the firmware, and report it with the RHCOS version")
+}
+
+fn kernel_hung(s: &Seen) -> Option<Said> {
+    kernel(s, hardshift_proto::vocab::kernel::HUNG_TASK, "tasks hung in the kernel", "a task waited over two minutes, mostly on storage: a stalled disk or NFS, or a very slow one (etcd and the kubelet stall with it); check the disk's latency and errors")
+}
+
+fn kernel_netdev(s: &Seen) -> Option<Said> {
+    kernel(s, hardshift_proto::vocab::kernel::NETDEV_LEAK, "a network device cannot be freed", "a kernel reference leak on a network device (unregister_netdevice): new pods' networks stall until a reboot; reboot the node and update RHCOS")
+}
+
+fn kernel_oom(s: &Seen) -> Option<Said> {
+    kernel(
+        s,
+        hardshift_proto::vocab::kernel::OOM,
+        "the OOM killer killed processes",
+        "the node ran out of memory: give it more (a master needs 16 GiB), and see which process it killed in the evidence",
+    )
+}
+
+fn kernel_link_down(s: &Seen) -> Option<Said> {
+    kernel(
+        s,
+        hardshift_proto::vocab::kernel::LINK_DOWN,
+        "a NIC's link went down",
+        "the link dropped at least once since boot: check the cable, the switch port's log and the NIC's firmware",
+    )
+}
+
+fn reboot_loop(s: &Seen) -> Option<Said> {
+    let (_, ev) = machine(s, Component::Boots, &[Health::Failing])?;
+    said_as(
+        format!("{} keeps rebooting", s.node),
+        ev,
+        "read the previous boot's end (`journalctl -b -1 -e` on the node, or its console): a kernel panic, a watchdog, or a machine-config that fails and reboots",
+    )
+}
+
+fn ntp_unsynced(s: &Seen) -> Option<Said> {
+    let (_, mut ev) = machine(s, Component::TimeSync, &[Health::Failing, Health::Warning])?;
+    if s.host.clock_offset_known {
+        ev.push(format!(
+            "clock offset to the collector: {:+.1} s",
+            s.host.clock_offset_ms as f64 / 1000.0
+        ));
+    }
+    said_as(
+        format!("{}'s clock is not synchronized by NTP", s.node),
+        ev,
+        "point chrony at a reachable NTP server (a chrony MachineConfig, or DHCP option 42) and check `chronyc sources` on the node; certificates fail when clocks drift",
+    )
+}
+
 /// A node whose agent said hello (its boot is known) but whose first report never arrived: the
 /// agent stopped, or its reports are refused. Nothing else can be said of it.
 pub fn no_report(node: &str, seen_ago_ms: i64) -> Vec<Finding> {
@@ -815,6 +1029,158 @@ mod tests {
             c("etcd", Health::Ok, "healthy", ""),
         ]);
         assert!(diagnose("m", "master", &r, 0).is_empty());
+    }
+
+    /// Each machine rule from the component the agent writes for it, alone in a report.
+    #[test]
+    fn every_machine_rule_fires_on_its_component() {
+        use hardshift_proto::vocab::kernel as k;
+        let f = Health::Failing;
+        let mut cases: Vec<(&str, ComponentState)> = vec![
+            (
+                "HS100",
+                c(
+                    "nic",
+                    f,
+                    "eth0 no link mtu 1500",
+                    "eth0 carries the default route and has no link (down)",
+                ),
+            ),
+            (
+                "HS101",
+                c(
+                    "nic",
+                    Health::Warning,
+                    "bond0 up mtu 9000",
+                    "bond bond0: ens3f1 without link, no redundancy left",
+                ),
+            ),
+            (
+                "HS102",
+                c(
+                    "route",
+                    f,
+                    "no default route",
+                    "neither /proc/net/route nor /proc/net/ipv6_route has a default route",
+                ),
+            ),
+            (
+                "HS103",
+                c(
+                    "machine-network",
+                    f,
+                    "outside",
+                    "no address in the machine network 192.168.126.0/24 (the node has: 10.0.0.5)",
+                ),
+            ),
+            (
+                "HS106",
+                c(
+                    "path-mtu",
+                    f,
+                    "1 of 2 peers: MTU too large for the path",
+                    "master-1 (192.168.126.102): a 9000-byte don't-fragment echo is lost",
+                ),
+            ),
+            (
+                "HS105",
+                c(
+                    "peers",
+                    f,
+                    "2/2 answer",
+                    "master-1 (192.168.126.102): 25 % packet loss (a master allows 0 %)",
+                ),
+            ),
+            (
+                "HS107",
+                c(
+                    "dns-wildcard",
+                    f,
+                    "wildcard",
+                    "hardshift-wildcard-1.ocp4.example.com, a random name, resolves to 192.168.126.9",
+                ),
+            ),
+            (
+                "HS108",
+                c("dns-ptr", f, "no PTR record", "192.168.126.101 does not resolve back to a name"),
+            ),
+            (
+                "HS121",
+                c(
+                    "fips",
+                    f,
+                    "kernel not in FIPS mode",
+                    "the bundle was made with fips: true, but /proc/sys/crypto/fips_enabled is 0",
+                ),
+            ),
+            (
+                "HS120",
+                c(
+                    "install-disk",
+                    Health::Warning,
+                    "/dev/vda 40.0 GiB",
+                    "/dev/vda holds 40.0 GiB: OpenShift needs at least 100 GB",
+                ),
+            ),
+            ("HS119", c("boots", f, "5 boots in 30 min", "5 boots within 30 minutes")),
+            (
+                "HS104",
+                c(
+                    "time-sync",
+                    f,
+                    "not synchronized",
+                    "timedated: the clock is not synchronized to an NTP server 900 s after boot",
+                ),
+            ),
+        ];
+        for (id, kind) in [
+            ("HS114", k::IO_ERROR),
+            ("HS115", k::FS_ERROR),
+            ("HS116", k::READ_ONLY),
+            ("HS113", k::HARDWARE_ERROR),
+            ("HS110", k::OOPS),
+            ("HS111", k::HUNG_TASK),
+            ("HS112", k::NETDEV_LEAK),
+            ("HS117", k::OOM),
+            ("HS118", k::LINK_DOWN),
+        ] {
+            let mut kc = c("kernel", f, "1 x", "");
+            kc.details.insert(kind.into(), "1× last: a line".into());
+            cases.push((id, kc));
+        }
+        for (id, comp) in cases {
+            let found = diagnose("master-0", "master", &report(vec![comp.clone()]), 0);
+            assert_eq!(ids(&found), [id], "{comp:?}");
+            assert!(!found[0].evidence.is_empty() && !found[0].fix.is_empty());
+        }
+        // Healthy machine components say nothing; an NTP failure explains the clock skew.
+        assert!(diagnose(
+            "m",
+            "master",
+            &report(vec![
+                c("nic", Health::Ok, "eth0 up", ""),
+                c("time-sync", Health::Ok, "synchronized", "")
+            ]),
+            0
+        )
+        .is_empty());
+        let mut r = report(vec![c("time-sync", f, "not synchronized", "x")]);
+        r.host.as_mut().unwrap().clock_offset_ms = 90_000;
+        let found = diagnose("m", "master", &r, 0);
+        assert_eq!(ids(&found), ["HS104"]);
+        assert!(found[0].evidence.iter().any(|e| e.contains("+90.0 s")), "{found:?}");
+    }
+
+    /// docs/hardware.md's coverage tables name every rule's `covers`, and every rule id.
+    #[test]
+    fn the_coverage_table_names_every_rule() {
+        let doc = include_str!("../../docs/hardware.md");
+        for r in RULES.iter().filter(|r| r.id.starts_with("HS1") || !r.covers.is_empty()) {
+            assert!(doc.contains(r.id), "{} is not in docs/hardware.md", r.id);
+            for c in r.covers {
+                assert!(doc.contains(&format!("`{c}`")), "{}: {c} is not in docs/hardware.md", r.id);
+            }
+        }
     }
 
     #[test]

@@ -89,6 +89,11 @@ impl View {
     }
 }
 
+/// A machine component (NICs, time, kernel, peers…): shown in its own table, not the grid.
+pub fn is_hardware(name: &str) -> bool {
+    Component::of(name).is_some_and(Component::is_hardware)
+}
+
 /// Where a component goes among the columns: the vocabulary's order, then others (units) by name.
 fn order(name: &str) -> usize {
     Component::of(name)
@@ -149,7 +154,13 @@ fn node_view(row: &NodeRow, api: &[ApiObject], now_ms: i64) -> NodeView {
         .collect();
     // The worst component decides (Health::badness); a watched unit that is not there cannot
     // run, so the node is failing, though the unit's own cell says absent.
-    let worst = last.components.iter().map(|c| Health::of(c.health)).max_by_key(|h| h.badness());
+    // A machine probe that cannot say (no timedated, no ICMP) is not the node's health.
+    let worst = last
+        .components
+        .iter()
+        .filter(|c| !(is_hardware(&c.name) && Health::of(c.health) == Health::Unknown))
+        .map(|c| Health::of(c.health))
+        .max_by_key(|h| h.badness());
     let mut health = match worst {
         None => "unknown",
         Some(Health::Absent) => Health::Failing.label(),
@@ -212,7 +223,7 @@ pub fn build(rows: &[NodeRow], inventory: Option<&[Member]>, api: &[ApiObject], 
     }
     let mut columns: Vec<String> = Vec::new();
     for n in &nodes {
-        for c in &n.components {
+        for c in n.components.iter().filter(|c| !is_hardware(&c.name)) {
             if !columns.contains(&c.name) {
                 columns.push(c.name.clone());
             }

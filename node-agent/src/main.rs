@@ -11,9 +11,15 @@ mod cri;
 mod debug;
 mod disk;
 mod etcd;
+mod hardware;
 mod host;
 mod install;
+mod kernel;
+mod machine;
+mod names;
+mod nic;
 mod outbox;
+mod peers;
 mod probes;
 mod registry;
 mod seq_state;
@@ -29,7 +35,13 @@ use hardshift_proto::now_ms;
 
 /// One report: every probe, each bounded by its own timeout. `clock` is this node's offset to
 /// the collector's clock when known.
-async fn report(cfg: &config::Config, bus: Option<&zbus::Connection>, clock: Option<i64>, cached: Vec<ComponentState>) -> NodeReport {
+async fn report(
+    cfg: &config::Config,
+    bus: Option<&zbus::Connection>,
+    clock: Option<i64>,
+    cached: Vec<ComponentState>,
+    hardware: Vec<ComponentState>,
+) -> NodeReport {
     let mut host = host::probe();
     if let Some(off) = clock {
         host.clock_offset_ms = off;
@@ -100,6 +112,7 @@ async fn report(cfg: &config::Config, bus: Option<&zbus::Connection>, clock: Opt
     }
     components.extend(etcd);
     components.extend(units);
+    components.extend(hardware);
     NodeReport {
         seq: 0,
         time_ms: now_ms(),
@@ -109,6 +122,20 @@ async fn report(cfg: &config::Config, bus: Option<&zbus::Connection>, clock: Opt
         pods,
         containers,
     }
+}
+
+/// The system bus for timedated: the units' connection when that is the system bus, else one of
+/// its own (none within 2 s: the time-sync component says so).
+async fn system_bus(cfg: &config::Config, units: Option<&zbus::Connection>) -> Option<zbus::Connection> {
+    if cfg.systemd_bus == "system" {
+        if let Some(c) = units {
+            return Some(c.clone());
+        }
+    }
+    tokio::time::timeout(Duration::from_secs(2), zbus::Connection::system())
+        .await
+        .ok()?
+        .ok()
 }
 
 async fn bus(cfg: &config::Config) -> Option<zbus::Connection> {
@@ -208,7 +235,20 @@ fn main() -> std::process::ExitCode {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     match cli.command.unwrap_or(Command::Run) {
         Command::Status { json } => {
-            let r = rt.block_on(async { report(&cfg, bus(&cfg).await.as_ref(), None, vec![]).await });
+            let r = rt.block_on(async {
+                let conn = bus(&cfg).await;
+                let h = host::probe();
+                let booted = now_ms() / 1000 - h.uptime_seconds as i64;
+                let mut hw = hardware::Hardware::new(&cfg, &h.boot_id, booted, false);
+                let system = system_bus(&cfg, conn.as_ref()).await;
+                let (r, hw) = tokio::join!(
+                    report(&cfg, conn.as_ref(), None, vec![], vec![]),
+                    hw.probe(&cfg, system.as_ref(), h.uptime_seconds, now_ms() / 1000)
+                );
+                let mut r = r;
+                r.components.extend(hw);
+                r
+            });
             if json {
                 let comps: Vec<serde_json::Value> = r.components.iter().map(hardshift_proto::vocab::component_json).collect();
                 let pods: Vec<serde_json::Value> = r
@@ -326,6 +366,31 @@ async fn run(cfg: config::Config) {
             }
         });
     }
+    // The machine's components are probed beside the reports, every interval, each with its own
+    // deadline; each report carries the latest round.
+    let hw: Arc<Mutex<Vec<ComponentState>>> = Arc::default();
+    {
+        let (hw, cfg, boot_id, units) = (hw.clone(), cfg.clone(), boot_id.clone(), conn.clone());
+        tokio::spawn(async move {
+            let up = host::probe().uptime_seconds;
+            let mut probes = hardware::Hardware::new(&cfg, &boot_id, now_ms() / 1000 - up as i64, true);
+            if let Some(e) = probes.boots_error() {
+                tracing::warn!("boot history in {}: {e}", cfg.history_dir.display());
+            }
+            let mut system: Option<zbus::Connection> = None;
+            loop {
+                if system.is_none() {
+                    system = system_bus(&cfg, units.as_ref()).await;
+                }
+                let up = host::probe().uptime_seconds;
+                let v = probes.probe(&cfg, system.as_ref(), up, now_ms() / 1000).await;
+                if let Ok(mut slot) = hw.lock() {
+                    *slot = v;
+                }
+                tokio::time::sleep(Duration::from_millis(cfg.interval_ms.max(100))).await;
+            }
+        });
+    }
     let mut tick = tokio::time::interval(Duration::from_millis(cfg.interval_ms.max(100)));
     loop {
         tokio::select! {
@@ -347,7 +412,8 @@ async fn run(cfg: config::Config) {
         }
         let mut cached: Vec<ComponentState> = disk.lock().ok().and_then(|d| d.clone()).into_iter().collect();
         cached.extend(reg.lock().ok().and_then(|d| d.clone()));
-        let r = report(&cfg, conn.as_ref(), shared.clock_offset(), cached).await;
+        let machine = hw.lock().map(|v| v.clone()).unwrap_or_default();
+        let r = report(&cfg, conn.as_ref(), shared.clock_offset(), cached, machine).await;
         if let Ok(mut o) = shared.outbox.lock() {
             // Record the seq before it can reach the collector, so a restart never reuses it.
             if let Err(e) = seq_state::save(&cfg.state_dir, &cfg.node, &boot_id, o.next_seq()) {

@@ -27,11 +27,35 @@ pub enum Component {
     Registry,
     /// systemd itself, when it does not answer.
     Systemd,
+    /// The NICs: link, speed, MTU, error counters, bonds (sysfs).
+    Nic,
+    /// The default route (/proc/net/route, /proc/net/ipv6_route).
+    Route,
+    /// The node's addresses against the bundle's machine network and its own address.
+    MachineNetwork,
+    /// NTP synchronization (systemd-timedated; chrony's tracking when present).
+    TimeSync,
+    /// Problems in the kernel's log since boot (the journal's kernel transport).
+    Kernel,
+    /// Boots over time: a reboot loop.
+    Boots,
+    /// The disk the system runs from: size, rotational, removable.
+    InstallDisk,
+    /// The kernel's FIPS mode against the bundle's `fips`.
+    Fips,
+    /// Latency and loss to the other nodes of the bundle.
+    Peers,
+    /// Don't-fragment probes at the interface MTU to the other nodes.
+    PathMtu,
+    /// A random name under the cluster's domain must not resolve.
+    DnsWildcard,
+    /// The node's address must resolve back (PTR) to its name.
+    DnsPtr,
 }
 
 impl Component {
     /// In the order the dashboard shows them.
-    pub const ALL: [Component; 10] = [
+    pub const ALL: [Component; 22] = [
         Component::Kubelet,
         Component::Cri,
         Component::Etcd,
@@ -42,7 +66,40 @@ impl Component {
         Component::Registry,
         Component::Bootkube,
         Component::Systemd,
+        Component::Nic,
+        Component::Route,
+        Component::MachineNetwork,
+        Component::PathMtu,
+        Component::Peers,
+        Component::TimeSync,
+        Component::Kernel,
+        Component::Boots,
+        Component::InstallDisk,
+        Component::Fips,
+        Component::DnsWildcard,
+        Component::DnsPtr,
     ];
+
+    /// The machine's own components (the hardware, its network and its kernel): the dashboard
+    /// and `status` show them apart from the install's.
+    pub const HARDWARE: [Component; 12] = [
+        Component::Nic,
+        Component::Route,
+        Component::MachineNetwork,
+        Component::PathMtu,
+        Component::Peers,
+        Component::TimeSync,
+        Component::Kernel,
+        Component::Boots,
+        Component::InstallDisk,
+        Component::Fips,
+        Component::DnsWildcard,
+        Component::DnsPtr,
+    ];
+
+    pub fn is_hardware(self) -> bool {
+        Component::HARDWARE.contains(&self)
+    }
 
     pub const fn name(self) -> &'static str {
         match self {
@@ -56,6 +113,18 @@ impl Component {
             Component::Dns => "dns",
             Component::Registry => "registry",
             Component::Systemd => "systemd",
+            Component::Nic => "nic",
+            Component::Route => "route",
+            Component::MachineNetwork => "machine-network",
+            Component::TimeSync => "time-sync",
+            Component::Kernel => "kernel",
+            Component::Boots => "boots",
+            Component::InstallDisk => "install-disk",
+            Component::Fips => "fips",
+            Component::Peers => "peers",
+            Component::PathMtu => "path-mtu",
+            Component::DnsWildcard => "dns-wildcard",
+            Component::DnsPtr => "dns-ptr",
         }
     }
 
@@ -93,6 +162,34 @@ pub mod state {
     pub const RUNNING: &str = "running";
     /// A container (CRI's CONTAINER_EXITED).
     pub const EXITED: &str = "exited";
+    /// A probe that did not answer within its deadline: its field only, never the report.
+    pub const TIMED_OUT: &str = "unknown: timed out";
+}
+
+/// The kernel's problems, as the agent counts them (keys of the `kernel` component's details)
+/// and the collector's rules read them.
+pub mod kernel {
+    pub const OOM: &str = "oom-kill";
+    pub const HUNG_TASK: &str = "hung-task";
+    pub const OOPS: &str = "oops";
+    pub const IO_ERROR: &str = "io-error";
+    pub const FS_ERROR: &str = "fs-error";
+    pub const READ_ONLY: &str = "read-only";
+    pub const HARDWARE_ERROR: &str = "hardware-error";
+    pub const LINK_DOWN: &str = "link-down";
+    pub const NETDEV_LEAK: &str = "unregister-netdevice";
+    /// Every kind, in the order they are shown.
+    pub const ALL: [&str; 9] = [
+        OOPS,
+        HUNG_TASK,
+        NETDEV_LEAK,
+        HARDWARE_ERROR,
+        IO_ERROR,
+        FS_ERROR,
+        READ_ONLY,
+        OOM,
+        LINK_DOWN,
+    ];
 }
 
 impl Health {

@@ -7,14 +7,49 @@ use hardshift_collector::diagnose::{self, Finding};
 #[derive(clap::Args)]
 pub struct Args {
     /// Only this node.
+    #[arg(conflicts_with = "rules")]
     node: Option<String>,
+    /// List every rule: its id, severity, what it is about and what it covers (assisted-service
+    /// host validations, node-problem-detector conditions); needs no store.
+    #[arg(long)]
+    rules: bool,
     #[command(flatten)]
     store: super::StoreArgs,
     #[arg(short, long, value_enum, default_value_t = super::Output::Table)]
     output: super::Output,
 }
 
+/// Every rule of the table, as `--rules` lists it.
+fn rules(output: super::Output) -> Result<u8, Failure> {
+    if output == super::Output::Json {
+        let v: Vec<serde_json::Value> = diagnose::RULES
+            .iter()
+            .map(|r| serde_json::json!({"id": r.id, "severity": r.severity, "about": r.about, "covers": r.covers, "explains": r.explains}))
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&v).map_err(|e| Failure::other(e.to_string()))?);
+        return Ok(0);
+    }
+    println!("{:<6} {:<9} {:<72} COVERS", "ID", "SEVERITY", "ABOUT");
+    for r in diagnose::RULES {
+        let covers = if r.covers.is_empty() {
+            "-".to_string()
+        } else {
+            r.covers.join(", ")
+        };
+        println!(
+            "{:<6} {:<9} {:<72} {covers}",
+            r.id,
+            format!("{:?}", r.severity).to_lowercase(),
+            r.about
+        );
+    }
+    Ok(0)
+}
+
 pub fn run(a: Args) -> Result<u8, Failure> {
+    if a.rules {
+        return rules(a.output);
+    }
     let store = a.store.open()?;
     let now = hardshift_collector::now_ms();
     let rows = store.nodes().map_err(a.store.broken())?;

@@ -133,5 +133,45 @@ pub fn run(a: Args) -> Result<u8, Failure> {
             m.name, m.role, ip, "never", "-", "-", "-", "-", m.name
         );
     }
+    hardware(&rows);
     Ok(code)
+}
+
+/// The machine per node: its NIC, time sync, kernel and peers in one line, then every other
+/// machine component that is not ok.
+fn hardware(rows: &[hardshift_collector::store::NodeRow]) {
+    use hardshift_proto::v1::Health;
+    use hardshift_proto::vocab::Component;
+    let clean = hardshift_collector::scrub::for_terminal;
+    let mut lines = Vec::new();
+    for r in rows {
+        let Some(last) = &r.last else { continue };
+        let get = |c: Component| c.in_report(&last.components);
+        if !Component::HARDWARE.iter().any(|c| get(*c).is_some()) {
+            continue;
+        }
+        let short = |c: Component| match get(c) {
+            Some(x) => format!("{}: {} {}", c.name(), Health::of(x.health).label(), x.state),
+            None => format!("{}: -", c.name()),
+        };
+        let main = [Component::Nic, Component::TimeSync, Component::Kernel, Component::Peers];
+        lines.push(format!("{:<18} {}", clean(&r.node), clean(&main.map(short).join(" | "))));
+        for c in Component::HARDWARE.iter().filter(|c| !main.contains(c)) {
+            if let Some(x) = get(*c).filter(|x| matches!(Health::of(x.health), Health::Warning | Health::Failing)) {
+                lines.push(format!(
+                    "{:<18}   {} {}: {}",
+                    "",
+                    c.name(),
+                    Health::of(x.health).label(),
+                    clean(&x.reason)
+                ));
+            }
+        }
+    }
+    if !lines.is_empty() {
+        println!("HARDWARE");
+        for l in lines {
+            println!("{l}");
+        }
+    }
 }

@@ -179,10 +179,28 @@ pub fn node(n: &NodeView, events: &[Event]) -> String {
             }
         }
         h2 { "Components" }
+        (comps_table(n.components.iter().filter(|c| !crate::view::is_hardware(&c.name))))
+        @if n.components.iter().any(|c| crate::view::is_hardware(&c.name)) {
+            h2 { "Hardware" }
+            (comps_table(n.components.iter().filter(|c| crate::view::is_hardware(&c.name))))
+        }
+        @if !n.pods_not_running.is_empty() {
+            h2 { "Pods not ready" }
+            ul { @for p in &n.pods_not_running { li { (p) } } }
+        }
+        h2 { "Recent events" }
+        (events_table(events))
+    }
+    .into_string()
+}
+
+/// Components with their health, state, reason and details: the node page's tables.
+fn comps_table<'a>(comps: impl Iterator<Item = &'a crate::view::Comp>) -> Markup {
+    html! {
         table.comps {
             thead { tr { th scope="col" { "Component" } th scope="col" { "Health" } th scope="col" { "State" } th scope="col" { "Reason" } th scope="col" { "Details" } } }
             tbody {
-                @for c in &n.components {
+                @for c in comps {
                     tr data-component=(c.name) {
                         th scope="row" { (c.name) }
                         td class={ "h-" (c.health) } { (c.health) }
@@ -193,14 +211,7 @@ pub fn node(n: &NodeView, events: &[Event]) -> String {
                 }
             }
         }
-        @if !n.pods_not_running.is_empty() {
-            h2 { "Pods not ready" }
-            ul { @for p in &n.pods_not_running { li { (p) } } }
-        }
-        h2 { "Recent events" }
-        (events_table(events))
     }
-    .into_string()
 }
 
 fn events_table(events: &[Event]) -> Markup {

@@ -4,7 +4,7 @@
 use crate::cluster::{Cluster, Node, Role};
 use crate::ignition::{self, Contents, NodeFile, Unit, PUBLIC, SCRIPT, SECRET};
 use crate::pki::Pki;
-use hardshift_agent_config::{AgentConfig, DnsCheck, Endpoint, EtcdConfig, RegistryConfig, RegistryMirror, Via};
+use hardshift_agent_config::{AgentConfig, DnsCheck, Endpoint, EtcdConfig, Peer, RegistryConfig, RegistryMirror, Via};
 use sha2::{Digest, Sha512};
 use std::sync::Arc;
 
@@ -149,7 +149,45 @@ pub fn settings(c: &Cluster, n: &Node) -> AgentConfig {
     }
     (a.dns, a.endpoint) = dns_checks(c, n);
     a.registry = Some(registry_check(c));
+    a.address = Some(n.ip);
+    a.machine_network = c.machine_networks.clone();
+    a.cluster_domain = Some(c.domain());
+    a.peers = peers_of(&c.nodes, n);
     a
+}
+
+/// Workers a node measures the network to, besides the control plane: latency and loss are a
+/// per-pair cost, so a node probes a bounded set whatever the cluster's size.
+const WORKER_PEERS: usize = 3;
+
+/// The nodes this one measures latency, loss and path MTU to: the control plane (the bootstrap
+/// only from the bootstrap: it is gone once the install is done, and never the others' problem),
+/// and the next few workers in agent-config order (each worker its own neighbours, so every
+/// worker is measured by some other).
+fn peers_of(nodes: &[Node], n: &Node) -> Vec<Peer> {
+    let peer = |p: &Node| Peer {
+        name: p.hostname.clone(),
+        role: p.role.as_str().to_string(),
+        addr: p.ip,
+    };
+    let mut out: Vec<Peer> = nodes
+        .iter()
+        .filter(|m| m.role == Role::Master && m.hostname != n.hostname)
+        .map(peer)
+        .collect();
+    let workers: Vec<&Node> = nodes.iter().filter(|w| w.role == Role::Worker).collect();
+    let start = workers.iter().position(|w| w.hostname == n.hostname).map_or(0, |i| i + 1);
+    out.extend(
+        workers
+            .iter()
+            .cycle()
+            .skip(start)
+            .take(workers.len())
+            .filter(|w| w.hostname != n.hostname)
+            .take(WORKER_PEERS)
+            .map(|w| peer(w)),
+    );
+    out
 }
 
 pub fn config(c: &Cluster, n: &Node) -> String {
@@ -238,6 +276,40 @@ pub fn unit() -> Unit {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn peers_are_the_masters_and_the_next_workers_bounded() {
+        let node = |name: &str, role: Role, last: u8| Node {
+            hostname: name.into(),
+            role,
+            index: 0,
+            interface: "enp1s0".into(),
+            mac: String::new(),
+            ip: std::net::IpAddr::from([192, 168, 126, last]),
+            prefix: 24,
+            gateway: None,
+            dns: vec![],
+            root_device: None,
+        };
+        let mut nodes = vec![node("bootstrap", Role::Bootstrap, 10)];
+        nodes.extend((0..3).map(|i| node(&format!("master-{i}"), Role::Master, 20 + i)));
+        nodes.extend((0..6).map(|i| node(&format!("worker-{i}"), Role::Worker, 30 + i)));
+        let names = |me: &Node| -> Vec<String> { peers_of(&nodes, me).into_iter().map(|p| p.name).collect() };
+        assert_eq!(names(&nodes[1]), ["master-1", "master-2", "worker-0", "worker-1", "worker-2"]);
+        assert_eq!(
+            names(&nodes[0]),
+            ["master-0", "master-1", "master-2", "worker-0", "worker-1", "worker-2"]
+        );
+        // The last worker's neighbours wrap around; never itself.
+        assert_eq!(
+            names(&nodes[9]),
+            ["master-0", "master-1", "master-2", "worker-0", "worker-1", "worker-2"]
+        );
+        assert_eq!(
+            names(&nodes[5]),
+            ["master-0", "master-1", "master-2", "worker-2", "worker-3", "worker-4"]
+        );
+    }
 
     #[test]
     fn a_cached_encoding_is_used_only_when_it_decodes_to_the_binary() {

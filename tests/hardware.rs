@@ -1,0 +1,160 @@
+//! The machine's own problems through the real path: the real agent on this machine, with a
+//! kernel journal holding real kernels' messages for this boot (written by systemd-journal-remote),
+//! a boot history of a reboot loop, and a bundle address and machine network this machine does
+//! not have, reports to a real collector; `hardshift diagnose` names each cause with its rule,
+//! `diagnose --rules` lists what each rule covers, and `status` shows the hardware per node.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::path::Path;
+
+/// Real kernels' messages, one of each kind whose rule nothing else explains.
+const KERNEL: &[&str] = &[
+    "Out of memory: Killed process 4242 (etcd) total-vm:10653324kB, anon-rss:8283612kB, file-rss:0kB, shmem-rss:0kB, UID:0 pgtables:16828kB oom_score_adj:-999",
+    "INFO: task etcd:2211 blocked for more than 120 seconds.",
+    "unregister_netdevice: waiting for eth0 to become free. Usage count = 1",
+    "BUG: kernel NULL pointer dereference, address: 0000000000000008",
+    "mce: [Hardware Error]: Machine check events logged",
+    "XFS (vda4): Corruption of in-memory data detected.  Shutting down filesystem",
+    "ixgbe 0000:03:00.0 ens1f0: NIC Link is Down",
+    "EXT4-fs (vda): mounted filesystem with ordered data mode. Quota mode: none.",
+];
+
+fn journal(dir: &Path, boot: &str) -> std::path::PathBuf {
+    let export: String = KERNEL
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            format!(
+                "__REALTIME_TIMESTAMP={}\n__MONOTONIC_TIMESTAMP={}\n_BOOT_ID={boot}\n_HOSTNAME=master-0\n_TRANSPORT=kernel\nSYSLOG_IDENTIFIER=kernel\nPRIORITY=3\nMESSAGE={m}\n\n",
+                1795684442000000u64 + i as u64 * 1000,
+                1000000 + i * 1000
+            )
+        })
+        .collect();
+    let src = dir.join("kernel.export");
+    std::fs::write(&src, export).unwrap();
+    let j = dir.join("journal");
+    std::fs::create_dir_all(&j).unwrap();
+    let out = std::process::Command::new("/lib/systemd/systemd-journal-remote")
+        .args([
+            "-o",
+            j.join("k.journal").to_str().unwrap(),
+            "--split-mode=none",
+            src.to_str().unwrap(),
+        ])
+        .output()
+        .expect("systemd-journal-remote (hack/setup.sh installs it)");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    j
+}
+
+fn findings(dir: &Path) -> Vec<Value> {
+    let out = hardshift(&["diagnose", "master-0", "--dir", dir.to_str().unwrap(), "-o", "json"]);
+    serde_json::from_slice(&out.stdout).unwrap_or_default()
+}
+
+#[test]
+fn the_machines_problems_reach_diagnose_and_status() {
+    let agent = agent_bin();
+    let d = example_copy();
+    let dir = d.path();
+    let out = create(dir, &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let port = free_port();
+    let _c = collector_with(dir, port, &["--no-api-watch"]);
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .unwrap()
+        .trim()
+        .replace('-', "");
+    let j = journal(w, &boot);
+    // Four other boots in the last ten minutes: with this one, a loop.
+    let now = hardshift_proto::now_ms() / 1000;
+    let history = w.join("history");
+    std::fs::create_dir_all(&history).unwrap();
+    let boots: String = (1..=4).map(|i| format!("{} earlier-boot-{i}\n", now - 600 + i * 60)).collect();
+    std::fs::write(history.join("boots"), boots).unwrap();
+    let pki = dir.join("agent-pki");
+    let cfg = w.join("agent.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "collector = \"127.0.0.1:{port}\"\nnode = \"master-0\"\nrole = \"master\"\nca = \"{}\"\ncert = \"{}\"\nkey = \"{}\"\ninterval_ms = 500\nunits = []\ncri_socket = \"\"\nkubelet_cert = \"\"\nstate_dir = \"{}\"\nhistory_dir = \"{}\"\njournal_directory = \"{}\"\naddress = \"10.99.0.5\"\nmachine_network = [\"10.99.0.0/16\"]\n[[peers]]\nname = \"master-1\"\nrole = \"master\"\naddr = \"127.0.0.1\"\n",
+            pki.join("agent-ca.crt").display(),
+            pki.join("agent-master-0.crt").display(),
+            pki.join("agent-master-0.key").display(),
+            w.join("state").display(),
+            history.display(),
+            j.display(),
+        ),
+    )
+    .unwrap();
+    let _agent = Kill(
+        std::process::Command::new(&agent)
+            .args(["--config", cfg.to_str().unwrap()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(w.join("agent.log")).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let want = ["HS103", "HS110", "HS111", "HS112", "HS113", "HS116", "HS117", "HS118", "HS119"];
+    wait_for("the machine's findings", 60, || {
+        let ids: Vec<String> = findings(dir).iter().map(|f| f["id"].as_str().unwrap_or("").to_string()).collect();
+        want.iter().all(|w| ids.iter().any(|i| i == w))
+    });
+    let f = findings(dir);
+    let get = |id: &str| f.iter().find(|x| x["id"] == id).unwrap().to_string();
+    assert!(get("HS103").contains("gives this node 10.99.0.5"), "{}", get("HS103"));
+    assert!(get("HS111").contains("etcd:2211 blocked"), "{}", get("HS111"));
+    assert!(get("HS117").contains("Killed process 4242 (etcd)"), "{}", get("HS117"));
+    // This boot began longer ago (the machine's uptime): the four recorded ones make the loop.
+    assert!(get("HS119").contains("4 boots within 30 minutes"), "{}", get("HS119"));
+    // The boot history now holds this boot too, kept for the next one.
+    let kept = std::fs::read_to_string(history.join("boots")).unwrap();
+    assert_eq!(kept.lines().count(), 5, "{kept}");
+
+    // status: the hardware per node, in the table and in JSON.
+    let out = hardshift(&["status", "--dir", dir.to_str().unwrap()]);
+    let table = text(&out.stdout);
+    assert!(table.contains("HARDWARE") && table.contains("kernel"), "{table}");
+    let out = hardshift(&["status", "--dir", dir.to_str().unwrap(), "-o", "json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let comps = v[0]["components"].as_array().unwrap();
+    for name in [
+        "nic",
+        "route",
+        "machine-network",
+        "peers",
+        "path-mtu",
+        "kernel",
+        "boots",
+        "fips",
+        "time-sync",
+    ] {
+        assert!(comps.iter().any(|c| c["name"] == name), "{name} missing: {comps:?}");
+    }
+    let peers = comps.iter().find(|c| c["name"] == "peers").unwrap();
+    assert_eq!(peers["health"], "ok", "loopback answers: {peers}");
+}
+
+#[test]
+fn diagnose_lists_every_rule_with_what_it_covers() {
+    let out = hardshift(&["diagnose", "--rules", "-o", "json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v.len(), hardshift_collector::diagnose::RULES.len());
+    let covers = |id: &str| v.iter().find(|r| r["id"] == id).unwrap()["covers"].to_string();
+    assert!(covers("HS104").contains("ntp-synced"));
+    assert!(covers("HS111").contains("KernelDeadlock"));
+    assert!(covers("HS116").contains("ReadonlyFilesystem"));
+    let out = hardshift(&["diagnose", "--rules"]);
+    let t = text(&out.stdout);
+    assert!(
+        t.lines().next().unwrap().starts_with("ID") && t.contains("dns-wildcard-not-configured"),
+        "{t}"
+    );
+}
