@@ -163,7 +163,7 @@ fn bundle_boots_and_reports() {
     let s = dir.to_str().unwrap();
     phase(&mut t, "create");
 
-    let mut lab = lab(dir, &image, "bt", &[], &[], true, Some(9090));
+    let mut lab = lab(dir, &image, "bt", &[], &["dns-wildcard"], true, Some(9090));
     let good = ["bootstrap", "master-0"];
     let bad = "master-1";
     // master-1 is served its config with one byte added after `create`: the same JSON, so only
@@ -260,6 +260,16 @@ fn bundle_boots_and_reports() {
     });
     assert!(diag.contains("HS020") && diag.contains("203/EXEC"), "{diag}");
     assert!(diag.contains("HS022") && diag.contains("crio.service is not installed"), "{diag}");
+    // What a real VM meets, named from the machine itself: the lab's DNS answers every name
+    // under the cluster (--fault dns-wildcard), and the image runs no NTP client. master-0 has
+    // its PTR record: no HS108.
+    let diag = diagnose_until(s, "master-0", Duration::from_secs(120), |d| {
+        d.contains("HS107") && d.contains("HS104")
+    });
+    eprintln!("boot: diagnose master-0:\n{diag}");
+    assert!(diag.contains("HS107") && diag.contains("wildcard"), "{diag}");
+    assert!(diag.contains("HS104") && diag.contains("NTP"), "{diag}");
+    assert!(!diag.contains("HS108"), "{diag}");
     let (ok, table) = hs(&["status", "--dir", s]);
     assert!(ok, "{table}");
     eprintln!("boot: hardshift status:\n{table}");
@@ -340,7 +350,7 @@ fn faults_a_real_lab_has() {
     );
 
     let api_int = "api-int.ocp4.example.com";
-    let mut lab = lab(dir, &image, "bf", &[api_int], &[], false, None);
+    let mut lab = lab(dir, &image, "bf", &[api_int], &["no-ptr:master-2"], false, None);
     let wrong_mac = "52:54:00:00:0e:ee";
     lab.boot("master-2", None).unwrap();
     lab.boot("worker-0", Some(wrong_mac)).unwrap();
@@ -370,9 +380,9 @@ fn faults_a_real_lab_has() {
     // first one made before the collector started.
     let reported = lab.wait_until(Duration::from_secs(300), |lab| lab.vm("master-2").seen.report.is_some());
     assert!(reported, "no report from master-2\n{}", lab.tails());
-    wait_for("master-2's DNS finding", 120, || {
+    wait_for("master-2's DNS findings", 120, || {
         let (_, diag) = hs(&["diagnose", "master-2", "--dir", s]);
-        diag.contains("HS071")
+        diag.contains("HS071") && diag.contains("HS108")
     });
     let seqs = stored(dir, "master-2");
     assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>(), "seqs from 1 without a gap");
@@ -390,6 +400,10 @@ fn faults_a_real_lab_has() {
     let (_, diag) = hs(&["diagnose", "master-2", "--dir", s]);
     eprintln!("boot: diagnose master-2:\n{diag}");
     assert!(diag.contains("HS071") && diag.contains(api_int), "{diag}");
+    // --fault no-ptr:master-2: its name resolves, its address does not resolve back. This lab's
+    // DNS has no wildcard: no HS107.
+    assert!(diag.contains("HS108") && diag.contains("does not resolve back"), "{diag}");
+    assert!(!diag.contains("HS107"), "{diag}");
 
     // worker-0's VM asked for an address the lab's DHCP has no reservation for: no lease, no
     // config, no report, and the boot lab says why.
