@@ -314,6 +314,8 @@ fn bundle_boots_and_reports() {
         vm.seen
     );
     assert!(lab.last_seen(vm).starts_with("Ignition failed"), "{}", lab.last_seen(vm));
+    // Stuck for good, it was powered off rather than left spinning beside the others.
+    assert!(vm.halted, "{bad} still runs");
     assert!(stored(dir, bad).is_empty());
     assert_eq!(row(&status_rows(dir), bad)["reported"], false);
     let (_, diag) = hs(&["diagnose", bad, "--dir", s]);
@@ -420,6 +422,7 @@ fn faults_a_real_lab_has() {
         "{said}"
     );
     assert!(stored(dir, "worker-0").is_empty());
+    assert!(vm.halted, "worker-0 still spins in iPXE's DHCP retries");
     assert_eq!(row(&status_rows(dir), "worker-0")["reported"], false);
 }
 

@@ -55,7 +55,16 @@ pub struct Vm {
     /// not this VM's).
     earlier_boot: Option<String>,
     child: Child,
+    /// When it was first seen stuck for good (Ignition failed, or no DHCP reservation for it).
+    stuck_since: Option<Instant>,
+    /// Powered off: it was stuck (`HALT_AFTER`).
+    pub halted: bool,
 }
+
+/// A VM stuck for good this long is powered off: an emulated CPU spinning in iPXE's DHCP retries
+/// or an emergency shell costs the machines still booting a third of a core each. The wait lets
+/// the console say why in Ignition's own words first.
+const HALT_AFTER: Duration = Duration::from_secs(20);
 
 impl Drop for Vm {
     fn drop(&mut self) {
@@ -307,6 +316,8 @@ impl Lab {
             console,
             earlier_boot,
             child,
+            stuck_since: None,
+            halted: false,
         });
         Ok(())
     }
@@ -339,6 +350,14 @@ impl Lab {
             let stored = |b: &String| store.as_ref().is_some_and(|st| st.seqs(&vm.name, b).is_ok_and(|q| !q.is_empty()));
             if s.report.is_none() && boot.as_ref().is_some_and(|b| Some(b) != vm.earlier_boot.as_ref() && stored(b)) {
                 s.report = Some(at);
+            }
+            if (s.failed.is_some() || (s.unserved && s.lease.is_none())) && !vm.halted {
+                let since = *vm.stuck_since.get_or_insert_with(Instant::now);
+                if since.elapsed() >= HALT_AFTER {
+                    let _ = vm.child.kill();
+                    let _ = vm.child.wait();
+                    vm.halted = true;
+                }
             }
         }
     }
