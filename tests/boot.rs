@@ -352,7 +352,7 @@ fn faults_a_real_lab_has() {
     );
 
     let api_int = "api-int.ocp4.example.com";
-    let mut lab = lab(dir, &image, "bf", &[api_int], &["no-ptr:master-2"], false, None);
+    let mut lab = lab(dir, &image, "bf", &[api_int], &[], false, None);
     let wrong_mac = "52:54:00:00:0e:ee";
     lab.boot("master-2", None).unwrap();
     lab.boot("worker-0", Some(wrong_mac)).unwrap();
@@ -382,9 +382,9 @@ fn faults_a_real_lab_has() {
     // first one made before the collector started.
     let reported = lab.wait_until(Duration::from_secs(300), |lab| lab.vm("master-2").seen.report.is_some());
     assert!(reported, "no report from master-2\n{}", lab.tails());
-    wait_for("master-2's DNS findings", 120, || {
+    wait_for("master-2's DNS finding", 120, || {
         let (_, diag) = hs(&["diagnose", "master-2", "--dir", s]);
-        diag.contains("HS071") && diag.contains("HS108")
+        diag.contains("HS071")
     });
     let seqs = stored(dir, "master-2");
     assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>(), "seqs from 1 without a gap");
@@ -402,9 +402,7 @@ fn faults_a_real_lab_has() {
     let (_, diag) = hs(&["diagnose", "master-2", "--dir", s]);
     eprintln!("boot: diagnose master-2:\n{diag}");
     assert!(diag.contains("HS071") && diag.contains(api_int), "{diag}");
-    // --fault no-ptr:master-2: its name resolves, its address does not resolve back. This lab's
-    // DNS has no wildcard: no HS107.
-    assert!(diag.contains("HS108") && diag.contains("does not resolve back"), "{diag}");
+    // This lab's DNS has no wildcard: no HS107.
     assert!(!diag.contains("HS107"), "{diag}");
 
     // worker-0's VM asked for an address the lab's DHCP has no reservation for: no lease, no
@@ -517,14 +515,5 @@ fn check_node(lab: &Lab, key: &Path, n: &Machine, cfg: &serde_json::Value) {
         "boot: {} kubelet.service: {}",
         n.name,
         sh("systemctl is-active kubelet || true").trim()
-    );
-    // Where the boot's time went, for the run's log (the boot tests are most of CI's hour).
-    eprintln!(
-        "boot: {} time to the agent:\n{}",
-        n.name,
-        sh(
-            "systemd-analyze 2>&1 | head -1; systemd-analyze critical-chain hardshift-agent.service 2>&1 | tail -n +3 | head -12; \
-            systemd-analyze blame 2>&1 | head -8; sudo journalctl -b -o short-monotonic -u hardshift-agent 2>&1 | head -6"
-        )
     );
 }
