@@ -69,7 +69,10 @@ static LAST_FAILURE: Mutex<BTreeMap<String, Failure>> = Mutex::new(BTreeMap::new
 /// of the failed run itself, late, forgets nothing) or a new sequence of tries begins
 /// (NRestarts flushed by a manual start).
 pub fn remember(last: &mut Option<Failure>, raw: &Raw) {
-    if raw.result != "success" && !raw.result.is_empty() || raw.status != 0 {
+    // Result alone says whether the run failed: ExecMainStatus can be non-zero in a success
+    // (SuccessExitStatus=), and the properties are read one by one, so a read that spans a try
+    // failing sees Result `success` with the new ExecMainStatus (203): not a failure of its own.
+    if raw.result != "success" && !raw.result.is_empty() {
         *last = Some(Failure {
             result: raw.result.clone(),
             status: raw.status,
@@ -95,7 +98,7 @@ pub fn remember(last: &mut Option<Failure>, raw: &Raw) {
 /// The collector reads Result and ExecMainStatus: a snapshot taken between two tries names the
 /// failure (203/EXEC: the program is missing) as one taken in `auto-restart` does. Pure.
 pub fn recall(mut raw: Raw, last: Option<&Failure>) -> Raw {
-    let reset = raw.result == "success" && raw.status == 0;
+    let reset = raw.result == "success";
     if let Some(f) = last.filter(|f| raw.active == "activating" && reset && raw.restarts > 0 && f.restarts <= raw.restarts) {
         raw.result = f.result.clone();
         raw.status = f.status;
@@ -434,6 +437,15 @@ mod tests {
         assert!(last.is_some());
         remember(&mut last, &at("", "active", "running", 2, "success", 0));
         assert_eq!(last, None);
+        // A read spanning a try's failure (Result read before it, ExecMainStatus after) is not
+        // a failure of its own, and the one remembered is what it shows.
+        let mut last = None;
+        remember(&mut last, &at("a", "activating", "auto-restart", 1, "exit-code", 203));
+        let mixed = at("b", "activating", "start", 2, "success", 203);
+        remember(&mut last, &mixed);
+        assert_eq!(last.as_ref().map(|f| (f.result.as_str(), f.restarts)), Some(("exit-code", 1)));
+        let seen = recall(mixed, last.as_ref());
+        assert_eq!((seen.result.as_str(), seen.status, seen.remembered), ("exit-code", 203, true));
         // Never failed: a starting unit stays "starting".
         let fresh = recall(at("a", "activating", "start", 0, "success", 0), None);
         assert_eq!(judge("kubelet.service", &Ok(fresh)).reason, "starting");
