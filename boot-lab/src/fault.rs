@@ -1,9 +1,11 @@
 //! Faults a lab can be started with (`--fault NAME[:NODE]`), each one a real change to what the
-//! lab serves, so a booted node meets it as it would in a real datacenter. Pure: each fault
-//! rewrites the generated dnsmasq DNS config; the lab applies the result.
+//! lab serves, so a booted node meets it as it would in a real datacenter. Pure: a fault
+//! rewrites the generated dnsmasq DNS config or changes how a node's VM is made; the lab applies
+//! the result.
 //!
-//! Made real here: `dns-wildcard` (every name under the cluster's domain resolves) and
-//! `no-ptr:NODE` (the node's name resolves, its address does not resolve back). Latency and loss
+//! Made real here: `dns-wildcard` (every name under the cluster's domain resolves),
+//! `no-ptr:NODE` (the node's name resolves, its address does not resolve back) and `mtu:NODE`
+//! (the node's NIC set for jumbo frames on a switch that passes 1500 bytes). Latency and loss
 //! need the kernel's netem qdisc, which this machine's kernel lacks (CONFIG_NET_SCH_NETEM unset).
 
 use std::str::FromStr;
@@ -18,9 +20,16 @@ pub enum Fault {
     DnsWildcard,
     /// The node's A record stays, its PTR record goes.
     NoPtr(String),
+    /// The node's NIC has an MTU of `JUMBO` (the VM's virtio NIC says so to the guest, as a
+    /// jumbo-frame NIC would); the lab's bridge and every other port stay at 1500. TCP still
+    /// works (each side's MSS bounds the other's segments): only frames over 1500 bytes are lost.
+    Mtu(String),
 }
 
-pub const NAMES: &str = "dns-wildcard, no-ptr:NODE";
+pub const NAMES: &str = "dns-wildcard, no-ptr:NODE, mtu:NODE";
+
+/// The MTU of a node's NIC under `mtu:NODE`.
+pub const JUMBO: u32 = 9000;
 
 impl FromStr for Fault {
     type Err = String;
@@ -39,6 +48,7 @@ impl FromStr for Fault {
                 Some(_) => Err(format!("--fault {s:?}: dns-wildcard is the whole lab's DNS, not one node's")),
             },
             "no-ptr" => Ok(Fault::NoPtr(needs_node(node)?)),
+            "mtu" => Ok(Fault::Mtu(needs_node(node)?)),
             _ => Err(format!("--fault {s:?}: no such fault (the faults: {NAMES})")),
         }
     }
@@ -49,9 +59,14 @@ impl Fault {
     pub fn node(&self) -> Option<&str> {
         match self {
             Fault::DnsWildcard => None,
-            Fault::NoPtr(n) => Some(n),
+            Fault::NoPtr(n) | Fault::Mtu(n) => Some(n),
         }
     }
+}
+
+/// The MTU the VM of `node` gives its NIC, if a fault sets one (None: QEMU's 1500).
+pub fn nic_mtu(faults: &[Fault], node: &str) -> Option<u32> {
+    faults.iter().any(|f| *f == Fault::Mtu(node.to_string())).then_some(JUMBO)
 }
 
 /// The generated DNS config `dns` (dnsmasq: `local=/DOMAIN/`, `host-record=NAME,IP` for nodes)
@@ -71,6 +86,7 @@ pub fn apply_dns(dns: &str, faults: &[Fault]) -> Result<String, String> {
                 let helper = helper_net(dns).ok_or("the lab's DNS config has no host-record to take the network from")?;
                 out.push(format!("address=/{domain}/{helper}.{WILDCARD_ANSWER_HOST}"));
             }
+            Fault::Mtu(_) => {}
             Fault::NoPtr(node) => {
                 let prefix = format!("host-record={node}.{domain},");
                 let i = out
@@ -108,7 +124,9 @@ mod tests {
         assert_eq!("no-ptr:master-2".parse(), Ok(Fault::NoPtr("master-2".into())));
         assert!("no-ptr".parse::<Fault>().unwrap_err().contains("needs a node"));
         assert!("dns-wildcard:master-0".parse::<Fault>().unwrap_err().contains("whole lab"));
-        assert!("mtu:master-0".parse::<Fault>().unwrap_err().contains(NAMES));
+        assert_eq!("mtu:master-0".parse(), Ok(Fault::Mtu("master-0".into())));
+        assert!("mtu".parse::<Fault>().unwrap_err().contains("needs a node"));
+        assert!("jumbo:master-0".parse::<Fault>().unwrap_err().contains(NAMES));
     }
 
     #[test]
@@ -122,5 +140,14 @@ mod tests {
         let e = apply_dns(DNS, &[Fault::NoPtr("worker-9".into())]).unwrap_err();
         assert!(e.contains("no record for worker-9.ocp4.example.com"), "{e}");
         assert_eq!(apply_dns(DNS, &[]).unwrap(), DNS);
+        assert_eq!(apply_dns(DNS, &[Fault::Mtu("master-2".into())]).unwrap(), DNS);
+    }
+
+    #[test]
+    fn the_mtu_fault_is_one_nodes_nic() {
+        let faults = [Fault::DnsWildcard, Fault::Mtu("master-0".into())];
+        assert_eq!(nic_mtu(&faults, "master-0"), Some(JUMBO));
+        assert_eq!(nic_mtu(&faults, "master-1"), None);
+        assert_eq!(nic_mtu(&[], "master-0"), None);
     }
 }

@@ -90,6 +90,7 @@ pub struct Lab {
     hardshift: PathBuf,
     collector: Option<u32>,
     web: Option<u16>,
+    faults: Vec<crate::fault::Fault>,
 }
 
 const HELPER_HOST: &str = "helper";
@@ -164,6 +165,7 @@ impl Lab {
             hardshift: o.hardshift.clone(),
             collector: None,
             web: o.web,
+            faults: o.faults.clone(),
         };
 
         // The generated DHCP config, as is but for its TFTP root (the iPXE ROM asks for the script
@@ -303,7 +305,8 @@ impl Lab {
         let console = self.work.join(format!("{name}.console"));
         let _ = std::fs::remove_file(&console);
         let earlier_boot = self.store().and_then(|st| st.boot_of(name).ok().flatten());
-        let mut cmd = vm_command(&br, &self.image, self.accel, &tap, name, &mac, &console);
+        let mtu = crate::fault::nic_mtu(&self.faults, name);
+        let mut cmd = vm_command(&br, &self.image, self.accel, &tap, name, &mac, mtu, &console);
         if self.net.die_with_parent {
             crate::netns::die_with_parent(&mut cmd);
         }
@@ -534,17 +537,20 @@ pub fn ipxe_for_image(generated: &str, base: &str) -> Result<String, String> {
 /// A VM booting from its NIC (the iPXE ROM), on a tap of the lab bridge. q35 with the NIC behind a
 /// PCIe root port, as libvirt lays it out: the guest names it enp1s0, the name the bundle's
 /// keyfile and `ip=` use. The disk is the image, written through a throw-away overlay.
-fn vm_command(br: &str, image: &Path, accel: &str, tap: &str, name: &str, mac: &str, console: &Path) -> Command {
+#[allow(clippy::too_many_arguments)]
+fn vm_command(br: &str, image: &Path, accel: &str, tap: &str, name: &str, mac: &str, mtu: Option<u32>, console: &Path) -> Command {
     let cpu = if accel == "kvm" { "host" } else { "max" };
     let accel = if accel == "kvm" { "kvm" } else { "tcg,tb-size=256" };
     let disk = format!("if=none,id=d0,format=raw,snapshot=on,file={}", image.join("disk.raw").display());
+    // host_mtu: the virtio NIC tells the guest its MTU (VIRTIO_NET_F_MTU), which the driver sets.
+    let mtu = mtu.map(|m| format!(",host_mtu={m}")).unwrap_or_default();
     let mut c = Command::new("ip");
     c.args(["netns", "exec", br, "qemu-system-x86_64", "-nodefaults", "-name", name])
         .args(["-machine", "q35", "-accel", accel, "-cpu", cpu, "-m", "512", "-smp", "1"])
         .args(["-display", "none", "-serial", &format!("file:{}", console.display())])
         .args(["-device", "pcie-root-port,id=rp1,bus=pcie.0,chassis=1"])
         .args(["-netdev", &format!("tap,id=n0,ifname={tap},script=no,downscript=no")])
-        .args(["-device", &format!("virtio-net-pci,bus=rp1,netdev=n0,mac={mac},bootindex=1")])
+        .args(["-device", &format!("virtio-net-pci,bus=rp1,netdev=n0,mac={mac},bootindex=1{mtu}")])
         .args(["-drive", &disk, "-device", "virtio-blk-pci,drive=d0", "-device", "virtio-rng-pci"])
         .stdout(Stdio::null())
         .stderr(Stdio::null());
