@@ -583,6 +583,12 @@ fn check_node(lab: &Lab, key: &Path, n: &Machine, cfg: &serde_json::Value) {
         n.name,
         sh("systemctl list-units --failed --plain --no-legend | cut -d' ' -f1 | tr '\\n' ' '").trim()
     );
+    // Where an emulated boot's time goes (CI's budget rests on it).
+    eprintln!(
+        "boot: {} slowest units:\n{}",
+        n.name,
+        sh("systemd-analyze blame --no-pager 2>&1 | head -n 12 || true")
+    );
     eprintln!(
         "boot: {} kubelet.service: {}",
         n.name,
