@@ -8,6 +8,7 @@ pub mod body;
 pub mod build;
 pub mod bundle;
 pub mod cluster;
+pub mod collector_side;
 pub mod config;
 pub mod crd;
 pub mod fsio;
@@ -19,6 +20,7 @@ pub mod layout;
 pub mod mco;
 pub mod pki;
 pub mod release;
+pub mod reload;
 pub mod render;
 #[cfg(test)]
 pub(crate) mod testing;
