@@ -22,6 +22,7 @@ pub mod pki;
 pub mod release;
 pub mod reload;
 pub mod render;
+pub mod summary;
 #[cfg(test)]
 pub(crate) mod testing;
 pub mod verify;
