@@ -20,6 +20,7 @@ pub mod layout;
 pub mod mco;
 pub mod pki;
 pub mod release;
+pub mod release_pull;
 pub mod reload;
 pub mod render;
 pub mod summary;

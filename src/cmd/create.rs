@@ -7,7 +7,7 @@ use hardshift_generator::build::request::Bootstrap;
 use hardshift_generator::build::{self, Request};
 use hardshift_generator::cluster::{KeyAlgorithm, Role};
 use hardshift_generator::fsio::Written;
-use hardshift_generator::release::{check, pull};
+use hardshift_generator::release_pull::{self as pull, check};
 use hardshift_generator::summary::lines as created_said;
 use std::path::PathBuf;
 

@@ -5,7 +5,7 @@
 
 use crate::failure::Failure;
 use crate::progress::{Mode, Progress};
-use hardshift_generator::release::{check, pull};
+use hardshift_generator::release_pull::{self as pull, check};
 use std::path::PathBuf;
 
 #[derive(clap::Args)]

@@ -2,6 +2,8 @@
 //! secret and trust bundle), kept in DIR/release/ so later runs need no registry: its
 //! image-references, and the CRDs the bootstrap applies before its manifests.
 
+pub mod check;
+
 use crate::{config, fsio, layout};
 use hardshift_registry::{auth::Auths, client::Client, mirror::DigestSource, progress::Progress, reference::Reference, release};
 use std::path::{Path, PathBuf};

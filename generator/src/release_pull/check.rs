@@ -2,7 +2,8 @@
 //! and where it is pulled from) and the mirror check (an authenticated manifest HEAD, through
 //! the mirrors, for every image), as data and as lines.
 
-use super::pull::{Access, Error};
+use super::{Access, Error};
+use crate::release::{self, Release};
 use hardshift_registry::{check, mirror, progress::Progress, reference::Reference};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -13,11 +14,11 @@ type Images = Vec<(String, Reference)>;
 
 /// The release's version, and its images as the references file names them, with the release
 /// image itself.
-pub fn images(acc: &Access) -> Result<(Option<String>, Images, super::Release), Error> {
+pub fn images(acc: &Access) -> Result<(Option<String>, Images, Release), Error> {
     let path = acc.dir.join(crate::config::RELEASE_REFS);
     let text = std::fs::read_to_string(&path)
         .map_err(|e| Error::Input(format!("{}: {e} (run `hardshift release pull` first)", path.display())))?;
-    let rel = super::parse(&text, acc.image.as_ref().map(|i| i.to_string()).as_deref()).map_err(|es| {
+    let rel = release::parse(&text, acc.image.as_ref().map(|i| i.to_string()).as_deref()).map_err(|es| {
         Error::Input(format!(
             "{}: {}",
             path.display(),
@@ -87,7 +88,7 @@ pub struct Checked {
 /// Check every image of the release through the mirrors, `concurrency` at a time.
 pub async fn check(acc: &Access, concurrency: usize, progress: &dyn Progress) -> Result<Checked, Error> {
     let (_, imgs, rel) = images(acc)?;
-    let missing = super::missing_for_mco(&rel);
+    let missing = release::missing_for_mco(&rel);
     let tags: BTreeMap<String, String> = imgs.iter().map(|(t, r)| (r.to_string(), t.clone())).collect();
     let mut unique: Vec<Reference> = imgs.into_iter().map(|(_, r)| r).collect();
     unique.sort_by_key(|r| r.to_string());

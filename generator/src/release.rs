@@ -5,9 +5,6 @@
 //! prints) list. The release image itself (the CVO's image) is not among the references: it comes
 //! from `hardshift.yaml` `release.image`, or a `release`/`cluster-version-operator` entry in a list.
 
-pub mod check;
-pub mod pull;
-
 use serde::Serialize;
 use std::collections::BTreeMap;
 
