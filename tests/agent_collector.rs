@@ -5,6 +5,7 @@
 mod common;
 
 use common::*;
+use hardshift_agent_config::AgentConfig;
 use hardshift_collector::store::Store;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -12,23 +13,17 @@ use std::time::Duration;
 
 /// An agent reporting as `node` with the certificate of `cert_of` from bundle `pki_dir`.
 fn agent(dir: &Path, port: u16, node: &str, cert_of: &str, pki_dir: &Path) -> (Kill, PathBuf) {
-    agent_with(dir, port, node, cert_of, pki_dir, "")
+    agent_with(dir, port, node, cert_of, pki_dir, |_| {})
 }
 
-fn agent_with(dir: &Path, port: u16, node: &str, cert_of: &str, pki_dir: &Path, extra: &str) -> (Kill, PathBuf) {
+fn agent_with(dir: &Path, port: u16, node: &str, cert_of: &str, pki_dir: &Path, extra: impl FnOnce(&mut AgentConfig)) -> (Kill, PathBuf) {
     let cfg = dir.join(format!("agent-{node}-{cert_of}.toml"));
-    let f = |n: &str| pki_dir.join(n).to_string_lossy().to_string();
-    std::fs::write(
-        &cfg,
-        format!(
-            "collector = \"127.0.0.1:{port}\"\nnode = \"{node}\"\nrole = \"master\"\nca = \"{}\"\ncert = \"{}\"\nkey = \"{}\"\ninterval_ms = 100\nstate_dir = \"{}\"\n{extra}",
-            f("agent-ca.crt"),
-            f(&format!("agent-{cert_of}.crt")),
-            f(&format!("agent-{cert_of}.key")),
-            state_dir(dir, node, cert_of).display()
-        ),
-    )
-    .unwrap();
+    let mut c = agent_config(port, node, pki_dir, cert_of);
+    c.role = "master".into();
+    c.interval_ms = 100;
+    c.state_dir = state_dir(dir, node, cert_of);
+    extra(&mut c);
+    write_agent_config(&cfg, &c);
     let log_path = dir.join(format!("agent-{node}-{cert_of}.log"));
     let log = std::fs::File::create(&log_path).unwrap();
     let bin = agent_bin();
@@ -213,14 +208,9 @@ fn a_kubelet_failure_becomes_an_event() {
     let (d, port, _col) = bundle_and_collector();
     let dir = d.path();
     let (kport, stop) = healthz_server();
-    let _a = agent_with(
-        dir,
-        port,
-        "master-0",
-        "master-0",
-        &dir.join("agent-pki"),
-        &format!("kubelet_healthz = \"127.0.0.1:{kport}\"\n"),
-    );
+    let _a = agent_with(dir, port, "master-0", "master-0", &dir.join("agent-pki"), |c| {
+        c.kubelet_healthz = format!("127.0.0.1:{kport}")
+    });
     let events = || {
         let out = hardshift(&["events", "master-0", "--dir", dir.to_str().unwrap(), "-o", "json"]);
         if !out.status.success() {
@@ -292,14 +282,10 @@ fn logs_come_through_the_collector_read_only_and_bounded() {
     let (d, port, _col) = bundle_and_collector();
     let dir = d.path();
     let j = journal_dir(dir);
-    let _a = agent_with(
-        dir,
-        port,
-        "master-0",
-        "master-0",
-        &dir.join("agent-pki"),
-        &format!("journal_directory = \"{}\"\nunits = []\n", j.display()),
-    );
+    let _a = agent_with(dir, port, "master-0", "master-0", &dir.join("agent-pki"), |c| {
+        c.journal_directory = Some(j.clone());
+        c.units = vec![];
+    });
     let d_ = dir.to_str().unwrap();
     wait_for("master-0 to connect", 30, || !stored(dir, "master-0").is_empty());
     let sock = dir.join("collector/admin.sock");
@@ -664,14 +650,10 @@ fn logs_leave_the_node_scrubbed_by_structure_pattern_and_value() {
     let src = dir.join("leaky.export");
     std::fs::write(&src, export).unwrap();
     let j = journal_from(dir, &src);
-    let _a = agent_with(
-        dir,
-        port,
-        "master-0",
-        "master-0",
-        &dir.join("agent-pki"),
-        &format!("journal_directory = \"{}\"\nunits = []\n", j.display()),
-    );
+    let _a = agent_with(dir, port, "master-0", "master-0", &dir.join("agent-pki"), |c| {
+        c.journal_directory = Some(j.clone());
+        c.units = vec![];
+    });
     wait_for("master-0 to connect", 30, || !stored(dir, "master-0").is_empty());
     // Windows that start inside the key too: -n cuts the journal's head.
     for n in ["50", "4", "3", "2"] {

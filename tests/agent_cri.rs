@@ -60,15 +60,11 @@ fn cri_probe_against_a_real_containerd() {
     ctd.ctr(&["images", "import", tools_img.to_str().unwrap()]);
 
     let cfg = w.join("agent.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "collector = \"127.0.0.1:1\"\nnode = \"worker-0\"\nca = \"x\"\ncert = \"x\"\nkey = \"x\"\nunits = []\ncri_socket = \"{}\"\nkubelet_cert = \"{}\"\n",
-            ctd.sock.display(),
-            w.join("absent.pem").display()
-        ),
-    )
-    .unwrap();
+    let mut c = probe_config("worker-0");
+    c.units = vec![];
+    c.cri_socket = ctd.sock.clone();
+    c.kubelet_cert = w.join("absent.pem");
+    write_agent_config(&cfg, &c);
 
     // No CNI config yet: the runtime is ready, the network is not (an RHCOS node before OVN).
     let s = agent_status(&agent, &cfg);

@@ -72,16 +72,15 @@ fn etcd_probe_reports_a_healthy_cluster_and_a_stopped_member() {
     let work = tempfile::tempdir().unwrap();
     let probe = |port: u16| {
         let cfg = work.path().join(format!("agent-{port}.toml"));
-        std::fs::write(
-            &cfg,
-            format!(
-                "collector = \"127.0.0.1:1\"\nnode = \"master-0\"\nca = \"x\"\ncert = \"x\"\nkey = \"x\"\nunits = []\n[etcd]\nendpoint = \"127.0.0.1:{port}\"\nca = \"{}\"\ncert = \"{}\"\nkey = \"{}\"\n",
-                f("etcd-ca.crt"),
-                f("etcd-client.crt"),
-                f("etcd-client.key")
-            ),
-        )
-        .unwrap();
+        let mut c = probe_config("master-0");
+        c.units = vec![];
+        c.etcd = Some(hardshift_agent_config::EtcdConfig {
+            endpoint: format!("127.0.0.1:{port}"),
+            ca: f("etcd-ca.crt").into(),
+            cert: f("etcd-client.crt").into(),
+            key: f("etcd-client.key").into(),
+        });
+        write_agent_config(&cfg, &c);
         let (ok, out) = run(bin.to_str().unwrap(), &["--config", cfg.to_str().unwrap(), "status", "--json"]);
         assert!(ok, "{out}");
         let v: serde_json::Value =

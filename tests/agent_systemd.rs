@@ -224,14 +224,13 @@ fn unit_states_from_a_real_systemd() {
     let (ok, out) = sd.systemctl(&["start", "kubelet.service", "crio.service"]);
     assert!(ok, "{out}");
     let cfg = work.path().join("agent.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "collector = \"127.0.0.1:1\"\nnode = \"master-0\"\nca = \"x\"\ncert = \"x\"\nkey = \"x\"\nsystemd_bus = \"{}\"\nkubelet_healthz = \"127.0.0.1:{port}\"\nunits = [\"kubelet.service\", \"crio.service\", \"stopped.service\", \"missing.service\"]\n",
-            sd.bus()
-        ),
-    )
-    .unwrap();
+    let mut c = probe_config("master-0");
+    c.systemd_bus = sd.bus().to_string();
+    c.kubelet_healthz = format!("127.0.0.1:{port}");
+    c.units = ["kubelet.service", "crio.service", "stopped.service", "missing.service"]
+        .map(String::from)
+        .to_vec();
+    write_agent_config(&cfg, &c);
     let status = || {
         let (ok, out) = run(bin.to_str().unwrap(), &["--config", cfg.to_str().unwrap(), "status", "--json"]);
         assert!(ok, "{out}");
@@ -354,18 +353,12 @@ fn node_agent(dir: &Path, work: &Path, cport: u16, interval_ms: u64, sd: &UserSy
 fn node_agent_on(dir: &Path, work: &Path, cport: u16, interval_ms: u64, bus: &str, units: &[&str]) -> Kill {
     let cfg = work.join("agent.toml");
     let pki = dir.join("agent-pki");
-    std::fs::write(
-        &cfg,
-        format!(
-            "collector = \"127.0.0.1:{cport}\"\nnode = \"master-0\"\nca = \"{}\"\ncert = \"{}\"\nkey = \"{}\"\ninterval_ms = {interval_ms}\nsystemd_bus = \"{}\"\nunits = {units:?}\nstate_dir = \"{}\"\n",
-            pki.join("agent-ca.crt").display(),
-            pki.join("agent-master-0.crt").display(),
-            pki.join("agent-master-0.key").display(),
-            bus,
-            work.join("agent-state").display()
-        ),
-    )
-    .unwrap();
+    let mut c = agent_config(cport, "master-0", &pki, "master-0");
+    c.interval_ms = interval_ms;
+    c.systemd_bus = bus.to_string();
+    c.units = units.iter().map(|u| u.to_string()).collect();
+    c.state_dir = work.join("agent-state");
+    write_agent_config(&cfg, &c);
     Kill(
         Command::new("unshare")
             .args(["--uts", "sh", "-c", "hostname master-0 && exec \"$0\" \"$@\""])

@@ -18,17 +18,13 @@ use std::time::{Duration, Instant};
 fn agent(dir: &Path, port: u16, node: &str, interval_ms: u64) -> Kill {
     let pki = dir.join("agent-pki");
     let cfg = dir.join(format!("agent-{node}.toml"));
-    std::fs::write(
-        &cfg,
-        format!(
-            "collector = \"127.0.0.1:{port}\"\nnode = \"{node}\"\nrole = \"master\"\nca = \"{}\"\ncert = \"{}\"\nkey = \"{}\"\ninterval_ms = {interval_ms}\nstate_dir = \"{}\"\ncri_socket = \"\"\nunits = []\n",
-            pki.join("agent-ca.crt").display(),
-            pki.join(format!("agent-{node}.crt")).display(),
-            pki.join(format!("agent-{node}.key")).display(),
-            dir.join(format!("state-{node}")).display(),
-        ),
-    )
-    .unwrap();
+    let mut c = agent_config(port, node, &pki, node);
+    c.role = "master".into();
+    c.interval_ms = interval_ms;
+    c.state_dir = dir.join(format!("state-{node}"));
+    c.cri_socket = PathBuf::new();
+    c.units = vec![];
+    write_agent_config(&cfg, &c);
     spawn_agent(&cfg, &dir.join(format!("agent-{node}.log")))
 }
 

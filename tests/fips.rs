@@ -159,19 +159,13 @@ fn create_refuses_fips_without_the_module_and_honours_it_with_it() {
 
 /// An agent for master-0 of bundle `dir`, with `fips = true` as a fips bundle's config says.
 fn fips_agent(dir: &std::path::Path, port: u16) -> (Kill, std::path::PathBuf) {
-    let p = |n: &str| dir.join("agent-pki").join(n).to_string_lossy().to_string();
     let cfg = dir.join("agent-fips.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "collector = \"127.0.0.1:{port}\"\nnode = \"master-0\"\nrole = \"master\"\nfips = true\nca = \"{}\"\ncert = \"{}\"\nkey = \"{}\"\ninterval_ms = 100\nstate_dir = \"{}\"\n",
-            p("agent-ca.crt"),
-            p("agent-master-0.crt"),
-            p("agent-master-0.key"),
-            dir.join("agent-state").display()
-        ),
-    )
-    .unwrap();
+    let mut c = agent_config(port, "master-0", &dir.join("agent-pki"), "master-0");
+    c.role = "master".into();
+    c.fips = true;
+    c.interval_ms = 100;
+    c.state_dir = dir.join("agent-state");
+    write_agent_config(&cfg, &c);
     let log = dir.join("agent-fips.log");
     let child = std::process::Command::new(agent_bin())
         .args(["--config", cfg.to_str().unwrap()])

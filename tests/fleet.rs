@@ -193,20 +193,13 @@ fn cluster_id(dir: &Path) -> String {
 /// certificate as its kubelet's (so its kubelet certificate's notAfter is served).
 fn agent(dir: &Path, port: u16, node: &str) -> Kill {
     let pki = dir.join("agent-pki");
-    let f = |n: &str| pki.join(n).to_string_lossy().to_string();
     let cfg = dir.join(format!("agent-{node}.toml"));
-    std::fs::write(
-        &cfg,
-        format!(
-            "collector = \"127.0.0.1:{port}\"\nnode = \"{node}\"\nrole = \"master\"\nca = \"{}\"\ncert = \"{}\"\nkey = \"{}\"\ninterval_ms = 1000\nstate_dir = \"{}\"\nkubelet_cert = \"{}\"\n",
-            f("agent-ca.crt"),
-            f(&format!("agent-{node}.crt")),
-            f(&format!("agent-{node}.key")),
-            dir.join(format!("agent-state-{node}")).display(),
-            dir.join("pki/admin.crt").display(),
-        ),
-    )
-    .unwrap();
+    let mut c = agent_config(port, node, &pki, node);
+    c.role = "master".into();
+    c.interval_ms = 1000;
+    c.state_dir = dir.join(format!("agent-state-{node}"));
+    c.kubelet_cert = dir.join("pki/admin.crt");
+    write_agent_config(&cfg, &c);
     spawn_agent(&cfg, &dir.join(format!("agent-{node}.log")))
 }
 

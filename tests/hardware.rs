@@ -80,19 +80,23 @@ fn the_machines_problems_reach_diagnose_and_status() {
     std::fs::write(history.join("boots"), boots).unwrap();
     let pki = dir.join("agent-pki");
     let cfg = w.join("agent.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "collector = \"127.0.0.1:{port}\"\nnode = \"master-0\"\nrole = \"master\"\nca = \"{}\"\ncert = \"{}\"\nkey = \"{}\"\ninterval_ms = 500\nunits = []\ncri_socket = \"\"\nkubelet_cert = \"\"\nstate_dir = \"{}\"\nhistory_dir = \"{}\"\njournal_directory = \"{}\"\naddress = \"10.99.0.5\"\nmachine_network = [\"10.99.0.0/16\"]\n[[peers]]\nname = \"master-1\"\nrole = \"master\"\naddr = \"127.0.0.1\"\n",
-            pki.join("agent-ca.crt").display(),
-            pki.join("agent-master-0.crt").display(),
-            pki.join("agent-master-0.key").display(),
-            w.join("state").display(),
-            history.display(),
-            j.display(),
-        ),
-    )
-    .unwrap();
+    let mut c = agent_config(port, "master-0", &pki, "master-0");
+    c.role = "master".into();
+    c.interval_ms = 500;
+    c.units = vec![];
+    c.cri_socket = "".into();
+    c.kubelet_cert = "".into();
+    c.state_dir = w.join("state");
+    c.history_dir = history.clone();
+    c.journal_directory = Some(j.clone());
+    c.address = Some("10.99.0.5".parse().unwrap());
+    c.machine_network = vec!["10.99.0.0/16".parse().unwrap()];
+    c.peers = vec![hardshift_agent_config::Peer {
+        name: "master-1".into(),
+        role: "master".into(),
+        addr: "127.0.0.1".parse().unwrap(),
+    }];
+    write_agent_config(&cfg, &c);
     let _agent = Kill(
         std::process::Command::new(&agent)
             .args(["--config", cfg.to_str().unwrap()])

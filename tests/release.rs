@@ -587,20 +587,22 @@ fn a_node_that_cannot_pull_is_named_with_the_registrys_words() {
     write_secret("not-the-password");
     let pki = dir.join("agent-pki");
     let cfg = w.path().join("agent.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "collector = \"127.0.0.1:{port}\"\nnode = \"master-0\"\nrole = \"master\"\nca = \"{}\"\ncert = \"{}\"\nkey = \"{}\"\ninterval_ms = 300\nunits = []\ncri_socket = \"\"\nkubelet_cert = \"\"\nstate_dir = \"{}\"\n\n[registry]\npull_secret = \"{}\"\ntrust = \"{}\"\nimages = [\"{SOURCE_ART}@{digest}\"]\nevery_s = 1\n\n[[registry.mirror]]\nsource = \"{SOURCE_ART}\"\nmirrors = [\"127.0.0.1:{}/ocp4/openshift4\"]\n",
-            pki.join("agent-ca.crt").display(),
-            pki.join("agent-master-0.crt").display(),
-            pki.join("agent-master-0.key").display(),
-            w.path().join("state").display(),
-            secret.display(),
-            reg.certs.join("ca.crt").display(),
-            reg.port
-        ),
-    )
-    .unwrap();
+    let mut c = agent_config(port, "master-0", &pki, "master-0");
+    c.role = "master".into();
+    c.interval_ms = 300;
+    c.units = vec![];
+    c.cri_socket = "".into();
+    c.kubelet_cert = "".into();
+    c.state_dir = w.path().join("state");
+    let mut registry = hardshift_agent_config::RegistryConfig::new(secret.clone(), vec![format!("{SOURCE_ART}@{digest}")]);
+    registry.trust = Some(reg.certs.join("ca.crt"));
+    registry.every_s = 1;
+    registry.mirror = vec![hardshift_agent_config::RegistryMirror {
+        source: SOURCE_ART.into(),
+        mirrors: vec![format!("127.0.0.1:{}/ocp4/openshift4", reg.port)],
+    }];
+    c.registry = Some(registry);
+    write_agent_config(&cfg, &c);
     let _agent = Kill(
         Command::new(agent_bin())
             .args(["--config", cfg.to_str().unwrap()])

@@ -11,7 +11,7 @@ use common::control_plane::{load_ign, NodeRoot, HELPER_IP};
 use common::netns::Netns;
 use common::*;
 use serde_json::Value;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 fn findings(dir: &Path) -> Vec<Value> {
@@ -247,17 +247,14 @@ fn a_full_var_a_skewed_clock_and_too_few_cpus_are_named() {
     let work = tempfile::tempdir().unwrap();
     let cfg = work.path().join("agent.toml");
     let pki = dir.join("agent-pki");
-    std::fs::write(
-        &cfg,
-        format!(
-            "collector = \"127.0.0.1:{port}\"\nnode = \"master-0\"\nrole = \"master\"\nca = \"{}\"\ncert = \"{}\"\nkey = \"{}\"\ninterval_ms = 300\nunits = []\ncri_socket = \"\"\nkubelet_cert = \"\"\nstate_dir = \"{}\"\n",
-            pki.join("agent-ca.crt").display(),
-            pki.join("agent-master-0.crt").display(),
-            pki.join("agent-master-0.key").display(),
-            work.path().join("state").display()
-        ),
-    )
-    .unwrap();
+    let mut c = agent_config(port, "master-0", &pki, "master-0");
+    c.role = "master".into();
+    c.interval_ms = 300;
+    c.units = vec![];
+    c.cri_socket = PathBuf::new();
+    c.kubelet_cert = PathBuf::new();
+    c.state_dir = work.path().join("state");
+    write_agent_config(&cfg, &c);
     let _agent = Kill(
         std::process::Command::new("unshare")
             .args([

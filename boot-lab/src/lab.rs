@@ -103,48 +103,8 @@ impl Lab {
         }
         let c = cluster(&o.dir)?;
         let machines = machines(&c);
-        let prefix = c
-            .machine_networks
-            .iter()
-            .find(|n| n.contains(&c.helper_ip))
-            .map(|n| n.prefix_len())
-            .ok_or_else(|| format!("the helper {} is in no machine network", c.helper_ip))?;
-        let (http_ip, http_port) = http_endpoint(&c.lab.http_base_url)?;
-        let collector_ip: IpAddr = c.collector_address.parse().map_err(|_| {
-            format!(
-                "collector.address {:?} is a name: the boot lab puts the collector on the helper's bridge and needs an IP",
-                c.collector_address
-            )
-        })?;
-        let mut addrs: Vec<String> = Vec::new();
-        for ip in [c.helper_ip, c.api_vip, c.ingress_vip, collector_ip, http_ip] {
-            let a = format!("{ip}/{prefix}");
-            if !addrs.contains(&a) {
-                addrs.push(a);
-            }
-        }
-        for f in ["ignition", "pxe", "image", "tftp"] {
-            let p = o.work.join("www").join(f);
-            hardshift_generator::fsio::make_dir_all(&p, 0o755).map_err(|e| format!("{}: {e}", p.display()))?;
-        }
-        let www = o.work.join("www");
-        for m in &machines {
-            let src = o.dir.join(format!("ignition/{}.ign", m.name));
-            std::fs::copy(&src, www.join(format!("ignition/{}.ign", m.name))).map_err(|e| format!("{}: {e}", src.display()))?;
-        }
-        let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()));
-        let ipxe = read(&o.dir.join("lab/pxe/boot.ipxe"))?;
-        write(&www.join("pxe/boot.ipxe"), ipxe_for_image(&ipxe, &c.lab.http_base_url)?.as_bytes())?;
-        for f in ["vmlinuz", "initramfs.img"] {
-            link(&o.image.join(f), &www.join("image").join(f))?;
-        }
-        // What the bundle says to serve from the helper (the agent for --agent-url).
-        if let Ok(entries) = std::fs::read_dir(o.dir.join("http")) {
-            for e in entries.flatten() {
-                link(&e.path(), &www.join(e.file_name()))?;
-            }
-        }
-
+        let (addrs, http) = helper_addresses(&c)?;
+        let www = serve_root(&o, &c, &machines)?;
         let addr_refs: Vec<&str> = addrs.iter().map(String::as_str).collect();
         for ns in crate::netns::reap_stale(&o.tag) {
             eprintln!("boot-lab: removed {ns}, left by a lab that was killed");
@@ -167,33 +127,29 @@ impl Lab {
             web: o.web,
             faults: o.faults.clone(),
         };
+        write(&o.work.join("dnsmasq.conf"), dnsmasq_conf(&o, &c.name, &lab.www)?.as_bytes())?;
+        let servers = lab.spawn_servers(&o.work, http);
+        if o.collector {
+            lab.start_collector();
+        }
+        lab.check_started(servers)?;
+        lab.accel = accelerator(&o.work);
+        Ok(lab)
+    }
 
-        // The generated DHCP config, as is but for its TFTP root (the iPXE ROM asks for the script
-        // over HTTP at once, so TFTP serves nothing); the generated DNS config beside it, less any
-        // name the caller drops. On the command line, what differs on this helper: the interface
-        // (the namespace's eth0), lease and log files, no /etc/hosts or upstream resolvers, root.
-        let dns_dir = o.dir.join("lab/dnsmasq");
-        let dhcp = read(&dns_dir.join(format!("{}-dhcp.conf", c.name)))?;
-        let dhcp = replace_line(&dhcp, "tftp-root=", &format!("tftp-root={}", lab.www.join("tftp").display()));
-        let dns = read(&dns_dir.join(format!("{}-dns.conf", c.name)))?;
-        let dns: String = dns
-            .lines()
-            .filter(|l| {
-                !o.drop_dns
-                    .iter()
-                    .any(|n| l.contains(&format!("/{n}/")) || l.contains(&format!("={n},")))
-            })
-            .map(|l| format!("{l}\n"))
-            .collect();
-        let dns = crate::fault::apply_dns(&dns, &o.faults)?;
-        write(&o.work.join("dnsmasq.conf"), format!("{dhcp}{dns}").as_bytes())?;
+    /// The helper's servers, in its namespace: dnsmasq (DHCP and DNS), the HTTP server of the
+    /// configs and boot files at `http`, HAProxy. (pid, what, log) of each.
+    fn spawn_servers(&mut self, work: &Path, http: (IpAddr, u16)) -> [(u32, &'static str, &'static str); 3] {
         let s = |p: &Path| p.display().to_string();
-        let dnsmasq = lab.net.spawn_logged(
+        // On the command line, what differs on this helper from the generated config: the
+        // interface (the namespace's eth0), lease and log files, no /etc/hosts or upstream
+        // resolvers, root.
+        let dnsmasq = self.net.spawn_logged(
             HELPER_HOST,
             "dnsmasq",
             &[
                 "-k".into(),
-                format!("--conf-file={}", s(&o.work.join("dnsmasq.conf"))),
+                format!("--conf-file={}", s(&work.join("dnsmasq.conf"))),
                 "--interface=eth0".into(),
                 "--bind-interfaces".into(),
                 "--no-resolv".into(),
@@ -202,53 +158,48 @@ impl Lab {
                 "--user=root".into(),
                 "--log-dhcp".into(),
                 "--log-facility=-".into(),
-                format!("--dhcp-leasefile={}", s(&o.work.join("leases"))),
+                format!("--dhcp-leasefile={}", s(&work.join("leases"))),
             ],
             &[],
-            &o.work.join("dnsmasq.log"),
+            &work.join("dnsmasq.log"),
         );
-        let http = lab.net.spawn_logged(
-            HELPER_HOST,
-            "python3",
-            &[
-                "-m".into(),
-                "http.server".into(),
-                http_port.to_string(),
-                "--bind".into(),
-                http_ip.to_string(),
-                "--directory".into(),
-                s(&lab.www),
-            ],
-            &[],
-            &o.work.join("http.log"),
-        );
+        let args = [
+            "-m",
+            "http.server",
+            &http.1.to_string(),
+            "--bind",
+            &http.0.to_string(),
+            "--directory",
+            &s(&self.www),
+        ]
+        .map(String::from);
+        let server = self.net.spawn_logged(HELPER_HOST, "python3", &args, &[], &work.join("http.log"));
         // The generated HAProxy, in the foreground (-db): api/api-int :6443 and :22623, ingress.
-        let haproxy = lab.net.spawn_logged(
+        let cfg = s(&self.dir.join("lab/haproxy/haproxy.cfg"));
+        let haproxy = self.net.spawn_logged(
             HELPER_HOST,
             "haproxy",
-            &["-db".into(), "-f".into(), s(&o.dir.join("lab/haproxy/haproxy.cfg"))],
+            &["-db".into(), "-f".into(), cfg],
             &[],
-            &o.work.join("haproxy.log"),
+            &work.join("haproxy.log"),
         );
-        if o.collector {
-            lab.start_collector();
-        }
-        // A server that refuses its config or its port stops at once: say which, with its words.
-        std::thread::sleep(Duration::from_millis(1500));
-        for (pid, what, log) in [
+        [
             (dnsmasq, "dnsmasq", "dnsmasq.log"),
-            (http, "the HTTP server", "http.log"),
+            (server, "the HTTP server", "http.log"),
             (haproxy, "haproxy", "haproxy.log"),
         ]
-        .into_iter()
-        .chain(lab.collector.map(|p| (p, "hardshift collector", "collector.log")))
-        {
-            if let Some(status) = lab.net.exited(pid) {
-                return Err(format!("{what} stopped at start ({status}):\n{}", tail(&o.work.join(log), 10)));
+    }
+
+    /// A server that refuses its config or its port stops at once: say which, with its words.
+    fn check_started(&mut self, servers: [(u32, &'static str, &'static str); 3]) -> Result<(), String> {
+        std::thread::sleep(Duration::from_millis(1500));
+        let collector = self.collector.map(|p| (p, "hardshift collector", "collector.log"));
+        for (pid, what, log) in servers.into_iter().chain(collector) {
+            if let Some(status) = self.net.exited(pid) {
+                return Err(format!("{what} stopped at start ({status}):\n{}", tail(&self.work.join(log), 10)));
             }
         }
-        lab.accel = accelerator(&o.work);
-        Ok(lab)
+        Ok(())
     }
 
     /// `hardshift collector` on the bundle's collector address, in the helper's namespace.
@@ -439,6 +390,81 @@ impl Lab {
     pub fn exec(&self, program: &str, args: &[&str]) -> (bool, String) {
         self.net.exec(HELPER_HOST, program, args)
     }
+}
+
+/// The helper's addresses on the bridge (its own, the API and ingress VIPs, the collector's and
+/// the HTTP server's, each once, with the machine network's prefix), and the HTTP server's
+/// address and port.
+fn helper_addresses(c: &hardshift_generator::cluster::Cluster) -> Result<(Vec<String>, (IpAddr, u16)), String> {
+    let prefix = c
+        .machine_networks
+        .iter()
+        .find(|n| n.contains(&c.helper_ip))
+        .map(|n| n.prefix_len())
+        .ok_or_else(|| format!("the helper {} is in no machine network", c.helper_ip))?;
+    let (http_ip, http_port) = http_endpoint(&c.lab.http_base_url)?;
+    let collector_ip: IpAddr = c.collector_address.parse().map_err(|_| {
+        format!(
+            "collector.address {:?} is a name: the boot lab puts the collector on the helper's bridge and needs an IP",
+            c.collector_address
+        )
+    })?;
+    let mut addrs: Vec<String> = Vec::new();
+    for ip in [c.helper_ip, c.api_vip, c.ingress_vip, collector_ip, http_ip] {
+        let a = format!("{ip}/{prefix}");
+        if !addrs.contains(&a) {
+            addrs.push(a);
+        }
+    }
+    Ok((addrs, (http_ip, http_port)))
+}
+
+/// WORK/www/, what the helper's HTTP server serves: each machine's Ignition config, the iPXE
+/// script for the test image, its kernel and initramfs, and what the bundle says to serve from
+/// the helper (the agent for --agent-url).
+fn serve_root(o: &Options, c: &hardshift_generator::cluster::Cluster, machines: &[Machine]) -> Result<PathBuf, String> {
+    let www = o.work.join("www");
+    for f in ["ignition", "pxe", "image", "tftp"] {
+        let p = www.join(f);
+        hardshift_generator::fsio::make_dir_all(&p, 0o755).map_err(|e| format!("{}: {e}", p.display()))?;
+    }
+    for m in machines {
+        let src = o.dir.join(format!("ignition/{}.ign", m.name));
+        std::fs::copy(&src, www.join(format!("ignition/{}.ign", m.name))).map_err(|e| format!("{}: {e}", src.display()))?;
+    }
+    let ipxe = read_text(&o.dir.join("lab/pxe/boot.ipxe"))?;
+    write(&www.join("pxe/boot.ipxe"), ipxe_for_image(&ipxe, &c.lab.http_base_url)?.as_bytes())?;
+    for f in ["vmlinuz", "initramfs.img"] {
+        link(&o.image.join(f), &www.join("image").join(f))?;
+    }
+    if let Ok(entries) = std::fs::read_dir(o.dir.join("http")) {
+        for e in entries.flatten() {
+            link(&e.path(), &www.join(e.file_name()))?;
+        }
+    }
+    Ok(www)
+}
+
+/// The generated DHCP config, as is but for its TFTP root (the iPXE ROM asks for the script over
+/// HTTP at once, so TFTP serves nothing); the generated DNS config beside it, less any name the
+/// caller drops, with the lab's faults applied.
+fn dnsmasq_conf(o: &Options, cluster: &str, www: &Path) -> Result<String, String> {
+    let dns_dir = o.dir.join("lab/dnsmasq");
+    let dhcp = read_text(&dns_dir.join(format!("{cluster}-dhcp.conf")))?;
+    let dhcp = replace_line(&dhcp, "tftp-root=", &format!("tftp-root={}", www.join("tftp").display()));
+    let dns = read_text(&dns_dir.join(format!("{cluster}-dns.conf")))?;
+    let dropped = |l: &str| {
+        o.drop_dns
+            .iter()
+            .any(|n| l.contains(&format!("/{n}/")) || l.contains(&format!("={n},")))
+    };
+    let dns: String = dns.lines().filter(|l| !dropped(l)).map(|l| format!("{l}\n")).collect();
+    let dns = crate::fault::apply_dns(&dns, &o.faults)?;
+    Ok(format!("{dhcp}{dns}"))
+}
+
+fn read_text(p: &Path) -> Result<String, String> {
+    std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))
 }
 
 /// The bundle's cluster, from its inputs.

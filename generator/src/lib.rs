@@ -8,6 +8,7 @@ pub mod body;
 pub mod build;
 pub mod bundle;
 pub mod cluster;
+pub mod collector_side;
 pub mod config;
 pub mod crd;
 pub mod fsio;
@@ -19,7 +20,10 @@ pub mod layout;
 pub mod mco;
 pub mod pki;
 pub mod release;
+pub mod release_pull;
+pub mod reload;
 pub mod render;
+pub mod summary;
 #[cfg(test)]
 pub(crate) mod testing;
 pub mod verify;

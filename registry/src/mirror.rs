@@ -49,6 +49,20 @@ pub fn candidates(sources: &[DigestSource], r: &Reference) -> Vec<Reference> {
     out
 }
 
+/// Whether `host` (`name` or `name:port`; 443 by default) takes a TCP connection within
+/// `within`, name lookup included: a cheap "is the registry in reach from here".
+pub async fn answers(host: &str, within: std::time::Duration) -> bool {
+    let addr = if host.contains(':') {
+        host.to_string()
+    } else {
+        format!("{host}:443")
+    };
+    matches!(
+        tokio::time::timeout(within, tokio::net::TcpStream::connect(addr.as_str())).await,
+        Ok(Ok(_))
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -27,7 +27,7 @@ pub struct Args {
     #[arg(long)]
     dry_run: bool,
     /// How often to look for new CSRs with --watch, e.g. 2s.
-    #[arg(long, default_value = "2s", value_parser = super::collector::parse_duration)]
+    #[arg(long, default_value = "2s", value_parser = super::parse_duration)]
     interval: Duration,
 }
 

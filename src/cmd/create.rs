@@ -4,13 +4,12 @@
 
 use crate::failure::Failure;
 use hardshift_generator::build::request::Bootstrap;
-use hardshift_generator::build::{self, Created, Request};
-use hardshift_generator::cluster::Cluster;
+use hardshift_generator::build::{self, Request};
 use hardshift_generator::cluster::{KeyAlgorithm, Role};
-use hardshift_generator::fsio::{Staged, Written};
-use hardshift_generator::pki::{Outcome, Pki};
-use hardshift_generator::{ignition, kubeadmin, layout};
-use std::path::{Path, PathBuf};
+use hardshift_generator::fsio::Written;
+use hardshift_generator::release_pull::{self as pull, check};
+use hardshift_generator::summary::lines as created_said;
+use std::path::PathBuf;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -70,42 +69,17 @@ enum ControlPlane {
     Native,
 }
 
-/// Without DIR/release/image-references (and no --release-refs), the release comes from its
-/// registry, through the mirrors, or from DIR/release/cache. Returns whether a registry answered.
-fn release_from_registry(req: &Request, rt: &tokio::runtime::Runtime) -> Result<Option<super::release::Access>, Failure> {
-    if req.release_refs.is_some() || req.dir.join(layout::RELEASE_REFS).exists() {
-        return Ok(None);
-    }
-    let acc = super::release::access(&req.dir, req.release_image.as_deref())?;
-    if acc.image.is_none() {
-        return Ok(None); // read_sources says what is missing, and how to get it
-    }
-    println!("{}", super::release::pull_into(rt, &acc)?);
-    Ok(Some(acc))
-}
-
 /// The mirror check, when a registry is in reach (one TCP connect within a second says so).
-fn mirror_check(rt: &tokio::runtime::Runtime, acc: Option<super::release::Access>) {
+fn mirror_check(rt: &tokio::runtime::Runtime, acc: Option<pull::Access>) {
     let Some(acc) = acc else { return };
-    let Some(first) = acc.sources.iter().flat_map(|s| s.mirrors.first()).next().cloned() else {
-        return;
-    };
-    let host = first.split('/').next().unwrap_or("").to_string();
-    let addr = if host.contains(':') { host.clone() } else { format!("{host}:443") };
-    let reachable = rt.block_on(async {
-        matches!(
-            tokio::time::timeout(std::time::Duration::from_secs(1), tokio::net::TcpStream::connect(addr.as_str())).await,
-            Ok(Ok(_))
-        )
-    });
-    if !reachable {
-        println!("mirror-check: skipped, {host} is not reachable from here (run `hardshift mirror-check` where it is)");
-        return;
-    }
-    match super::release::check_and_report(rt, &acc, 16, super::Output::Table) {
-        Ok(0) => {}
-        Ok(_) => println!("WARNING: the mirror lacks images the nodes will pull (above): mirror them before booting"),
-        Err(f) => println!("mirror-check: {}", f.message),
+    match rt.block_on(check::mirror_in_reach(&acc)) {
+        None => {}
+        Some(Err(host)) => println!("mirror-check: skipped, {host} is not reachable from here (run `hardshift mirror-check` where it is)"),
+        Some(Ok(_)) => match super::release::check_and_report(rt, &acc, 16, super::Output::Table) {
+            Ok(0) => {}
+            Ok(_) => println!("WARNING: the mirror lacks images the nodes will pull (above): mirror them before booting"),
+            Err(f) => println!("mirror-check: {}", f.message),
+        },
     }
 }
 
@@ -150,10 +124,15 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         .enable_all()
         .build()
         .map_err(Failure::other)?;
-    let pulled = release_from_registry(&req, &rt)?;
+    let progress = crate::progress::Progress::new(crate::progress::Mode::pick(false));
+    let pull = pull::for_create(&req.dir, req.release_refs.as_deref(), req.release_image.as_deref(), &progress);
+    let pulled = rt.block_on(pull)?.map(|(acc, line)| {
+        println!("{line}");
+        acc
+    });
     let created = build::create(&req, build::cache::user(), &mut |m| eprintln!("warning: {m}"))?;
     let unchanged = matches!(created.written, Written::Unchanged(_));
-    say(&created);
+    created_said(&created).iter().for_each(|l| println!("{l}"));
     if !a.mirror_check {
         // Offline by default: no lookup, no connect, on an air-gapped generator.
         if !unchanged || pulled.is_some() {
@@ -163,168 +142,10 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     }
     let acc = match pulled {
         Some(acc) => Some(acc),
-        None => super::release::access(&req.dir, req.release_image.as_deref()).ok(),
+        None => pull::access(&req.dir, req.release_image.as_deref()).ok(),
     };
     mirror_check(&rt, acc);
     Ok(0)
-}
-
-/// What `create` made and wrote, in lines.
-fn say(created: &Created) {
-    let Created {
-        made,
-        written,
-        rerun,
-        dir,
-        from_renders,
-    } = created;
-    let (cluster, extras) = (&made.cluster, &made.extras);
-    let count = |r| cluster.nodes.iter().filter(|n| n.role == r).count();
-    println!(
-        "cluster {}: {} nodes ({} bootstrap, {} masters, {} workers), API {} , ingress {}",
-        cluster.domain(),
-        cluster.nodes.len(),
-        count(Role::Bootstrap),
-        count(Role::Master),
-        count(Role::Worker),
-        cluster.api_vip,
-        cluster.ingress_vip
-    );
-    say_pki(cluster, &made.pki, *rerun);
-    say_configs(dir, made);
-    if *from_renders {
-        println!(
-            "masters and workers: merged into the release's own rendered MachineConfigs ({})",
-            dir.join(layout::RENDER).display()
-        );
-    }
-    match &made.extras.renders {
-        Some(r) => println!(
-            "bootstrap control plane: the release's renders ({}): {} static pods, {} configs, {} manifests and {} CRDs of theirs",
-            dir.join(layout::RENDER).display(),
-            r.pods.len(),
-            r.configs.len(),
-            r.manifests.len(),
-            r.crds.len()
-        ),
-        // Said once a run, plainly: the release's operators will find a control plane they did not render.
-        None if build::rendered::has_renders(dir) => println!("bootstrap control plane: hardshift's own static pods, as asked, not the release's renders beside it (`hardshift render --diff` shows how they differ)"),
-        None => println!("bootstrap control plane: hardshift's own static pods, not the release's renders (`hardshift render` makes them, and the next `create` uses them; `hardshift render --diff` shows how they differ)"),
-    }
-    say_written(dir, made, written);
-    println!("admin kubeconfig: {}", dir.join(layout::ADMIN_KUBECONFIG).display());
-    if made.new_password {
-        // Shown once, when made; afterwards only the 0600 file holds it.
-        println!(
-            "console login: kubeadmin / {} (kept in {})",
-            extras.kubeadmin.as_ref().map_or("", |k| k.password.as_str()),
-            dir.join(kubeadmin::PASSWORD_FILE).display()
-        );
-    }
-}
-
-/// The PKI's tally, and each entry re-issued (or, on a re-run, created) with why.
-fn say_pki(cluster: &Cluster, pki: &Pki, rerun: bool) {
-    let tally = |f: fn(&Outcome) -> bool| pki.entries.iter().filter(|e| f(&e.outcome)).count();
-    println!(
-        "PKI: {} entries ({} keys for new entries): {} created, {} reused, {} re-issued",
-        pki.entries.len(),
-        cluster.pki.key_algorithm.as_str(),
-        tally(|o| *o == Outcome::Created),
-        tally(|o| *o == Outcome::Reused),
-        tally(|o| matches!(o, Outcome::Reissued(_)))
-    );
-    for e in &pki.entries {
-        match &e.outcome {
-            Outcome::Reissued(why) => println!("  re-issued {}: {why}", e.spec.id()),
-            Outcome::Created if rerun => println!("  created {}", e.spec.id()),
-            _ => {}
-        }
-    }
-}
-
-/// The Ignition spec, the CRDs, the agent, and one line per node's config.
-fn say_configs(dir: &Path, made: &build::Made<Staged>) {
-    let (cluster, extras) = (&made.cluster, &made.extras);
-    // A node merged into a newer base keeps the base's version (the MCO renders 3.4.0).
-    let parse = |v: &str| v.split('.').map(|p| p.parse::<u32>().unwrap_or(0)).collect::<Vec<_>>();
-    let mut versions: Vec<String> = extras
-        .bases
-        .values()
-        .map(|b| &b.ignition.version)
-        .filter(|v| parse(v) > parse(ignition::VERSION))
-        .cloned()
-        .collect();
-    versions.push(ignition::VERSION.to_string());
-    versions.sort();
-    versions.dedup();
-    println!(
-        "ignition (spec {}), {} CRDs for bootkube, {}:",
-        versions.join(" and "),
-        extras.crds.len(),
-        match &extras.agent {
-            Some(b) if b.is_remote() => format!(
-                "hardshift-agent fetched from {} (serve {}/http/ there)",
-                b.encoded.source.as_deref().unwrap_or(""),
-                dir.display()
-            ),
-            Some(b) => format!("hardshift-agent ({:.1} MiB) on every node", b.bytes.len() as f64 / 1048576.0),
-            None => "no node agent".to_string(),
-        }
-    );
-    for n in &made.nodes {
-        let how = match &n.merge {
-            Some(m) => format!(
-                "merged into the MCO {} base ({} files, {} units; {} replaced, {} kept from the base, {} merged)",
-                n.role.as_str(),
-                m.base_files,
-                m.base_units,
-                m.replaced_files.len(),
-                m.kept_files.len(),
-                m.merged_units.len()
-            ),
-            None if n.role == Role::Bootstrap => "complete".to_string(),
-            None => "self-contained (no --mco-base: hardshift's kubelet unit, no MCO files)".to_string(),
-        };
-        println!(
-            "  ignition/{}.ign  {:<9} {:>4} files {:>3} units {:>8.1} KiB  {how}",
-            n.hostname,
-            n.role.as_str(),
-            n.files,
-            n.units,
-            n.size as f64 / 1024.0
-        );
-    }
-    if extras.agent.as_ref().is_some_and(|b| !b.is_remote()) && cluster.nodes.len() > 50 {
-        println!(
-            "hint: every config carries the agent binary; with {} nodes, --agent-url serves it once from the helper",
-            cluster.nodes.len()
-        );
-    }
-}
-
-/// Where the bundle went, and what was repaired.
-fn say_written(dir: &Path, made: &build::Made<Staged>, written: &Written) {
-    // An unchanged bundle was checked when it was written: a re-run stays instant.
-    match written {
-        Written::Unchanged(_) => println!("bundle unchanged: {} files in {}", made.bundle.files.len(), dir.display()),
-        Written::New(g) => println!("wrote {} files to {} ({})", made.bundle.files.len(), dir.display(), g.display()),
-        Written::Repaired { gen, damage, moved_to } => {
-            // Same inputs, same bundle: the live copy had been changed on disk. Say what.
-            println!(
-                "repaired the live bundle ({} problems; the damaged copy is in {}):",
-                damage.len(),
-                moved_to.display()
-            );
-            for d in damage.iter().take(20) {
-                println!("  {d}");
-            }
-            if damage.len() > 20 {
-                println!("  ... and {} more", damage.len() - 20);
-            }
-            println!("wrote {} files to {} ({})", made.bundle.files.len(), dir.display(), gen.display());
-        }
-    }
 }
 
 fn parse_alg(s: &str) -> Result<KeyAlgorithm, String> {

@@ -56,7 +56,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     a.store.warn_if_halted();
     // The bundle's nodes (name, role), when its inputs are here: those that never reported are
     // findings too.
-    let inventory = super::inventory(&a.store.dir);
+    let inventory = hardshift_generator::reload::nodes(&a.store.dir);
     if let Some(n) = &a.node {
         let known = rows.iter().any(|r| &r.node == n) || inventory.iter().any(|(name, _)| name == n);
         if !known {

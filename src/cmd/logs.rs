@@ -2,9 +2,8 @@
 //! collector's admin socket.
 
 use crate::failure::Failure;
-use hardshift_proto::v1::admin_client::AdminClient;
 use hardshift_proto::v1::debug_request::Kind;
-use hardshift_proto::v1::{AdminDebugRequest, ContainerLogRequest, DebugRequest, EtcdMembersRequest, JournalRequest};
+use hardshift_proto::v1::{ContainerLogRequest, EtcdMembersRequest, JournalRequest};
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -31,21 +30,6 @@ pub fn admin_socket(dir: &std::path::Path) -> PathBuf {
     dir.join(hardshift_generator::layout::ADMIN_SOCKET)
 }
 
-/// One debug request to `node` through the collector's admin socket.
-pub async fn ask(socket: &std::path::Path, node: &str, kind: Kind) -> Result<hardshift_proto::v1::DebugResponse, Failure> {
-    let ch = hardshift_proto::unix_channel(socket, std::time::Duration::from_secs(3))
-        .await
-        .map_err(|e| Failure::other(format!("{e} (is `hardshift collector` running for this bundle?)")))?;
-    AdminClient::new(ch)
-        .debug(AdminDebugRequest {
-            node: node.to_string(),
-            request: Some(DebugRequest { id: 0, kind: Some(kind) }),
-        })
-        .await
-        .map(|r| r.into_inner())
-        .map_err(|s| Failure::other(s.message()))
-}
-
 /// Ask a connected node, through the running collector, for bounded read-only output.
 pub fn run(a: Args) -> Result<u8, Failure> {
     let kind = if a.container {
@@ -66,10 +50,12 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         .enable_all()
         .build()
         .map_err(Failure::other)?;
-    let resp = rt.block_on(ask(&socket, &a.node, kind))?;
+    let resp = rt
+        .block_on(hardshift_collector::admin::ask(&socket, &a.node, kind))
+        .map_err(Failure::other)?;
     // What a node logged leaves it scrubbed: by structure, by pattern, and the bundle's own
     // secrets by value; escaped for the terminal.
-    let scrubber = hardshift_collector::scrub::Scrubber::with_values(super::bundle_secrets(&a.dir));
+    let scrubber = hardshift_collector::scrub::Scrubber::with_values(hardshift_generator::reload::secrets(&a.dir));
     let text = scrubber.scrub(&resp.lines.join("\n"));
     for l in text.lines() {
         println!("{}", hardshift_collector::scrub::for_terminal(l));

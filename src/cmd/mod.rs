@@ -20,7 +20,7 @@ pub mod watch;
 use crate::failure::Failure;
 use hardshift_collector::scrub::Scrubber;
 use hardshift_collector::store::{Store, StoreError};
-use hardshift_generator::{build, cluster::Cluster, config};
+use hardshift_generator::{cluster::Cluster, reload};
 use std::path::{Path, PathBuf};
 
 /// Where the inputs are, and the release overrides: what every command that rebuilds the
@@ -42,20 +42,21 @@ pub struct ClusterArgs {
 impl ClusterArgs {
     /// The cluster as `create` built it: the inputs, with the options it recorded unless given here.
     pub fn load(&self) -> Result<Cluster, Failure> {
-        // verify, lab and mco read a bundle `create` made: they make no new keys.
-        let rec = build::recorded(&self.dir);
-        let refs = self.release_refs.clone().or_else(|| rec.release_refs.clone());
-        load_cluster(&self.dir, refs.as_deref(), &rec.overrides(self.release_image.clone()))
+        let given = reload::Given {
+            release_image: self.release_image.clone(),
+            release_refs: self.release_refs.clone(),
+        };
+        Ok(reload::cluster(&self.dir, &given)?)
     }
 }
 
-/// The bundle's nodes as (hostname, role), read with what `create` recorded; empty when the
-/// inputs are not in `dir` (a collector's store copied elsewhere, say).
-pub fn inventory(dir: &Path) -> Vec<(String, String)> {
-    let rec = build::recorded(dir);
-    load_cluster(dir, rec.release_refs.as_deref(), &rec.overrides(None))
-        .map(|c| c.nodes.iter().map(|n| (n.hostname.clone(), n.role.as_str().to_string())).collect())
-        .unwrap_or_default()
+/// The cluster's nodes as the collector's phases name them.
+pub fn members(c: &Cluster) -> Vec<hardshift_collector::phase::Member> {
+    let member = |n: &hardshift_generator::cluster::Node| hardshift_collector::phase::Member {
+        name: n.hostname.clone(),
+        role: n.role.as_str().to_string(),
+    };
+    c.nodes.iter().map(member).collect()
 }
 
 /// A client of the API with the kubeconfig at `path`; a kubeconfig that does not read is the
@@ -68,37 +69,23 @@ pub async fn kube_client(path: &Path) -> Result<kube::Client, Failure> {
     })
 }
 
-/// Read and validate the inputs in `dir`.
-pub fn load_cluster(dir: &Path, release_refs: Option<&Path>, overrides: &config::Overrides) -> Result<Cluster, Failure> {
-    Ok(build::inputs::cluster(dir, release_refs, overrides)?)
-}
-
-/// The bundle's own secrets, for scrubbing by value what leaves the workstation: the kubeadmin
-/// password, and each pull-secret credential (as given, decoded, and its password alone).
-pub fn bundle_secrets(dir: &Path) -> Vec<String> {
-    use base64::Engine;
-    let mut out = Vec::new();
-    if let Some(pw) = hardshift_generator::fsio::read_current(dir, hardshift_generator::kubeadmin::PASSWORD_FILE) {
-        out.push(String::from_utf8_lossy(&pw).trim().to_string());
-    }
-    let rec = build::recorded(dir);
-    if let Ok(c) = load_cluster(dir, rec.release_refs.as_deref(), &rec.overrides(None)) {
-        let ps: serde_json::Value = serde_json::from_str(&c.pull_secret).unwrap_or_default();
-        for (_, reg) in ps["auths"].as_object().into_iter().flatten() {
-            if let Some(auth) = reg["auth"].as_str() {
-                out.push(auth.to_string());
-                if let Ok(plain) = base64::engine::general_purpose::STANDARD.decode(auth) {
-                    let plain = String::from_utf8_lossy(&plain).to_string();
-                    if let Some((_, pass)) = plain.split_once(':') {
-                        out.push(pass.to_string());
-                    }
-                    out.push(plain);
-                }
-            }
-        }
-    }
-    out.retain(|s| s.len() >= 6);
-    out
+/// `500ms`, `45s`, `90m`, `12h`, `7d`.
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    use std::time::Duration;
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (n, unit) = s.split_at(split);
+    let n: u64 = n
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration: expected a number and a unit, e.g. 30s, 12h, 7d"))?;
+    let secs = match unit {
+        "ms" => return Ok(Duration::from_millis(n)),
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => return Err(format!("{s:?}: unknown unit {unit:?} (use ms, s, m, h or d)")),
+    };
+    Ok(Duration::from_secs(n.saturating_mul(secs)))
 }
 
 pub fn db_path(dir: &std::path::Path, db: Option<PathBuf>) -> PathBuf {

@@ -31,7 +31,7 @@ pub struct Args {
 }
 
 fn parse_step_timeout(s: &str) -> Result<std::time::Duration, String> {
-    match super::collector::parse_duration(s)? {
+    match super::parse_duration(s)? {
         d if d.is_zero() => Err(format!("{s:?}: a step needs more than no time, e.g. 90s or 20m")),
         d => Ok(d),
     }

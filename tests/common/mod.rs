@@ -212,6 +212,30 @@ pub fn stored(dir: &Path, node: &str) -> Vec<u64> {
     }
 }
 
+/// An agent config dialing 127.0.0.1:`port` as `node`, with the agent certificate of `cert_of`
+/// from the agent PKI directory `pki`; everything else at the agent's defaults.
+pub fn agent_config(port: u16, node: &str, pki: &Path, cert_of: &str) -> hardshift_agent_config::AgentConfig {
+    hardshift_agent_config::AgentConfig::new(
+        format!("127.0.0.1:{port}"),
+        node.into(),
+        String::new(),
+        pki.join("agent-ca.crt"),
+        pki.join(format!("agent-{cert_of}.crt")),
+        pki.join(format!("agent-{cert_of}.key")),
+    )
+}
+
+/// An agent config for probing alone (`status`): no collector, no certificates.
+pub fn probe_config(node: &str) -> hardshift_agent_config::AgentConfig {
+    let x = PathBuf::from("x");
+    hardshift_agent_config::AgentConfig::new("127.0.0.1:1".into(), node.into(), String::new(), x.clone(), x.clone(), x)
+}
+
+/// Write `c` at `path`, as the generator writes a node's.
+pub fn write_agent_config(path: &Path, c: &hardshift_agent_config::AgentConfig) {
+    std::fs::write(path, hardshift_agent_config::render(c).unwrap()).unwrap();
+}
+
 /// Set top-level keys of an agent config file (the node's generated one, say) as TOML: a key
 /// already there is replaced, so the result is always one the agent can read.
 pub fn set_agent_keys(path: &Path, keys: &[(&str, toml::Value)]) {

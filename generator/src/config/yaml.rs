@@ -75,36 +75,9 @@ pub const MAX_DEPTH: usize = 128;
 
 /// Parse exactly one YAML document.
 pub fn parse(src: &str) -> Result<Doc, SyntaxError> {
-    // YAML counts a lone carriage return as a line break; editors, sed and the positions we
-    // report count newlines. Refused (found by the fuzzer): positions past it would point
-    // outside the file as the user sees it.
-    if let Some(at) = src
-        .as_bytes()
-        .windows(2)
-        .position(|w| w[0] == b'\r' && w[1] != b'\n')
-        .or_else(|| src.ends_with('\r').then(|| src.len() - 1))
-    {
-        let before = &src[..at];
-        let line = before.matches('\n').count() + 1;
-        let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-        return Err(SyntaxError {
-            pos: Pos { line, col },
-            message: "a carriage return not followed by a newline: save the file with Unix (LF) or Windows (CRLF) line endings".into(),
-        });
-    }
+    lone_carriage_return(src)?;
     let mut parser = Parser::new_from_str(src);
-    let mut stack: Vec<Frame> = Vec::new();
-    // An anchor's value and its size in nodes (what each alias of it costs).
-    let mut anchors: HashMap<usize, (Value, usize)> = HashMap::new();
-    // Per open collection: its anchor and the node count when it opened.
-    let mut anchor_of: Vec<(usize, usize)> = Vec::new();
-    // About one node per 16 bytes of YAML: sized once, not rehashed as it grows.
-    let mut positions = Positions::with_capacity_and_hasher(src.len() / 16, Default::default());
-    let mut root: Option<Value> = None;
-    let mut nodes = 0usize;
-    let mut alias_nodes = 0usize;
-    let mut documents = 0usize;
-
+    let mut b = Builder::new(src.len());
     while let Some(next) = parser.next_event() {
         let (event, span) = next.map_err(|e| SyntaxError {
             pos: Pos {
@@ -117,42 +90,78 @@ pub fn parse(src: &str) -> Result<Doc, SyntaxError> {
             line: span.start.line(),
             col: span.start.col() + 1,
         };
+        b.event(event, pos)?;
+    }
+    Ok(Doc {
+        value: b.root.unwrap_or(Value::Null),
+        positions: b.positions,
+    })
+}
+
+/// YAML counts a lone carriage return as a line break; editors, sed and the positions we
+/// report count newlines. Refused (found by the fuzzer): positions past it would point outside
+/// the file as the user sees it.
+fn lone_carriage_return(src: &str) -> Result<(), SyntaxError> {
+    let Some(at) = src
+        .as_bytes()
+        .windows(2)
+        .position(|w| w[0] == b'\r' && w[1] != b'\n')
+        .or_else(|| src.ends_with('\r').then(|| src.len() - 1))
+    else {
+        return Ok(());
+    };
+    let before = &src[..at];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    Err(SyntaxError {
+        pos: Pos { line, col },
+        message: "a carriage return not followed by a newline: save the file with Unix (LF) or Windows (CRLF) line endings".into(),
+    })
+}
+
+/// The value and the positions, built event by event.
+struct Builder {
+    stack: Vec<Frame>,
+    /// An anchor's value and its size in nodes (what each alias of it costs).
+    anchors: HashMap<usize, (Value, usize)>,
+    /// Per open collection: its anchor and the node count when it opened.
+    anchor_of: Vec<(usize, usize)>,
+    positions: Positions,
+    root: Option<Value>,
+    nodes: usize,
+    alias_nodes: usize,
+    documents: usize,
+}
+
+impl Builder {
+    fn new(src_len: usize) -> Builder {
+        Builder {
+            stack: Vec::new(),
+            anchors: HashMap::new(),
+            anchor_of: Vec::new(),
+            // About one node per 16 bytes of YAML: sized once, not rehashed as it grows.
+            positions: Positions::with_capacity_and_hasher(src_len / 16, Default::default()),
+            root: None,
+            nodes: 0,
+            alias_nodes: 0,
+            documents: 0,
+        }
+    }
+
+    fn event(&mut self, event: Event, pos: Pos) -> Result<(), SyntaxError> {
         let node_event = matches!(
             event,
             Event::Scalar(..) | Event::Alias(_) | Event::MappingStart(..) | Event::SequenceStart(..)
         );
         if node_event {
-            if documents > 1 {
-                return Err(SyntaxError {
-                    pos,
-                    message: "a second YAML document (after `---`); this file must hold exactly one".into(),
-                });
-            }
-            nodes += 1;
-            if nodes > MAX_NODES {
-                return Err(SyntaxError {
-                    pos,
-                    message: format!("more than {MAX_NODES} YAML nodes; this is not a configuration file"),
-                });
-            }
+            self.count(pos)?;
         }
         match event {
-            Event::DocumentStart(_) => documents += 1,
+            Event::DocumentStart(_) => self.documents += 1,
             Event::Scalar(text, style, anchor, tag) => {
                 // A scalar in key position names the next value; it is not a value itself.
-                if let Some(Frame::Map { map, key, path }) = stack.last_mut() {
-                    if key.is_none() {
-                        let k = text.to_string();
-                        let child = join(path, &k);
-                        // A key's value is in the map by the time the next key comes, and its
-                        // position in `positions`: both lines of a duplicate are known.
-                        if map.contains_key(&k) {
-                            return Err(duplicate(&k, positions.get(&child).copied().unwrap_or(pos), pos));
-                        }
-                        positions.insert(child, pos);
-                        *key = Some(k);
-                        continue;
-                    }
+                if self.key(&text, pos)? {
+                    return Ok(());
                 }
                 let forced_str = tag.as_ref().is_some_and(|t| t.suffix == "str");
                 let value = if style == ScalarStyle::Plain && !forced_str {
@@ -161,79 +170,111 @@ pub fn parse(src: &str) -> Result<Doc, SyntaxError> {
                     Value::String(text.to_string())
                 };
                 if anchor > 0 {
-                    anchors.insert(anchor, (value.clone(), 1));
+                    self.anchors.insert(anchor, (value.clone(), 1));
                 }
-                let path = child_path(&stack);
-                positions.entry(path).or_insert(pos);
-                push_value(&mut stack, &mut root, value);
+                self.positions.entry(child_path(&self.stack)).or_insert(pos);
+                push_value(&mut self.stack, &mut self.root, value);
             }
-            Event::Alias(id) => {
-                // Count before cloning, so a bomb is refused before it takes memory.
-                let size = anchors.get(&id).map_or(1, |(_, n)| *n);
-                alias_nodes += size;
-                nodes += size;
-                if alias_nodes > MAX_ALIAS_NODES || nodes > MAX_NODES {
-                    return Err(SyntaxError {
-                        pos,
-                        message: format!(
-                            "aliases expand to more than {MAX_ALIAS_NODES} nodes (an alias bomb?); write the values out or use fewer aliases"
-                        ),
-                    });
-                }
-                let value = anchors.get(&id).map(|(v, _)| v.clone()).unwrap_or(Value::Null);
-                if let Some(Frame::Map { map, key, path }) = stack.last_mut() {
-                    if key.is_none() {
-                        let k = scalar_key(&value);
-                        let child = join(path, &k);
-                        if map.contains_key(&k) {
-                            return Err(duplicate(&k, positions.get(&child).copied().unwrap_or(pos), pos));
-                        }
-                        positions.insert(child, pos);
-                        *key = Some(k);
-                        continue;
-                    }
-                }
-                push_value(&mut stack, &mut root, value);
-            }
-            Event::MappingStart(anchor, _) | Event::SequenceStart(anchor, _) => {
-                if stack.len() >= MAX_DEPTH {
-                    return Err(SyntaxError {
-                        pos,
-                        message: format!("collections nested more than {MAX_DEPTH} deep; this is not a configuration or a CRD"),
-                    });
-                }
-                let path = child_path(&stack);
-                positions.entry(path.clone()).or_insert(pos);
-                anchor_of.push((anchor, nodes));
-                stack.push(if matches!(event, Event::MappingStart(..)) {
-                    Frame::Map {
-                        map: Map::new(),
-                        path,
-                        key: None,
-                    }
-                } else {
-                    Frame::Seq { items: Vec::new(), path }
-                });
-            }
-            Event::MappingEnd | Event::SequenceEnd => {
-                let value = match stack.pop() {
-                    Some(Frame::Map { map, .. }) => Value::Object(map),
-                    Some(Frame::Seq { items, .. }) => Value::Array(items),
-                    None => continue,
-                };
-                let (anchor, opened_at) = anchor_of.pop().unwrap_or((0, nodes));
-                if anchor > 0 {
-                    anchors.insert(anchor, (value.clone(), nodes + 1 - opened_at));
-                }
-                push_value(&mut stack, &mut root, value);
-            }
+            Event::Alias(id) => self.alias(id, pos)?,
+            Event::MappingStart(anchor, _) => self.open(anchor, pos, true)?,
+            Event::SequenceStart(anchor, _) => self.open(anchor, pos, false)?,
+            Event::MappingEnd | Event::SequenceEnd => self.close(),
             _ => {}
         }
+        Ok(())
     }
-    Ok(Doc {
-        value: root.unwrap_or(Value::Null),
-        positions,
-    })
+
+    /// One more node: refused in a second document, or past `MAX_NODES`.
+    fn count(&mut self, pos: Pos) -> Result<(), SyntaxError> {
+        if self.documents > 1 {
+            return Err(SyntaxError {
+                pos,
+                message: "a second YAML document (after `---`); this file must hold exactly one".into(),
+            });
+        }
+        self.nodes += 1;
+        if self.nodes > MAX_NODES {
+            return Err(SyntaxError {
+                pos,
+                message: format!("more than {MAX_NODES} YAML nodes; this is not a configuration file"),
+            });
+        }
+        Ok(())
+    }
+
+    /// When a map waits for a key, `k` is it (true); a duplicate is refused with both lines.
+    fn key(&mut self, k: &str, pos: Pos) -> Result<bool, SyntaxError> {
+        let Some(Frame::Map { map, key, path }) = self.stack.last_mut() else {
+            return Ok(false);
+        };
+        if key.is_some() {
+            return Ok(false);
+        }
+        let child = join(path, k);
+        // A key's value is in the map by the time the next key comes, and its position in
+        // `positions`: both lines of a duplicate are known.
+        if map.contains_key(k) {
+            return Err(duplicate(k, self.positions.get(&child).copied().unwrap_or(pos), pos));
+        }
+        self.positions.insert(child, pos);
+        *key = Some(k.to_string());
+        Ok(true)
+    }
+
+    fn alias(&mut self, id: usize, pos: Pos) -> Result<(), SyntaxError> {
+        // Count before cloning, so a bomb is refused before it takes memory.
+        let size = self.anchors.get(&id).map_or(1, |(_, n)| *n);
+        self.alias_nodes += size;
+        self.nodes += size;
+        if self.alias_nodes > MAX_ALIAS_NODES || self.nodes > MAX_NODES {
+            return Err(SyntaxError {
+                pos,
+                message: format!(
+                    "aliases expand to more than {MAX_ALIAS_NODES} nodes (an alias bomb?); write the values out or use fewer aliases"
+                ),
+            });
+        }
+        let value = self.anchors.get(&id).map(|(v, _)| v.clone()).unwrap_or(Value::Null);
+        if !self.key(&scalar_key(&value), pos)? {
+            push_value(&mut self.stack, &mut self.root, value);
+        }
+        Ok(())
+    }
+
+    fn open(&mut self, anchor: usize, pos: Pos, map: bool) -> Result<(), SyntaxError> {
+        if self.stack.len() >= MAX_DEPTH {
+            return Err(SyntaxError {
+                pos,
+                message: format!("collections nested more than {MAX_DEPTH} deep; this is not a configuration or a CRD"),
+            });
+        }
+        let path = child_path(&self.stack);
+        self.positions.entry(path.clone()).or_insert(pos);
+        self.anchor_of.push((anchor, self.nodes));
+        self.stack.push(if map {
+            Frame::Map {
+                map: Map::new(),
+                path,
+                key: None,
+            }
+        } else {
+            Frame::Seq { items: Vec::new(), path }
+        });
+        Ok(())
+    }
+
+    fn close(&mut self) {
+        let value = match self.stack.pop() {
+            Some(Frame::Map { map, .. }) => Value::Object(map),
+            Some(Frame::Seq { items, .. }) => Value::Array(items),
+            None => return,
+        };
+        let (anchor, opened_at) = self.anchor_of.pop().unwrap_or((0, self.nodes));
+        if anchor > 0 {
+            self.anchors.insert(anchor, (value.clone(), self.nodes + 1 - opened_at));
+        }
+        push_value(&mut self.stack, &mut self.root, value);
+    }
 }
 
 fn duplicate(key: &str, first: Pos, again: Pos) -> SyntaxError {
