@@ -5,7 +5,6 @@
 
 pub mod assets;
 pub mod body;
-pub mod build;
 pub mod bundle;
 pub mod cluster;
 pub mod config;
@@ -17,6 +16,7 @@ pub mod kubeconfig;
 pub mod lab;
 pub mod layout;
 pub mod mco;
+pub mod pipeline;
 pub mod pki;
 pub mod release;
 pub mod render;

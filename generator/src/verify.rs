@@ -178,7 +178,7 @@ fn read_regular(path: &Path, max: u64) -> Result<Vec<u8>, String> {
 /// DIR/render against the SHA-256 `render` recorded of each of its files (renders.json): a file
 /// changed, added or removed since is named. None when there are no renders.
 pub fn render_outputs(dir: &Path) -> Option<Check> {
-    use crate::build::{outputs, rendered};
+    use crate::pipeline::{outputs, rendered};
     let root = dir.join(crate::layout::RENDER);
     std::fs::symlink_metadata(&root).ok()?;
     let name = crate::layout::RENDER;

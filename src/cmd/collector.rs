@@ -198,7 +198,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
             })
     };
     // A FIPS bundle's agents speak TLS through the FIPS module only: so does its collector.
-    if hardshift_generator::build::recorded(&a.dir).fips {
+    if hardshift_generator::pipeline::recorded(&a.dir).fips {
         hardshift_crypto::fips_mode()
             .map_err(|e| Failure::input(format!("{}: the bundle was made with fips: true, but {e}", a.dir.display())))?;
     }
@@ -383,7 +383,7 @@ enum Members {
 impl Members {
     /// Read once at the start (at 20,000 nodes, loading the inputs is seconds).
     fn load(dir: &std::path::Path) -> Result<Members, Failure> {
-        let rec = hardshift_generator::build::recorded(dir);
+        let rec = hardshift_generator::pipeline::recorded(dir);
         let overrides = hardshift_generator::config::Overrides {
             release_image: rec.release_image,
             key_algorithm: rec.key_algorithm,

@@ -1,13 +1,13 @@
 //! `hardshift create`: turn flags into a build request, pull the release when needed, run the
-//! build (`hardshift_generator::build`, which reads, makes and writes the bundle atomically, never
+//! build (`hardshift_generator::pipeline`, which reads, makes and writes the bundle atomically, never
 //! re-keying by accident), and say what it did.
 
 use crate::failure::Failure;
-use hardshift_generator::build::request::Bootstrap;
-use hardshift_generator::build::{self, Created, Request};
 use hardshift_generator::cluster::Cluster;
 use hardshift_generator::cluster::{KeyAlgorithm, Role};
 use hardshift_generator::fsio::{Staged, Written};
+use hardshift_generator::pipeline::request::Bootstrap;
+use hardshift_generator::pipeline::{self, Created, Request};
 use hardshift_generator::pki::{Outcome, Pki};
 use hardshift_generator::{ignition, kubeadmin, layout};
 use std::path::{Path, PathBuf};
@@ -24,7 +24,7 @@ pub struct Args {
     rotate_ca: bool,
     /// MCO-rendered base configs to merge into: `master=FILE,worker=FILE` (an Ignition config or
     /// the rendered MachineConfig). Without one, nodes get a self-contained config.
-    #[arg(long, value_delimiter = ',', value_parser = build::request::parse_base)]
+    #[arg(long, value_delimiter = ',', value_parser = pipeline::request::parse_base)]
     mco_base: Vec<(Role, PathBuf)>,
     /// Give masters and workers hardshift's own kubelet and nothing of the MCO's OS configuration
     /// (no br-ex, no Open vSwitch). Without an MCO base (`--mco-base`, or DIR/mco/rendered/ from
@@ -116,7 +116,7 @@ impl Args {
             (_, true) => None,
             (Some(p), false) => Some(p.clone()),
             (None, false) => {
-                let beside = build::request::beside_executable();
+                let beside = pipeline::request::beside_executable();
                 if beside.is_none() {
                     eprintln!("warning: no hardshift-agent next to this executable: the nodes get no agent (build it with `cargo build --release --workspace`, or pass --agent-binary PATH or --no-agent)");
                 }
@@ -151,7 +151,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         .build()
         .map_err(Failure::other)?;
     let pulled = release_from_registry(&req, &rt)?;
-    let created = build::create(&req, build::cache::user(), &mut |m| eprintln!("warning: {m}"))?;
+    let created = pipeline::create(&req, pipeline::cache::user(), &mut |m| eprintln!("warning: {m}"))?;
     let unchanged = matches!(created.written, Written::Unchanged(_));
     say(&created);
     if !a.mirror_check {
@@ -208,7 +208,7 @@ fn say(created: &Created) {
             r.crds.len()
         ),
         // Said once a run, plainly: the release's operators will find a control plane they did not render.
-        None if build::rendered::has_renders(dir) => println!("bootstrap control plane: hardshift's own static pods, as asked, not the release's renders beside it (`hardshift render --diff` shows how they differ)"),
+        None if pipeline::rendered::has_renders(dir) => println!("bootstrap control plane: hardshift's own static pods, as asked, not the release's renders beside it (`hardshift render --diff` shows how they differ)"),
         None => println!("bootstrap control plane: hardshift's own static pods, not the release's renders (`hardshift render` makes them, and the next `create` uses them; `hardshift render --diff` shows how they differ)"),
     }
     say_written(dir, made, written);
@@ -244,7 +244,7 @@ fn say_pki(cluster: &Cluster, pki: &Pki, rerun: bool) {
 }
 
 /// The Ignition spec, the CRDs, the agent, and one line per node's config.
-fn say_configs(dir: &Path, made: &build::Made<Staged>) {
+fn say_configs(dir: &Path, made: &pipeline::Made<Staged>) {
     let (cluster, extras) = (&made.cluster, &made.extras);
     // A node merged into a newer base keeps the base's version (the MCO renders 3.4.0).
     let parse = |v: &str| v.split('.').map(|p| p.parse::<u32>().unwrap_or(0)).collect::<Vec<_>>();
@@ -304,7 +304,7 @@ fn say_configs(dir: &Path, made: &build::Made<Staged>) {
 }
 
 /// Where the bundle went, and what was repaired.
-fn say_written(dir: &Path, made: &build::Made<Staged>, written: &Written) {
+fn say_written(dir: &Path, made: &pipeline::Made<Staged>, written: &Written) {
     // An unchanged bundle was checked when it was written: a re-run stays instant.
     match written {
         Written::Unchanged(_) => println!("bundle unchanged: {} files in {}", made.bundle.files.len(), dir.display()),

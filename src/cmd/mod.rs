@@ -20,7 +20,7 @@ pub mod watch;
 use crate::failure::Failure;
 use hardshift_collector::scrub::Scrubber;
 use hardshift_collector::store::{Store, StoreError};
-use hardshift_generator::{build, cluster::Cluster, config};
+use hardshift_generator::{cluster::Cluster, config, pipeline};
 use std::path::{Path, PathBuf};
 
 /// Where the inputs are, and the release overrides: what every command that rebuilds the
@@ -43,7 +43,7 @@ impl ClusterArgs {
     /// The cluster as `create` built it: the inputs, with the options it recorded unless given here.
     pub fn load(&self) -> Result<Cluster, Failure> {
         // verify, lab and mco read a bundle `create` made: they make no new keys.
-        let rec = build::recorded(&self.dir);
+        let rec = pipeline::recorded(&self.dir);
         let refs = self.release_refs.clone().or_else(|| rec.release_refs.clone());
         load_cluster(&self.dir, refs.as_deref(), &rec.overrides(self.release_image.clone()))
     }
@@ -52,7 +52,7 @@ impl ClusterArgs {
 /// The bundle's nodes as (hostname, role), read with what `create` recorded; empty when the
 /// inputs are not in `dir` (a collector's store copied elsewhere, say).
 pub fn inventory(dir: &Path) -> Vec<(String, String)> {
-    let rec = build::recorded(dir);
+    let rec = pipeline::recorded(dir);
     load_cluster(dir, rec.release_refs.as_deref(), &rec.overrides(None))
         .map(|c| c.nodes.iter().map(|n| (n.hostname.clone(), n.role.as_str().to_string())).collect())
         .unwrap_or_default()
@@ -70,7 +70,7 @@ pub async fn kube_client(path: &Path) -> Result<kube::Client, Failure> {
 
 /// Read and validate the inputs in `dir`.
 pub fn load_cluster(dir: &Path, release_refs: Option<&Path>, overrides: &config::Overrides) -> Result<Cluster, Failure> {
-    Ok(build::inputs::cluster(dir, release_refs, overrides)?)
+    Ok(pipeline::inputs::cluster(dir, release_refs, overrides)?)
 }
 
 /// The bundle's own secrets, for scrubbing by value what leaves the workstation: the kubeadmin
@@ -81,7 +81,7 @@ pub fn bundle_secrets(dir: &Path) -> Vec<String> {
     if let Some(pw) = hardshift_generator::fsio::read_current(dir, hardshift_generator::kubeadmin::PASSWORD_FILE) {
         out.push(String::from_utf8_lossy(&pw).trim().to_string());
     }
-    let rec = build::recorded(dir);
+    let rec = pipeline::recorded(dir);
     if let Ok(c) = load_cluster(dir, rec.release_refs.as_deref(), &rec.overrides(None)) {
         let ps: serde_json::Value = serde_json::from_str(&c.pull_secret).unwrap_or_default();
         for (_, reg) in ps["auths"].as_object().into_iter().flatten() {

@@ -21,7 +21,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     let now = hardshift_collector::now_ms();
     let sums: Vec<hardshift_collector::summary::Summary> = rows.iter().map(|r| hardshift_collector::summary::summarize(r, now)).collect();
     // The bundle's nodes, when its inputs are here to name them.
-    let rec = hardshift_generator::build::recorded(&a.store.dir);
+    let rec = hardshift_generator::pipeline::recorded(&a.store.dir);
     let overrides = hardshift_generator::config::Overrides {
         release_image: rec.release_image,
         key_algorithm: rec.key_algorithm,

@@ -258,7 +258,7 @@ fn a_damaged_live_copy_of_the_same_bundle_is_repaired_and_an_intact_one_left_alo
 fn the_releases_renders_are_taken_only_while_the_bundle_gives_them_the_same_layout() {
     let first = build(&request(), &Live::default(), &new_password).unwrap();
     let live = live_of(&first);
-    let layout = crate::build::render::layout_hashes(&crate::render::layout(&first.cluster, &first.pki).unwrap());
+    let layout = crate::pipeline::render::layout_hashes(&crate::render::layout(&first.cluster, &first.pki).unwrap());
     let env = Env {
         now: time::OffsetDateTime::now_utc(),
         keys: &SystemKeys,

@@ -1,4 +1,4 @@
-//! What the renders made, read back from DIR/render/ (`build::render::run` wrote it): their
+//! What the renders made, read back from DIR/render/ (`pipeline::render::run` wrote it): their
 //! record, the masters' and workers' rendered pools, the control plane `create` gives the
 //! bootstrap from them, and the diff against the bundle as written. DIR/render is read once, as
 //! data (`outputs::read_all`: no link followed, nothing but files and directories), and
