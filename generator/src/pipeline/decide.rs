@@ -101,16 +101,6 @@ pub fn fips_agent(path: &std::path::Path, bytes: &[u8]) -> Result<(), Error> {
     }
 }
 
-/// The CAs `hardshift mco` would have to make: the MCO must be given the bundle's own.
-pub fn missing_cas(issued: &pki::Pki) -> Vec<String> {
-    issued
-        .entries
-        .iter()
-        .filter(|e| e.spec.is_ca() && e.outcome != pki::Outcome::Reused)
-        .map(|e| e.spec.id())
-        .collect()
-}
-
 /// The release's renders are taken only while this bundle would give them the same layout (its
 /// PKI, kubeconfigs and config CRs): a rendered node that trusts other CAs, or carries another
 /// install-config, would not join this cluster.
