@@ -5,7 +5,7 @@
 //! everything here works from that copy.
 
 use super::outputs;
-use super::render::Rendered;
+use super::render::{Rendered, RECORD};
 use super::Error;
 use crate::cluster::Cluster;
 use crate::fsio;
@@ -56,9 +56,6 @@ pub fn load(dir: &Path) -> Result<Option<Renders>, Error> {
 pub fn has_renders(dir: &Path) -> bool {
     std::fs::symlink_metadata(dir.join(crate::layout::RENDERS_RECORD)).is_ok()
 }
-
-/// The record's name in DIR/render.
-pub const RECORD: &str = "renders.json";
 
 /// The renders' record from its bytes; the error says where it stops reading (line, column).
 pub fn parse_record(bytes: &[u8]) -> Result<Rendered, String> {
