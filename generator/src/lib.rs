@@ -16,6 +16,7 @@ pub mod kubeconfig;
 pub mod lab;
 pub mod layout;
 pub mod mco;
+pub mod object;
 pub mod pipeline;
 pub mod pki;
 pub mod release;

@@ -254,7 +254,7 @@ fn bootstrap_files(c: &Cluster, pki: &Pki, extras: &Extras) -> Vec<NodeFile> {
         // bundle's etcd seeds would name another CA.
         if let Some(r) = &extras.renders {
             objs.retain(|o| {
-                let id = crate::render::diff::identity(o);
+                let id = crate::object::identity(o);
                 !r.objects.contains(&id) && !crate::render::bootstrap::ETCD_SEEDS.contains(&id.as_str())
             });
             if objs.is_empty() {
@@ -294,7 +294,7 @@ fn bootstrap_files(c: &Cluster, pki: &Pki, extras: &Extras) -> Vec<NodeFile> {
         extras.renders.as_ref().is_some_and(|r| {
             let text = String::from_utf8_lossy(&c.contents);
             r.crds.iter().any(|(n, _)| *n == c.file)
-                || crate::config::yaml::parse(&text).is_ok_and(|d| r.objects.contains(&crate::render::diff::identity(&d.value)))
+                || crate::config::yaml::parse(&text).is_ok_and(|d| r.objects.contains(&crate::object::identity(&d.value)))
         })
     };
     for crd in extras.crds.iter().filter(|c| !rendered(c)) {

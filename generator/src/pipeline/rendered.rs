@@ -204,7 +204,7 @@ pub fn read_bootstrap(dir: &Path, renders: &Renders, cluster: &Cluster) -> Resul
         for c in step.then.iter().filter(|c| c.to == "manifests" && c.from != "manifests") {
             for (name, bytes) in renders.files(&c.from) {
                 let objects = documents(&String::from_utf8_lossy(bytes));
-                b.objects.extend(objects.iter().map(render::diff::identity));
+                b.objects.extend(objects.iter().map(crate::object::identity));
                 if objects.iter().any(|o| o["kind"] == "CustomResourceDefinition") {
                     b.crds.push((name.to_string(), bytes.to_vec()));
                 } else {

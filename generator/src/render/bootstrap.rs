@@ -23,7 +23,7 @@ pub struct Bootstrap {
     /// The renders' manifests bootkube applies, and their CRDs.
     pub manifests: Files,
     pub crds: Files,
-    /// The identities (`render::diff::identity`) of every object in `manifests` and `crds`: the
+    /// The identities (`object::identity`) of every object in `manifests` and `crds`: the
     /// bundle's own objects of the same identity give way to them.
     pub objects: BTreeSet<String>,
 }
