@@ -3,6 +3,7 @@
 
 pub mod agent;
 pub mod bootkube;
+pub mod control_plane;
 pub mod featuregates;
 pub mod kubelet;
 pub mod manifests;
@@ -40,7 +41,7 @@ pub struct Extras {
     /// The kubeadmin password (`auth/kubeadmin-password`); None leaves the kubeadmin Secret out.
     pub kubeadmin: Option<crate::kubeadmin::Kubeadmin>,
     /// The bootstrap control plane the release's renders made, in place of hardshift's own.
-    pub renders: Option<crate::render::bootstrap::Bootstrap>,
+    pub renders: Option<control_plane::Bootstrap>,
 }
 
 #[derive(Debug, Clone)]

@@ -255,7 +255,7 @@ fn bootstrap_files(c: &Cluster, pki: &Pki, extras: &Extras) -> Vec<NodeFile> {
         if let Some(r) = &extras.renders {
             objs.retain(|o| {
                 let id = crate::object::identity(o);
-                !r.objects.contains(&id) && !crate::render::bootstrap::ETCD_SEEDS.contains(&id.as_str())
+                !r.objects.contains(&id) && !super::control_plane::ETCD_SEEDS.contains(&id.as_str())
             });
             if objs.is_empty() {
                 continue;
@@ -317,7 +317,7 @@ fn bootstrap_files(c: &Cluster, pki: &Pki, extras: &Extras) -> Vec<NodeFile> {
 
 /// The bootstrap control plane the renders made, where bootkube.sh and cluster-bootstrap put it.
 /// The secrets go last: `dedupe_secrets` lets them win over the bundle's of the same name.
-fn rendered_control_plane(r: &crate::render::bootstrap::Bootstrap) -> Vec<NodeFile> {
+fn rendered_control_plane(r: &super::control_plane::Bootstrap) -> Vec<NodeFile> {
     let mut f = Vec::new();
     for (name, bytes) in &r.pods {
         f.push(NodeFile::new(format!("{STATIC_PODS}/{name}"), PUBLIC, bytes.clone()));
@@ -349,7 +349,7 @@ fn rendered_control_plane(r: &crate::render::bootstrap::Bootstrap) -> Vec<NodeFi
     // bootkube.sh's etcd health check and the agent read the etcd CA here: the etcd render's.
     if let Some((_, ca)) = r.secrets.iter().find(|(n, _)| n == "etcd-ca-bundle.crt") {
         f.push(NodeFile::new(
-            format!("{BOOTSTRAP_SECRETS}/{}", crate::render::bootstrap::ETCD_CA),
+            format!("{BOOTSTRAP_SECRETS}/{}", super::control_plane::ETCD_CA),
             PUBLIC,
             ca.clone(),
         ));

@@ -167,8 +167,8 @@ fn written_bootstrap(dir: &Path, cluster: &Cluster) -> Result<render::diff::Side
 }
 
 /// What the renders made for the bootstrap node, from DIR/render/assets (see
-/// `render::bootstrap`). Every piece bootkube.sh would copy must be there.
-pub fn read_bootstrap(dir: &Path, renders: &Renders, cluster: &Cluster) -> Result<render::bootstrap::Bootstrap, Error> {
+/// `assets::control_plane`). Every piece bootkube.sh would copy must be there.
+pub fn read_bootstrap(dir: &Path, renders: &Renders, cluster: &Cluster) -> Result<crate::assets::control_plane::Bootstrap, Error> {
     let assets = dir.join(render::DIR).join("assets");
     let read = |p: &str| {
         renders.asset(p).map(<[u8]>::to_vec).ok_or_else(|| {
@@ -180,7 +180,7 @@ pub fn read_bootstrap(dir: &Path, renders: &Renders, cluster: &Cluster) -> Resul
         })
     };
     let owned = |v: Vec<(&str, &[u8])>| v.into_iter().map(|(n, b)| (n.to_string(), b.to_vec())).collect::<Vec<_>>();
-    let mut b = render::bootstrap::Bootstrap {
+    let mut b = crate::assets::control_plane::Bootstrap {
         pods: owned(renders.files("bootstrap-manifests")),
         secrets: owned(renders.files("tls")),
         resources: owned(renders.under("etcd-bootstrap/etc-kubernetes/static-pod-resources")),

@@ -4,7 +4,6 @@
 //! each writes ([`steps`]). Pure: running them (podman) is `pipeline::render`'s.
 
 pub mod assets;
-pub mod bootstrap;
 pub mod diff;
 pub mod steps;
 
