@@ -3,6 +3,8 @@
 //! under the installer's names, etcd's static-pod resources, and the manifests and CRDs bootkube
 //! applies.
 
+use super::paths::*;
+use crate::ignition::{NodeFile, PUBLIC, SECRET};
 use std::collections::BTreeSet;
 
 /// Files by name (or path relative to their directory), with their bytes.
@@ -41,3 +43,91 @@ pub const ETCD_SEEDS: &[&str] = &[
 /// The bootstrap secret every etcd client of the bundle reads its CA from (bootkube.sh's health
 /// check, the agent): with the etcd render's etcd, its CA bundle.
 pub const ETCD_CA: &str = "etcd-ca.crt";
+
+impl Bootstrap {
+    /// Whether the renders make the object of this identity (`object::identity`), in place of the
+    /// bundle's: one of theirs, or a seed that follows their etcd's CA.
+    pub fn replaces(&self, id: &str) -> bool {
+        self.objects.contains(id) || ETCD_SEEDS.contains(&id)
+    }
+}
+
+/// Whose control plane the bootstrap runs, behind one type: hardshift's own (the parts
+/// `Replaced::ByRenders`, which replaces nothing of the rest), or the renders' (their files, which
+/// win over the bundle's of the same path, and their objects, over the bundle's of the same identity).
+pub struct ControlPlane<'a> {
+    renders: Option<&'a Bootstrap>,
+    files: Vec<NodeFile>,
+    paths: BTreeSet<String>,
+}
+
+impl ControlPlane<'static> {
+    pub const OWN: ControlPlane<'static> = ControlPlane {
+        renders: None,
+        files: Vec::new(),
+        paths: BTreeSet::new(),
+    };
+}
+
+impl<'a> ControlPlane<'a> {
+    /// The renders' when there are some, else hardshift's own.
+    pub fn of(renders: Option<&'a Bootstrap>) -> ControlPlane<'a> {
+        let files = renders.map(placed).unwrap_or_default();
+        let paths = files.iter().map(|f| f.path.clone()).collect();
+        ControlPlane { renders, files, paths }
+    }
+
+    pub fn is_renders(&self) -> bool {
+        self.renders.is_some()
+    }
+
+    /// What it places beside the parts (hardshift's own: nothing, its parts place it).
+    pub fn files(&self) -> &[NodeFile] {
+        &self.files
+    }
+
+    pub fn wins_file(&self, path: &str) -> bool {
+        self.paths.contains(path)
+    }
+
+    pub fn wins_object(&self, o: &serde_json::Value) -> bool {
+        self.renders.is_some_and(|r| r.replaces(&crate::object::identity(o)))
+    }
+}
+
+/// The bootstrap control plane the renders made, where bootkube.sh and cluster-bootstrap put it.
+fn placed(r: &Bootstrap) -> Vec<NodeFile> {
+    let mut f = Vec::new();
+    for (name, bytes) in &r.pods {
+        f.push(NodeFile::new(format!("{STATIC_PODS}/{name}"), PUBLIC, bytes.clone()));
+    }
+    for (name, bytes) in &r.configs {
+        f.push(NodeFile::new(format!("{BOOTSTRAP_CONFIGS}/{name}"), PUBLIC, bytes.clone()));
+    }
+    for (rel, bytes) in &r.resources {
+        f.push(NodeFile::new(format!("{STATIC_POD_RESOURCES}/{rel}"), SECRET, bytes.clone()));
+    }
+    for (i, (name, bytes)) in r.manifests.iter().enumerate() {
+        f.push(NodeFile::new(
+            format!("{ASSET_DIR}/manifests/50-render-{i:03}-{name}"),
+            SECRET,
+            bytes.clone(),
+        ));
+    }
+    for (name, bytes) in &r.crds {
+        f.push(NodeFile::new(format!("{ASSET_DIR}/crds/{name}"), PUBLIC, bytes.clone()));
+    }
+    for (name, bytes) in &r.secrets {
+        let mode = if name.ends_with(".key") || name == "kubeconfig" {
+            SECRET
+        } else {
+            PUBLIC
+        };
+        f.push(NodeFile::new(format!("{BOOTSTRAP_SECRETS}/{name}"), mode, bytes.clone()));
+    }
+    // bootkube.sh's etcd health check and the agent read the etcd CA here: the etcd render's.
+    if let Some((_, ca)) = r.secrets.iter().find(|(n, _)| n == "etcd-ca-bundle.crt") {
+        f.push(NodeFile::new(format!("{BOOTSTRAP_SECRETS}/{}", ETCD_CA), PUBLIC, ca.clone()));
+    }
+    f
+}

@@ -72,7 +72,7 @@ pub fn make<S: Stage>(req: &Request, inputs: Inputs, live: &Live, env: &Env, sta
     let specs = pki::plan(&cluster);
     decide::refuse_rekey(req, &specs, live)?;
     let (password, new_password) = decide::password(live, env.new_password)?;
-    let for_nodes = assets::node::pki_for_nodes(&cluster);
+    let for_nodes = assets::parts::pki_read_by(&cluster, &[Role::Master, Role::Worker]);
     let first: &(dyn Fn(&pki::CertSpec) -> bool + Sync) = if stage.is_some() { &for_nodes } else { &|_| false };
     let (extras_early, c) = (&mut extras, &cluster);
     let domain = cluster.domain();
