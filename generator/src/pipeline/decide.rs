@@ -2,7 +2,9 @@
 //! refuse to re-key, keep or make the kubeadmin password, refuse nodes the network cannot run,
 //! refuse an agent `fips: true` cannot run. (Reuse and re-issue are the PKI's: `pki::issue`.)
 
-use super::{Error, Live, Request};
+use super::error::Error;
+use super::live::Live;
+use super::request::Request;
 use crate::assets::Extras;
 use crate::cluster::{Cluster, Role};
 use crate::kubeadmin;

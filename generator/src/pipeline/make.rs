@@ -2,8 +2,11 @@
 //! certificates and password. Pure but for what is injected: the clock, the key source, the
 //! password source, and a `Stage` that may write a fresh bundle's first part early.
 
+use super::decide;
+use super::error::Error;
 use super::inputs::Inputs;
-use super::{decide, Error, Live, Request};
+use super::live::Live;
+use super::request::Request;
 use crate::assets::{self, agent, Extras, NodeIgnition};
 use crate::cluster::{Cluster, Role};
 use crate::pki::{self, keys::KeySource, PkiError};

@@ -3,8 +3,9 @@
 //! (`crate::render`); this runs them: in a work directory beside the bundle, each step's reads
 //! checked first, podman's output kept per step, then everything moved to DIR/render/ whole.
 
+use super::error::Error;
+use super::live::Live;
 use super::outputs::{self, TreeError};
-use super::{Error, Live};
 use crate::cluster::Cluster;
 use crate::fsio;
 use crate::pki;

@@ -4,9 +4,9 @@
 //! data (`outputs::read_all`: no link followed, nothing but files and directories), and
 //! everything here works from that copy.
 
+use super::error::Error;
 use super::outputs;
 use super::render::{Rendered, RECORD};
-use super::Error;
 use crate::cluster::Cluster;
 use crate::fsio;
 use crate::render;

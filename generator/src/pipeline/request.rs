@@ -1,7 +1,7 @@
 //! What to build: the choices of one `create`, from its flags or from what a bundle recorded.
 
+use super::error::Error;
 use super::record::{self, Record};
-use super::Error;
 use crate::cluster::{KeyAlgorithm, Role};
 use std::path::{Path, PathBuf};
 

@@ -2,7 +2,8 @@
 //! (`hardshift mco`) and the lab alone (`hardshift lab`). Each reads the live bundle under its
 //! lock and writes in one step.
 
-use super::{Error, Live};
+use super::error::Error;
+use super::live::Live;
 use crate::cluster::Cluster;
 use crate::pki::{self, keys::SystemKeys};
 use crate::{bundle, fsio, layout, mco};

@@ -2,9 +2,11 @@
 //! live bundle is made in memory from an earlier build, the keys are P-256 (fast), the password
 //! source is injected.
 
+use super::error::Error;
 use super::inputs::Inputs;
+use super::live::Live;
 use super::make::{make, Env, Made, Stage};
-use super::{Error, Live, Request};
+use super::request::Request;
 use crate::bundle;
 use crate::cluster::KeyAlgorithm;
 use crate::fsio::{self, Action, Found};
