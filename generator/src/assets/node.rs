@@ -2,14 +2,45 @@
 //! identity and network for all, the bootstrap control plane for the bootstrap node, kubelet
 //! bootstrapping (and kube-proxy on masters) for the others.
 
-use super::parts::{Ctx, Manifest, Objects, Placed};
 use super::paths::*;
+use super::Extras;
 use super::{agent, bootkube, kubelet, manifests, mcs, static_pods};
 use crate::cluster::{Cluster, Node};
 use crate::ignition::{Dropin, NodeConfig, NodeFile, Unit, PUBLIC, SCRIPT, SECRET};
 use crate::kubeconfig;
 use crate::pki::{Kind, Pki, OPENSHIFT_DIR};
+use serde_json::Value;
 use std::net::IpAddr;
+
+/// What a part is made from: the cluster, the PKI entries it declared, and the extras.
+pub struct Ctx<'a> {
+    pub cluster: &'a Cluster,
+    pub pki: &'a Pki,
+    pub extras: &'a Extras,
+}
+
+/// What a part places on a node, and the Kubernetes objects bootkube applies (files once the
+/// renders' objects have won over them).
+#[derive(Debug, Clone, Default)]
+pub struct Placed {
+    pub config: NodeConfig,
+    pub manifests: Vec<Manifest>,
+}
+
+/// A file of Kubernetes objects bootkube applies.
+#[derive(Debug, Clone)]
+pub struct Manifest {
+    pub path: String,
+    pub objects: Objects,
+}
+
+#[derive(Debug, Clone)]
+pub enum Objects {
+    /// Made here: written out after the merge (`manifests::render`), 0600 if it holds a Secret.
+    Made(Vec<Value>),
+    /// Given as a file (a CRD from DIR/crds/): placed as given, or left out whole.
+    Given(Vec<u8>),
+}
 
 /// containers-registries.conf(5), the fields hardshift sets.
 #[derive(serde::Serialize)]

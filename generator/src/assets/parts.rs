@@ -8,7 +8,7 @@
 //! with the renders', their files and objects win over the parts' by identity ([`give_way`]).
 
 use super::control_plane::ControlPlane;
-use super::node;
+use super::node::{self, Ctx, Manifest, Objects, Placed};
 use super::paths::*;
 use super::{agent, mcs, Extras};
 use crate::cluster::{Cluster, Node, Role};
@@ -56,36 +56,6 @@ pub enum Replaced {
     /// The release's renders, file by file and object by object: theirs of the same path or
     /// identity win.
     ByIdentity,
-}
-
-/// What a part is made from: the cluster, the PKI entries it declared, and the extras.
-pub struct Ctx<'a> {
-    pub cluster: &'a Cluster,
-    pub pki: &'a Pki,
-    pub extras: &'a Extras,
-}
-
-/// What a part places on a node, and the Kubernetes objects bootkube applies (files once the
-/// renders' objects have won over them).
-#[derive(Debug, Clone, Default)]
-pub struct Placed {
-    pub config: NodeConfig,
-    pub manifests: Vec<Manifest>,
-}
-
-/// A file of Kubernetes objects bootkube applies.
-#[derive(Debug, Clone)]
-pub struct Manifest {
-    pub path: String,
-    pub objects: Objects,
-}
-
-#[derive(Debug, Clone)]
-pub enum Objects {
-    /// Made here: written out after the merge (`manifests::render`), 0600 if it holds a Secret.
-    Made(Vec<Value>),
-    /// Given as a file (a CRD from DIR/crds/): placed as given, or left out whole.
-    Given(Vec<u8>),
 }
 
 const ALL: &[Role] = &[Role::Bootstrap, Role::Master, Role::Worker];
