@@ -22,9 +22,9 @@ impl Failure {
     }
 }
 
-impl From<hardshift_generator::build::Error> for Failure {
-    fn from(e: hardshift_generator::build::Error) -> Self {
-        use hardshift_generator::build::Error;
+impl From<hardshift_generator::pipeline::Error> for Failure {
+    fn from(e: hardshift_generator::pipeline::Error) -> Self {
+        use hardshift_generator::pipeline::Error;
         match e {
             Error::Input(m) => Failure::input(m),
             Error::Other(m) => Failure::other(m),

@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use hardshift_generator::assets::{self, node, Extras};
+use hardshift_generator::assets::{self, parts, Extras};
 use hardshift_generator::cluster::Role;
 use hardshift_generator::ignition::{self, Config};
 use hardshift_generator::{config, fsio, pki};
@@ -261,11 +261,11 @@ fn decoded_files_are_exactly_what_the_generator_placed() {
         )),
         renders: None,
     };
-    let shared = node::Shared::new(&cluster, &issued, &extras);
+    let shared = parts::Shared::new(&cluster, &issued, &extras);
     for n in &cluster.nodes {
         let cfg = load(d.path(), &n.hostname);
         let got = files(&cfg);
-        let meant = node::node_config(&cluster, n, &shared, n.role == Role::Master);
+        let meant = parts::node_config(&shared, n);
         for f in &meant.files {
             // A rendered base keeps its own file over hardshift's (the daemon compares them).
             if n.role == Role::Master && !f.replaces_base && base.storage.files.iter().any(|b| b.path == f.path) {
@@ -860,7 +860,7 @@ fn staged_pki_builds_masters_and_workers_exactly_as_the_whole_does() {
         )),
         ..Default::default()
     };
-    let first = node::pki_for_nodes(&cluster);
+    let first = parts::pki_read_by(&cluster, &[Role::Master, Role::Worker]);
     let (whole, (ids, early)) = pki::issue_staged(
         &specs,
         &Default::default(),

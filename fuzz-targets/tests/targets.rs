@@ -6,8 +6,8 @@
 //! Each target must never panic, and states what must hold of what it accepts.
 
 use hardshift_collector::{events, store::Store, summary};
-use hardshift_generator::build::rendered;
 use hardshift_generator::config::{self, yaml};
+use hardshift_generator::pipeline::rendered;
 use hardshift_proto::v1::agent_message::Body;
 use hardshift_proto::v1::{AgentMessage, NodeReport};
 use hardshift_registry::{extract, release};
@@ -224,7 +224,7 @@ fn fuzz_render_outputs() {
                 let r = r.expect("the record is there");
                 RENDERED_CLUSTER.with(|c| {
                     if let Err(e) = rendered::read_bootstrap(&dir, &r, c) {
-                        assert!(matches!(e, hardshift_generator::build::Error::Input(_)), "{e}");
+                        assert!(matches!(e, hardshift_generator::pipeline::Error::Input(_)), "{e}");
                     }
                 });
                 for bytes in r.files.values() {

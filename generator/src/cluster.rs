@@ -107,6 +107,16 @@ pub struct Mirror {
     pub mirrors: Vec<String>,
 }
 
+/// install-config's cluster-wide proxy, as the nodes and the Proxy config CR are given it (camelCase
+/// in cluster.json, as install-config spells it).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Proxy {
+    pub http_proxy: String,
+    pub https_proxy: String,
+    pub no_proxy: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LabSettings {
     /// Install disk for nodes without `rootDeviceHints.deviceName` (KVM virtio: /dev/vda).
@@ -144,7 +154,7 @@ pub struct Cluster {
     pub ssh_keys: Vec<String>,
     pub additional_trust_bundle: String,
     pub mirrors: Vec<Mirror>,
-    pub proxy: Option<crate::config::install_config::Proxy>,
+    pub proxy: Option<Proxy>,
     pub fips: bool,
     pub pki: PkiSettings,
     pub lab: LabSettings,

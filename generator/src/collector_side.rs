@@ -2,7 +2,7 @@
 //! report, the identity and certificates /metrics names, and its own state (one collector per
 //! bundle, its store and admin socket this user's only).
 
-use crate::build::Error;
+use crate::pipeline::Error;
 use crate::{fsio, layout};
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -54,7 +54,7 @@ pub fn web_tls(dir: &Path, web: &str) -> Result<Pem, Error> {
 
 /// A FIPS bundle's agents speak TLS through the FIPS module only: so must its collector.
 pub fn check_fips(dir: &Path) -> Result<(), Error> {
-    if !crate::build::recorded(dir).fips {
+    if !crate::pipeline::recorded(dir).fips {
         return Ok(());
     }
     hardshift_crypto::fips_mode().map_err(|e| Error::input(format!("{}: the bundle was made with fips: true, but {e}", dir.display())))

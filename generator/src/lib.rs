@@ -5,7 +5,6 @@
 
 pub mod assets;
 pub mod body;
-pub mod build;
 pub mod bundle;
 pub mod cluster;
 pub mod collector_side;
@@ -18,6 +17,8 @@ pub mod kubeconfig;
 pub mod lab;
 pub mod layout;
 pub mod mco;
+pub mod object;
+pub mod pipeline;
 pub mod pki;
 pub mod release;
 pub mod release_pull;

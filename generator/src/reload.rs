@@ -2,8 +2,8 @@
 //! `create` recorded (the one way every command after `create` loads it; no new keys are made),
 //! and the bundle's own secrets, which what leaves the workstation is scrubbed of.
 
-use crate::build::{self, Error};
 use crate::cluster::Cluster;
+use crate::pipeline::{self, Error};
 use std::path::{Path, PathBuf};
 
 /// What a command's flags may say over `create`'s record: the release image and its references.
@@ -16,9 +16,9 @@ pub struct Given {
 /// The cluster of the bundle in `dir` as `create` made it: its inputs, with the options it
 /// recorded unless `given` names them.
 pub fn cluster(dir: &Path, given: &Given) -> Result<Cluster, Error> {
-    let rec = build::recorded(dir);
+    let rec = pipeline::recorded(dir);
     let refs = given.release_refs.clone().or_else(|| rec.release_refs.clone());
-    build::inputs::cluster(dir, refs.as_deref(), &rec.overrides(given.release_image.clone()))
+    pipeline::inputs::cluster(dir, refs.as_deref(), &rec.overrides(given.release_image.clone()))
 }
 
 /// The bundle's nodes as (hostname, role); empty when its inputs are not in `dir` (a collector's

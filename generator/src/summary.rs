@@ -1,9 +1,9 @@
 //! What `create` made and wrote, in lines for the person who ran it: the cluster, the PKI's
 //! tally, each node's config, whose control plane the bootstrap runs, and where it all went.
 
-use crate::build::{self, Created, Made};
 use crate::cluster::{Cluster, Role};
 use crate::fsio::{Staged, Written};
+use crate::pipeline::{self, Created, Made};
 use crate::pki::{Outcome, Pki};
 use crate::{ignition, kubeadmin, layout};
 use std::path::Path;
@@ -63,7 +63,7 @@ fn control_plane(dir: &Path, made: &Made<Staged>) -> String {
             r.crds.len()
         ),
         // Said once a run, plainly: the release's operators will find a control plane they did not render.
-        None if build::rendered::has_renders(dir) => "bootstrap control plane: hardshift's own static pods, as asked, not the release's renders beside it (`hardshift render --diff` shows how they differ)".into(),
+        None if pipeline::rendered::has_renders(dir) => "bootstrap control plane: hardshift's own static pods, as asked, not the release's renders beside it (`hardshift render --diff` shows how they differ)".into(),
         None => "bootstrap control plane: hardshift's own static pods, not the release's renders (`hardshift render` makes them, and the next `create` uses them; `hardshift render --diff` shows how they differ)".into(),
     }
 }

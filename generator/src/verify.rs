@@ -178,7 +178,7 @@ fn read_regular(path: &Path, max: u64) -> Result<Vec<u8>, String> {
 /// DIR/render against the SHA-256 `render` recorded of each of its files (renders.json): a file
 /// changed, added or removed since is named. None when there are no renders.
 pub fn render_outputs(dir: &Path) -> Option<Check> {
-    use crate::build::{outputs, rendered};
+    use crate::pipeline::{outputs, render, rendered};
     let root = dir.join(crate::layout::RENDER);
     std::fs::symlink_metadata(&root).ok()?;
     let name = crate::layout::RENDER;
@@ -187,7 +187,7 @@ pub fn render_outputs(dir: &Path) -> Option<Check> {
         Ok(f) => f,
         Err(e) => return Some(check(name, Status::Fail, format!("{}; {again}", e.at(&root)))),
     };
-    let Some(json) = files.get(rendered::RECORD) else {
+    let Some(json) = files.get(render::RECORD) else {
         return Some(check(
             name,
             Status::Warn,
@@ -203,7 +203,7 @@ pub fn render_outputs(dir: &Path) -> Option<Check> {
             return Some(check(
                 name,
                 Status::Fail,
-                format!("{}: {e}; {again}", root.join(rendered::RECORD).display()),
+                format!("{}: {e}; {again}", root.join(render::RECORD).display()),
             ))
         }
     };
@@ -218,7 +218,7 @@ pub fn render_outputs(dir: &Path) -> Option<Check> {
         ));
     };
     let mut problems = Vec::new();
-    for (p, bytes) in files.iter().filter(|(p, _)| p.as_str() != rendered::RECORD) {
+    for (p, bytes) in files.iter().filter(|(p, _)| p.as_str() != render::RECORD) {
         match recorded.get(p) {
             None => problems.push(format!("{p} (added)")),
             Some(h) if *h != bundle::sha256_hex(bytes) => problems.push(format!("{p} (changed)")),

@@ -1,12 +1,12 @@
-//! `hardshift create`: turn flags into a build request, pull the release when needed, run the
-//! build (`hardshift_generator::build`, which reads, makes and writes the bundle atomically, never
+//! `hardshift create`: turn flags into a request, pull the release when needed, run the pipeline
+//! (`hardshift_generator::pipeline`, which reads, makes and writes the bundle atomically, never
 //! re-keying by accident), and say what it did.
 
 use crate::failure::Failure;
-use hardshift_generator::build::request::Bootstrap;
-use hardshift_generator::build::{self, Request};
 use hardshift_generator::cluster::{KeyAlgorithm, Role};
 use hardshift_generator::fsio::Written;
+use hardshift_generator::pipeline::request::Bootstrap;
+use hardshift_generator::pipeline::{self, Request};
 use hardshift_generator::release_pull::{self as pull, check};
 use hardshift_generator::summary::lines as created_said;
 use std::path::PathBuf;
@@ -23,7 +23,7 @@ pub struct Args {
     rotate_ca: bool,
     /// MCO-rendered base configs to merge into: `master=FILE,worker=FILE` (an Ignition config or
     /// the rendered MachineConfig). Without one, nodes get a self-contained config.
-    #[arg(long, value_delimiter = ',', value_parser = build::request::parse_base)]
+    #[arg(long, value_delimiter = ',', value_parser = pipeline::request::parse_base)]
     mco_base: Vec<(Role, PathBuf)>,
     /// Give masters and workers hardshift's own kubelet and nothing of the MCO's OS configuration
     /// (no br-ex, no Open vSwitch). Without an MCO base (`--mco-base`, or DIR/mco/rendered/ from
@@ -84,15 +84,15 @@ fn mirror_check(rt: &tokio::runtime::Runtime, acc: Option<pull::Access>) {
 }
 
 impl Args {
-    /// The build these flags ask for. The agent defaults to the one beside this executable.
+    /// The bundle these flags ask for. The agent defaults to the one beside this executable.
     fn request(&self) -> Request {
         let agent = match (&self.agent_binary, self.no_agent) {
             (_, true) => None,
             (Some(p), false) => Some(p.clone()),
             (None, false) => {
-                let beside = build::request::beside_executable();
+                let beside = pipeline::request::beside_executable();
                 if beside.is_none() {
-                    eprintln!("warning: no hardshift-agent next to this executable: the nodes get no agent (build it with `cargo build --release --workspace`, or pass --agent-binary PATH or --no-agent)");
+                    eprintln!("warning: no hardshift-agent next to this executable: the nodes get no agent (build it with `cargo build --profile agent -p hardshift-agent`, or pass --agent-binary PATH or --no-agent)");
                 }
                 beside
             }
@@ -130,7 +130,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         println!("{line}");
         acc
     });
-    let created = build::create(&req, build::cache::user(), &mut |m| eprintln!("warning: {m}"))?;
+    let created = pipeline::create(&req, pipeline::cache::user(), &mut |m| eprintln!("warning: {m}"))?;
     let unchanged = matches!(created.written, Written::Unchanged(_));
     created_said(&created).iter().for_each(|l| println!("{l}"));
     if !a.mirror_check {

@@ -1,7 +1,7 @@
 //! `hardshift lab`: rewrite only the lab's files (DNS, DHCP, PXE, HAProxy) for the current bundle.
 
 use crate::failure::Failure;
-use hardshift_generator::{build, fsio::Written, layout};
+use hardshift_generator::{fsio::Written, layout, pipeline};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -13,7 +13,7 @@ pub struct Args {
 pub fn run(a: Args) -> Result<u8, Failure> {
     let cluster = a.cluster.load()?;
     let lab = a.cluster.dir.join(layout::LAB);
-    match build::side::lab(&a.cluster.dir, &cluster)? {
+    match pipeline::side::lab(&a.cluster.dir, &cluster)? {
         (Written::Unchanged(_), n) => println!("lab unchanged: {n} files in {}", lab.display()),
         (Written::New(_), n) => println!("wrote {n} lab files to {}", lab.display()),
         (Written::Repaired { damage, moved_to, .. }, n) => println!(

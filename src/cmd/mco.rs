@@ -1,7 +1,7 @@
 //! `hardshift mco`: write DIR/mco/, the machine-config-operator's inputs and render.sh.
 
 use crate::failure::Failure;
-use hardshift_generator::{build, layout};
+use hardshift_generator::{layout, pipeline};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -12,7 +12,7 @@ pub struct Args {
 pub fn run(a: Args) -> Result<u8, Failure> {
     let cluster = a.cluster.load()?;
     let dir = &a.cluster.dir;
-    let n = build::side::mco(dir, &cluster)?;
+    let n = pipeline::side::mco(dir, &cluster)?;
     println!(
         "wrote {n} files to {}: the machine-config-operator's inputs for {} (release {})",
         dir.join(layout::MCO).display(),

@@ -4,8 +4,8 @@
 //! DIR/render/.
 
 use crate::failure::Failure;
-use hardshift_generator::build::render::{self, Options};
-use hardshift_generator::build::rendered;
+use hardshift_generator::pipeline::render::{self, Options};
+use hardshift_generator::pipeline::rendered;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 

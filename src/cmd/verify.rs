@@ -27,11 +27,11 @@ pub struct Args {
 pub fn run(a: Args) -> Result<u8, Failure> {
     let b = fsio::read_bundle(&a.input.dir).map_err(Failure::input)?;
     // Rebuild from the inputs with the live keys: the same inputs give the same bytes.
-    let (built, notes) = hardshift_generator::build::rebuild(
+    let (built, notes) = hardshift_generator::pipeline::rebuild(
         &a.input.dir,
         a.input.release_image.clone(),
         a.input.release_refs.clone(),
-        hardshift_generator::build::cache::user(),
+        hardshift_generator::pipeline::cache::user(),
     )?;
     for n in &notes {
         eprintln!("note: {n}");
@@ -65,12 +65,12 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     checks.extend(verify::regeneration(&built.bundle, &b));
     checks.extend(verify::render_outputs(&a.input.dir));
     let exe = std::env::current_exe().map_err(Failure::other)?;
-    let beside = hardshift_generator::build::request::agent_for(&exe).unwrap_or_else(|| exe.with_file_name("hardshift-agent"));
+    let beside = hardshift_generator::pipeline::request::agent_for(&exe).unwrap_or_else(|| exe.with_file_name("hardshift-agent"));
     let reference = agent_reference(a.agent_binary.as_deref(), &beside)?;
     checks.extend(verify::agents(&b, reference.as_ref(), &beside));
     checks.push(crypto_check(
         built.cluster.fips,
-        &hardshift_generator::build::recorded(&a.input.dir),
+        &hardshift_generator::pipeline::recorded(&a.input.dir),
     ));
     // What a real API server would prune or refuse, judged by the CRDs as it would.
     let crds = match &a.crds {
@@ -144,7 +144,7 @@ fn agent_reference(given: Option<&std::path::Path>, beside: &std::path::Path) ->
 
 /// The crypto module the bundle's keys came from, as create recorded it; a `fips: true` bundle
 /// whose keys did not come from a FIPS module fails.
-fn crypto_check(fips: bool, rec: &hardshift_generator::build::Recorded) -> verify::Check {
+fn crypto_check(fips: bool, rec: &hardshift_generator::pipeline::Recorded) -> verify::Check {
     let made = rec
         .crypto_module
         .clone()

@@ -115,22 +115,71 @@ pub fn featuregate_status(c: &Cluster) -> Option<Value> {
 
 /// (file name, objects) in apply order. `kubeadmin`: the console password, when there is one.
 pub fn manifests(c: &Cluster, pki: &Pki, kubeadmin: Option<&crate::kubeadmin::Kubeadmin>) -> Vec<(String, Vec<Value>)> {
-    let mut out: Vec<(String, Vec<Value>)> = Vec::new();
-    let mut add = |name: &str, objs: Vec<Value>| out.push((name.to_string(), objs));
+    let (cluster_net, service_net) = networks(c);
+    let mut out: Vec<(&str, Vec<Value>)> = vec![
+        ("00-namespaces.yaml", namespaces()),
+        ("01-rbac.yaml", rbac()),
+        ("02-infrastructure.yaml", vec![infrastructure(c, pki)]),
+        (
+            "03-network-config.yaml",
+            vec![
+                json!({"apiVersion": "config.openshift.io/v1", "kind": "Network", "metadata": {"name": "cluster"},
+                "spec": {"clusterNetwork": cluster_net, "serviceNetwork": service_net, "networkType": c.network_type,
+                         "externalIP": {"policy": {}}}}),
+            ],
+        ),
+        (
+            "03-network-operator.yaml",
+            vec![
+                json!({"apiVersion": "operator.openshift.io/v1", "kind": "Network", "metadata": {"name": "cluster"},
+                "spec": {"clusterNetwork": cluster_net, "serviceNetwork": service_net, "defaultNetwork": {"type": c.network_type},
+                         "managementState": "Managed"}}),
+            ],
+        ),
+        (
+            "04-dns.yaml",
+            vec![
+                json!({"apiVersion": "config.openshift.io/v1", "kind": "DNS", "metadata": {"name": "cluster"}, "spec": {"baseDomain": c.domain()}}),
+            ],
+        ),
+        ("04-proxy.yaml", proxy(c)),
+        // Without it, ingress, the console and authentication never converge.
+        (
+            "04-ingress.yaml",
+            vec![
+                json!({"apiVersion": "config.openshift.io/v1", "kind": "Ingress", "metadata": {"name": "cluster"}, "spec": {"domain": format!("apps.{}", c.domain())}}),
+            ],
+        ),
+        ("04-featuregate.yaml", vec![featuregate(c)]),
+        ("04-scheduler.yaml", vec![scheduler(c)]),
+        ("05-clusterversion.yaml", vec![cluster_version(c, pki)]),
+        ("06-cluster-config-v1.yaml", vec![cluster_config(c)]),
+        ("07-etcd-endpoints.yaml", vec![etcd_endpoints(c)]),
+        ("08-pull-secret.yaml", vec![pull_secret(c)]),
+        ("10-operator-seeds.yaml", operator_seeds(pki)),
+    ];
+    if let Some(k) = kubeadmin {
+        out.push(("11-kubeadmin.yaml", vec![typed(&crate::kubeadmin::secret(k))]));
+    }
+    if !c.mirrors.is_empty() {
+        out.push(("09-image-digest-mirror-set.yaml", vec![image_digest_mirror_set(c)]));
+    }
+    out.into_iter().map(|(name, objs)| (name.to_string(), objs)).collect()
+}
 
-    add(
-        "00-namespaces.yaml",
-        NAMESPACES
-            .iter()
-            .map(|n| {
-                typed(&Namespace {
-                    metadata: meta(n, None),
-                    ..Default::default()
-                })
+fn namespaces() -> Vec<Value> {
+    NAMESPACES
+        .iter()
+        .map(|n| {
+            typed(&Namespace {
+                metadata: meta(n, None),
+                ..Default::default()
             })
-            .collect(),
-    );
+        })
+        .collect()
+}
 
+fn rbac() -> Vec<Value> {
     let crb = |name: &str, role: &str, user: &str| {
         typed(&ClusterRoleBinding {
             metadata: meta(name, None),
@@ -147,59 +196,43 @@ pub fn manifests(c: &Cluster, pki: &Pki, kubeadmin: Option<&crate::kubeadmin::Ku
             }]),
         })
     };
-    add(
-        "01-rbac.yaml",
-        vec![
-            // Kubelets bootstrap with system:bootstrapper: it may create CSRs, nothing approves them.
-            crb("system:bootstrapper", "system:node-bootstrapper", "system:bootstrapper"),
-            // The masters' kube-proxy uses the same kubeconfig.
-            crb("system:bootstrapper-node-proxier", "system:node-proxier", "system:bootstrapper"),
-            crb("system:node-admin", "system:node-admin", "system:admin"),
-            // kube-apiserver's kubelet client (logs, exec, proxy): kubelets authorize it by webhook.
-            crb(
-                "system:kube-apiserver-to-kubelet",
-                "system:kubelet-api-admin",
-                "system:kube-apiserver",
-            ),
-        ],
-    );
+    vec![
+        // Kubelets bootstrap with system:bootstrapper: it may create CSRs, nothing approves them.
+        crb("system:bootstrapper", "system:node-bootstrapper", "system:bootstrapper"),
+        // The masters' kube-proxy uses the same kubeconfig.
+        crb("system:bootstrapper-node-proxier", "system:node-proxier", "system:bootstrapper"),
+        crb("system:node-admin", "system:node-admin", "system:admin"),
+        // kube-apiserver's kubelet client (logs, exec, proxy): kubelets authorize it by webhook.
+        crb(
+            "system:kube-apiserver-to-kubelet",
+            "system:kubelet-api-admin",
+            "system:kube-apiserver",
+        ),
+    ]
+}
 
+fn infrastructure(c: &Cluster, pki: &Pki) -> Value {
     let mut infra = json!({
         "apiVersion": "config.openshift.io/v1", "kind": "Infrastructure", "metadata": {"name": "cluster"},
         "spec": {"cloudConfig": {"name": ""}, "platformSpec": {"type": "None"}},
     });
     infra["status"] = infrastructure_status(c, pki)["status"].clone();
-    add("02-infrastructure.yaml", vec![infra]);
+    infra
+}
 
-    let cluster_net: Vec<Value> = c
+/// The cluster and service networks, as the Network configs name them.
+fn networks(c: &Cluster) -> (Vec<Value>, Vec<Value>) {
+    let cluster_net = c
         .cluster_networks
         .iter()
         .map(|n| json!({"cidr": n.cidr.to_string(), "hostPrefix": n.host_prefix}))
         .collect();
-    let service_net: Vec<Value> = c.service_networks.iter().map(|n| json!(n.to_string())).collect();
-    add(
-        "03-network-config.yaml",
-        vec![
-            json!({"apiVersion": "config.openshift.io/v1", "kind": "Network", "metadata": {"name": "cluster"},
-            "spec": {"clusterNetwork": cluster_net, "serviceNetwork": service_net, "networkType": c.network_type,
-                     "externalIP": {"policy": {}}}}),
-        ],
-    );
-    add(
-        "03-network-operator.yaml",
-        vec![
-            json!({"apiVersion": "operator.openshift.io/v1", "kind": "Network", "metadata": {"name": "cluster"},
-            "spec": {"clusterNetwork": cluster_net, "serviceNetwork": service_net, "defaultNetwork": {"type": c.network_type},
-                     "managementState": "Managed"}}),
-        ],
-    );
-    add(
-        "04-dns.yaml",
-        vec![
-            json!({"apiVersion": "config.openshift.io/v1", "kind": "DNS", "metadata": {"name": "cluster"}, "spec": {"baseDomain": c.domain()}}),
-        ],
-    );
+    let service_net = c.service_networks.iter().map(|n| json!(n.to_string())).collect();
+    (cluster_net, service_net)
+}
 
+/// The Proxy config, and the additional trust bundle it names (user-ca-bundle) when there is one.
+fn proxy(c: &Cluster) -> Vec<Value> {
     let mut proxy_spec = serde_json::Map::new();
     if let Some(p) = &c.proxy {
         for (k, v) in [
@@ -223,40 +256,36 @@ pub fn manifests(c: &Cluster, pki: &Pki, kubeadmin: Option<&crate::kubeadmin::Ku
         trust.push(typed(&cm));
     }
     trust.push(json!({"apiVersion": "config.openshift.io/v1", "kind": "Proxy", "metadata": {"name": "cluster"}, "spec": proxy_spec}));
-    add("04-proxy.yaml", trust);
-    // Without it, ingress, the console and authentication never converge.
-    add(
-        "04-ingress.yaml",
-        vec![
-            json!({"apiVersion": "config.openshift.io/v1", "kind": "Ingress", "metadata": {"name": "cluster"}, "spec": {"domain": format!("apps.{}", c.domain())}}),
-        ],
-    );
+    trust
+}
+
+fn featuregate(c: &Cluster) -> Value {
     let mut fg =
         json!({"apiVersion": "config.openshift.io/v1", "kind": "FeatureGate", "metadata": {"name": "cluster"}, "spec": {"featureSet": ""}});
     if let Some(st) = featuregate_status(c) {
         fg["status"] = st["status"].clone();
     }
-    add("04-featuregate.yaml", vec![fg]);
-    // As the installer writes it: with no compute nodes the masters run the workloads (and
-    // ingress); the MCO's node controller lifts their NoSchedule taint when this says so.
+    fg
+}
+
+/// As the installer writes it: with no compute nodes the masters run the workloads (and
+/// ingress); the MCO's node controller lifts their NoSchedule taint when this says so.
+fn scheduler(c: &Cluster) -> Value {
     let workers = c.nodes_with_role(Role::Worker).count();
-    add(
-        "04-scheduler.yaml",
-        vec![
-            json!({"apiVersion": "config.openshift.io/v1", "kind": "Scheduler", "metadata": {"name": "cluster"}, "spec": {"mastersSchedulable": workers == 0}}),
-        ],
-    );
+    json!({"apiVersion": "config.openshift.io/v1", "kind": "Scheduler", "metadata": {"name": "cluster"}, "spec": {"mastersSchedulable": workers == 0}})
+}
+
+/// No desiredUpdate: the CVO installs the release it runs.
+fn cluster_version(c: &Cluster, pki: &Pki) -> Value {
     let mut cv_spec = json!({"clusterID": cluster_id(pki)});
     if let Some(v) = &c.release.version {
         let minor: Vec<&str> = v.split('.').take(2).collect();
         cv_spec["channel"] = json!(format!("stable-{}", minor.join(".")));
     }
-    // No desiredUpdate: the CVO installs the release it runs.
-    add(
-        "05-clusterversion.yaml",
-        vec![json!({"apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion", "metadata": {"name": "version"}, "spec": cv_spec})],
-    );
+    json!({"apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion", "metadata": {"name": "version"}, "spec": cv_spec})
+}
 
+fn cluster_config(c: &Cluster) -> Value {
     let cm = ConfigMap {
         metadata: meta("cluster-config-v1", Some("kube-system")),
         data: Some(BTreeMap::from([(
@@ -265,8 +294,10 @@ pub fn manifests(c: &Cluster, pki: &Pki, kubeadmin: Option<&crate::kubeadmin::Ku
         )])),
         ..Default::default()
     };
-    add("06-cluster-config-v1.yaml", vec![typed(&cm)]);
+    typed(&cm)
+}
 
+fn etcd_endpoints(c: &Cluster) -> Value {
     let bootstrap_ip = c.bootstrap().ip.to_string();
     let mut ep_meta = meta("etcd-endpoints", Some("openshift-etcd"));
     ep_meta.annotations = Some(BTreeMap::from([(
@@ -278,8 +309,10 @@ pub fn manifests(c: &Cluster, pki: &Pki, kubeadmin: Option<&crate::kubeadmin::Ku
         data: Some(BTreeMap::from([("bootstrapIP".to_string(), bootstrap_ip)])),
         ..Default::default()
     };
-    add("07-etcd-endpoints.yaml", vec![typed(&ep)]);
+    typed(&ep)
+}
 
+fn pull_secret(c: &Cluster) -> Value {
     let secret = Secret {
         metadata: meta("pull-secret", Some("openshift-config")),
         type_: Some("kubernetes.io/dockerconfigjson".into()),
@@ -289,31 +322,24 @@ pub fn manifests(c: &Cluster, pki: &Pki, kubeadmin: Option<&crate::kubeadmin::Ku
         )])),
         ..Default::default()
     };
-    add("08-pull-secret.yaml", vec![typed(&secret)]);
+    typed(&secret)
+}
 
+fn operator_seeds(pki: &Pki) -> Vec<Value> {
     let seeds = super::seeds::seeds(pki);
     let mut objs: Vec<Value> = seeds.secrets.iter().map(typed).collect();
     objs.extend(seeds.config_maps.iter().map(typed));
-    add("10-operator-seeds.yaml", objs);
-    if let Some(k) = kubeadmin {
-        add("11-kubeadmin.yaml", vec![typed(&crate::kubeadmin::secret(k))]);
-    }
+    objs
+}
 
-    if !c.mirrors.is_empty() {
-        let m: Vec<Value> = c
-            .mirrors
-            .iter()
-            .map(|m| json!({"source": m.source, "mirrors": m.mirrors}))
-            .collect();
-        add(
-            "09-image-digest-mirror-set.yaml",
-            vec![
-                json!({"apiVersion": "config.openshift.io/v1", "kind": "ImageDigestMirrorSet", "metadata": {"name": "image-digest-mirror"},
-                "spec": {"imageDigestMirrors": m}}),
-            ],
-        );
-    }
-    out
+fn image_digest_mirror_set(c: &Cluster) -> Value {
+    let m: Vec<Value> = c
+        .mirrors
+        .iter()
+        .map(|m| json!({"source": m.source, "mirrors": m.mirrors}))
+        .collect();
+    json!({"apiVersion": "config.openshift.io/v1", "kind": "ImageDigestMirrorSet", "metadata": {"name": "image-digest-mirror"},
+    "spec": {"imageDigestMirrors": m}})
 }
 
 /// Objects whose CRDs the cluster-version-operator installs from the release (the MCO's

@@ -3,11 +3,13 @@
 
 pub mod agent;
 pub mod bootkube;
+pub mod control_plane;
 pub mod featuregates;
 pub mod kubelet;
 pub mod manifests;
 pub mod mcs;
 pub mod node;
+pub mod parts;
 pub mod paths;
 pub mod seeds;
 pub mod static_pods;
@@ -40,7 +42,7 @@ pub struct Extras {
     /// The kubeadmin password (`auth/kubeadmin-password`); None leaves the kubeadmin Secret out.
     pub kubeadmin: Option<crate::kubeadmin::Kubeadmin>,
     /// The bootstrap control plane the release's renders made, in place of hardshift's own.
-    pub renders: Option<crate::render::bootstrap::Bootstrap>,
+    pub renders: Option<control_plane::Bootstrap>,
 }
 
 #[derive(Debug, Clone)]
@@ -66,15 +68,9 @@ pub fn ignitions(c: &Cluster, pki: &Pki, extras: &Extras) -> Vec<NodeIgnition> {
 }
 
 /// The configs of the nodes `which` selects; `pki` need hold only what those nodes read (see
-/// `node::pki_for_nodes` for the masters and workers).
+/// `parts::pki_read_by`).
 pub fn ignitions_of(c: &Cluster, pki: &Pki, extras: &Extras, which: &(dyn Fn(&crate::cluster::Node) -> bool + Sync)) -> Vec<NodeIgnition> {
-    let shared = node::Shared::new(c, pki, extras);
-    // What the MCO's bootstrap was given as `--kube-ca` (render.sh), served as kubelet-ca.crt.
-    let kubelet_ca = if extras.machine_configs.is_empty() {
-        String::new()
-    } else {
-        crate::pki::trust::client_ca(pki)
-    };
+    let shared = parts::Shared::new(c, pki, extras);
     let cache: Mutex<HashMap<[u8; 32], ignition::Contents>> = Mutex::new(HashMap::new());
     let pieces = ignition::Pieces::default();
     // Once per role, not per node: every node's config carries the base's files.
@@ -100,10 +96,7 @@ pub fn ignitions_of(c: &Cluster, pki: &Pki, extras: &Extras, which: &(dyn Fn(&cr
         .par_iter()
         .filter(|n| which(n))
         .map(|n| {
-            let mut add = node::node_config(c, n, &shared, bases.contains_key(&n.role));
-            if let Some(mc) = extras.machine_configs.get(&n.role) {
-                add.files.extend(mcs::served_files(mc, &kubelet_ca));
-            }
+            let add = parts::node_config(&shared, n);
             let base = bases.get(&n.role);
             let (cfg, report) = ignition::build_with(&add, base, &encode);
             let body = ignition::render_body(&cfg, &pieces);

@@ -1,72 +1,45 @@
-//! Files and units per node: identity and network for all, the bootstrap control plane for the
-//! bootstrap node, kubelet bootstrapping (and kube-proxy on masters) for the others.
+//! The parts of a node's config (`parts::PARTS` says who gets each, what it reads and writes):
+//! identity and network for all, the bootstrap control plane for the bootstrap node, kubelet
+//! bootstrapping (and kube-proxy on masters) for the others.
 
 use super::paths::*;
-use super::{agent, bootkube, kubelet, manifests, static_pods, Extras};
-use crate::cluster::{Cluster, Node, Role};
+use super::Extras;
+use super::{agent, bootkube, kubelet, manifests, mcs, static_pods};
+use crate::cluster::{Cluster, Node};
 use crate::ignition::{Dropin, NodeConfig, NodeFile, Unit, PUBLIC, SCRIPT, SECRET};
 use crate::kubeconfig;
-use crate::pki::{Kind, Pki};
+use crate::pki::{Kind, Pki, OPENSHIFT_DIR};
+use serde_json::Value;
 use std::net::IpAddr;
 
-/// What every node's config is built from, computed once.
-pub struct Shared<'a> {
+/// What a part is made from: the cluster, the PKI entries it declared, and the extras.
+pub struct Ctx<'a> {
+    pub cluster: &'a Cluster,
     pub pki: &'a Pki,
-    pub agent: Option<&'a agent::Binary>,
-    cluster: &'a Cluster,
-    extras: &'a Extras,
-    /// Made by the bootstrap node's own task (the kubeadmin bcrypt alone is ~100 ms), while the
-    /// other nodes' configs are built beside it.
-    bootstrap: std::sync::OnceLock<Vec<NodeFile>>,
-    pub kubelet_kubeconfig: String,
-    pub node_ca: String,
-    pub kube_proxy: String,
-    pub registries: Option<String>,
+    pub extras: &'a Extras,
 }
 
-/// The PKI entries the masters' and workers' configs read: the kubelet's bootstrap kubeconfig
-/// (its client certificate and the API's CA bundle), the kubelet client CA, and the agents'.
-/// `pki::issue_staged` makes these first, so those configs are built while the keys only the
-/// bootstrap needs are still being generated.
-pub fn pki_for_nodes(c: &Cluster) -> impl Fn(&crate::pki::CertSpec) -> bool + Sync {
-    let mut ids: std::collections::BTreeSet<String> = crate::pki::trust::API_SERVER_CA
-        .iter()
-        .chain(crate::pki::trust::KUBELET_CLIENT_CA)
-        .chain(crate::pki::trust::CLIENT_CA)
-        .map(|s| s.to_string())
-        .collect();
-    ids.extend(
-        kubeconfig::plan(c)
-            .into_iter()
-            .filter(|k| k.path == KUBELET_KUBECONFIG)
-            .map(|k| k.cert),
-    );
-    move |s| s.dir == crate::pki::AGENT_DIR || ids.contains(&s.id())
+/// What a part places on a node, and the Kubernetes objects bootkube applies (files once the
+/// renders' objects have won over them).
+#[derive(Debug, Clone, Default)]
+pub struct Placed {
+    pub config: NodeConfig,
+    pub manifests: Vec<Manifest>,
 }
 
-/// The bundle's kubeconfig every master and worker bootstraps its kubelet with.
-const KUBELET_KUBECONFIG: &str = "kubeconfigs/kubelet-bootstrap.kubeconfig";
+/// A file of Kubernetes objects bootkube applies.
+#[derive(Debug, Clone)]
+pub struct Manifest {
+    pub path: String,
+    pub objects: Objects,
+}
 
-impl<'a> Shared<'a> {
-    pub fn bootstrap_files(&self) -> &[NodeFile] {
-        self.bootstrap.get_or_init(|| bootstrap_files(self.cluster, self.pki, self.extras))
-    }
-
-    pub fn new(c: &'a Cluster, pki: &'a Pki, extras: &'a Extras) -> Shared<'a> {
-        let kc = kubeconfig::plan(c);
-        let find = |p: &str| kc.iter().find(|k| k.path == p).expect("planned kubeconfig");
-        Shared {
-            pki,
-            agent: extras.agent.as_ref(),
-            cluster: c,
-            extras,
-            bootstrap: std::sync::OnceLock::new(),
-            kubelet_kubeconfig: kubeconfig::render(find(KUBELET_KUBECONFIG), pki),
-            node_ca: crate::pki::trust::kubelet_client_ca(pki),
-            kube_proxy: static_pods::to_yaml(&static_pods::kube_proxy(c)),
-            registries: registries_conf(c),
-        }
-    }
+#[derive(Debug, Clone)]
+pub enum Objects {
+    /// Made here: written out after the merge (`manifests::render`), 0600 if it holds a Secret.
+    Made(Vec<Value>),
+    /// Given as a file (a CRD from DIR/crds/): placed as given, or left out whole.
+    Given(Vec<u8>),
 }
 
 /// containers-registries.conf(5), the fields hardshift sets.
@@ -159,30 +132,6 @@ fn proxy_env(c: &Cluster) -> Option<String> {
     (!s.is_empty()).then_some(s)
 }
 
-/// Files every node gets.
-fn common(c: &Cluster, n: &Node, shared: &Shared) -> Vec<NodeFile> {
-    let mut f = vec![
-        NodeFile::new("/etc/hostname", PUBLIC, format!("{}\n", n.hostname)),
-        NodeFile::new(
-            format!("/etc/NetworkManager/system-connections/{}.nmconnection", n.interface),
-            SECRET,
-            nm_keyfile(n),
-        ),
-        NodeFile::new(PAUSE_CONF, PUBLIC, pause_conf(c)),
-        NodeFile::new(PULL_SECRET, SECRET, c.pull_secret.clone()),
-    ];
-    if let Some(r) = &shared.registries {
-        f.push(NodeFile::new(REGISTRIES_CONF, PUBLIC, r.clone()));
-    }
-    if !c.additional_trust_bundle.trim().is_empty() {
-        f.push(NodeFile::new(TRUST_ANCHOR, PUBLIC, c.additional_trust_bundle.clone()));
-    }
-    if let Some(p) = proxy_env(c) {
-        f.push(NodeFile::new(PROXY_ENV, PUBLIC, p));
-    }
-    f
-}
-
 /// A serving certificate as its server presents it: the leaf, then its issuer when that is an
 /// intermediate. Clients that trust only the root (OpenSSL-based ones) or only the intermediate
 /// (pods, through kube-root-ca.crt) both verify it.
@@ -194,261 +143,300 @@ fn with_chain(pki: &Pki, e: &crate::pki::Issued) -> String {
     }
 }
 
-fn bootstrap_files(c: &Cluster, pki: &Pki, extras: &Extras) -> Vec<NodeFile> {
+/// A part that places these files.
+fn files(files: Vec<NodeFile>) -> Placed {
+    Placed {
+        config: NodeConfig {
+            files,
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+pub fn host(_: &Ctx, n: &Node) -> Placed {
+    files(vec![
+        NodeFile::new("/etc/hostname", PUBLIC, format!("{}\n", n.hostname)),
+        NodeFile::new(
+            format!("/etc/NetworkManager/system-connections/{}.nmconnection", n.interface),
+            SECRET,
+            nm_keyfile(n),
+        ),
+    ])
+}
+
+pub fn static_pod_dir(_: &Ctx, _: &Node) -> Placed {
+    Placed {
+        config: NodeConfig {
+            directories: vec![(STATIC_PODS.to_string(), 0o755)],
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+pub fn crio(x: &Ctx, _: &Node) -> Placed {
+    let c = x.cluster;
+    let mut f = vec![
+        NodeFile::new(PAUSE_CONF, PUBLIC, pause_conf(c)),
+        NodeFile::new(PULL_SECRET, SECRET, c.pull_secret.clone()),
+    ];
+    if let Some(r) = registries_conf(c) {
+        f.push(NodeFile::new(REGISTRIES_CONF, PUBLIC, r));
+    }
+    files(f)
+}
+
+pub fn trust_anchor(x: &Ctx, _: &Node) -> Placed {
+    let bundle = &x.cluster.additional_trust_bundle;
+    files(if bundle.trim().is_empty() {
+        vec![]
+    } else {
+        vec![NodeFile::new(TRUST_ANCHOR, PUBLIC, bundle.clone())]
+    })
+}
+
+/// The bootstrap's secrets from the PKI but etcd's (`etcd: false`), or etcd's alone.
+fn secrets(x: &Ctx, etcd: bool) -> Vec<NodeFile> {
+    let peer = format!("etcd-peer-{}", x.cluster.bootstrap().hostname);
     let mut f = Vec::new();
-    let peer = format!("pki/etcd-peer-{}", c.bootstrap().hostname);
-    // With the renders' etcd, the bundle's etcd certificates are not the bootstrap's.
-    let own_etcd = extras.renders.is_none();
-    for e in pki
+    for e in x
+        .pki
         .entries
         .iter()
-        .filter(|e| e.spec.dir == "pki" && (own_etcd || !e.spec.name.starts_with("etcd-")))
+        .filter(|e| e.spec.dir == OPENSHIFT_DIR && e.spec.name.starts_with("etcd-") == etcd)
     {
-        let id = e.spec.id();
         // The bootstrap etcd's peer certificate under a fixed name, as its static pod expects.
-        let name = if id == peer { "etcd-peer".to_string() } else { e.spec.name.clone() };
-        if id.starts_with("pki/etcd-peer-") && id != peer {
-            continue;
-        }
-        if e.spec.kind == Kind::KeyOnly {
-            f.push(NodeFile::new(format!("{BOOTSTRAP_SECRETS}/{name}.pub"), PUBLIC, e.cert_pem.clone()));
-        } else {
-            f.push(NodeFile::new(format!("{BOOTSTRAP_SECRETS}/{name}.crt"), PUBLIC, with_chain(pki, e)));
-        }
+        let name = match e.spec.name.as_str() {
+            n if n == peer => "etcd-peer",
+            n if n.starts_with("etcd-peer-") => continue,
+            n => n,
+        };
+        f.push(match e.spec.kind {
+            Kind::KeyOnly => NodeFile::new(format!("{BOOTSTRAP_SECRETS}/{name}.pub"), PUBLIC, e.cert_pem.clone()),
+            _ => NodeFile::new(format!("{BOOTSTRAP_SECRETS}/{name}.crt"), PUBLIC, with_chain(x.pki, e)),
+        });
         f.push(NodeFile::new(
             format!("{BOOTSTRAP_SECRETS}/{name}.key"),
             SECRET,
             e.key_pem.as_bytes(),
         ));
     }
-    for (name, pem) in [
-        (CLIENT_CA_BUNDLE, crate::pki::trust::client_ca(pki)),
-        (KUBELET_SERVING_CA_BUNDLE, crate::pki::trust::csr_signer_ca(pki)),
-        (SERVING_CA_BUNDLE, crate::pki::trust::api_server_ca(pki)),
-    ] {
-        f.push(NodeFile::new(format!("{BOOTSTRAP_SECRETS}/{name}"), PUBLIC, pem));
-    }
-    for k in kubeconfig::plan(c).iter().filter(|k| k.path.starts_with("kubeconfigs/")) {
-        let file = k.path.trim_start_matches("kubeconfigs/");
-        f.push(NodeFile::new(
-            format!("{KUBECONFIGS_DIR}/{file}"),
-            SECRET,
-            kubeconfig::render(k, pki),
-        ));
-    }
-    match &extras.renders {
-        Some(r) => f.extend(rendered_control_plane(r)),
-        None => {
-            for (name, pod) in static_pods::bootstrap_pods(c) {
-                f.push(NodeFile::new(format!("{STATIC_PODS}/{name}"), PUBLIC, static_pods::to_yaml(&pod)));
-            }
-        }
-    }
-    f.push(NodeFile::new(
+    f
+}
+
+pub fn certificates(x: &Ctx, _: &Node) -> Placed {
+    let mut p = files(secrets(x, false));
+    p.config.directories.push((BOOTSTRAP_SECRETS.to_string(), 0o700));
+    p
+}
+
+pub fn etcd_certificates(x: &Ctx, _: &Node) -> Placed {
+    files(secrets(x, true))
+}
+
+pub fn ca_bundles(x: &Ctx, _: &Node) -> Placed {
+    use crate::pki::trust;
+    files(
+        [
+            (CLIENT_CA_BUNDLE, trust::client_ca(x.pki)),
+            (KUBELET_SERVING_CA_BUNDLE, trust::csr_signer_ca(x.pki)),
+            (SERVING_CA_BUNDLE, trust::api_server_ca(x.pki)),
+        ]
+        .into_iter()
+        .map(|(name, pem)| NodeFile::new(format!("{BOOTSTRAP_SECRETS}/{name}"), PUBLIC, pem))
+        .collect(),
+    )
+}
+
+pub fn kubeconfigs(x: &Ctx, _: &Node) -> Placed {
+    let mut p = files(
+        kubeconfig::plan(x.cluster)
+            .iter()
+            .filter_map(|k| Some((k.path.strip_prefix("kubeconfigs/")?, k)))
+            .map(|(file, k)| NodeFile::new(format!("{KUBECONFIGS_DIR}/{file}"), SECRET, kubeconfig::render(k, x.pki)))
+            .collect(),
+    );
+    p.config.directories.push((KUBECONFIGS_DIR.to_string(), 0o700));
+    p
+}
+
+pub fn own_static_pods(x: &Ctx, _: &Node) -> Placed {
+    files(
+        static_pods::bootstrap_pods(x.cluster)
+            .into_iter()
+            .map(|(name, pod)| NodeFile::new(format!("{STATIC_PODS}/{name}"), PUBLIC, static_pods::to_yaml(&pod)))
+            .collect(),
+    )
+}
+
+pub fn cvo(x: &Ctx, _: &Node) -> Placed {
+    files(vec![NodeFile::new(
         CVO_STAGED,
         PUBLIC,
-        static_pods::to_yaml(&static_pods::cluster_version_operator(c)),
-    ));
-    for (name, mut objs) in manifests::manifests(c, pki, extras.kubeadmin.as_ref()) {
-        // The renders' objects win over the bundle's of the same identity; with their etcd, the
-        // bundle's etcd seeds would name another CA.
-        if let Some(r) = &extras.renders {
-            objs.retain(|o| {
-                let id = crate::render::diff::identity(o);
-                !r.objects.contains(&id) && !crate::render::bootstrap::ETCD_SEEDS.contains(&id.as_str())
-            });
-            if objs.is_empty() {
-                continue;
-            }
-        }
-        let mode = if objs.iter().any(|o| o["kind"] == "Secret") {
-            SECRET
-        } else {
-            PUBLIC
-        };
-        f.push(NodeFile::new(
-            format!("{ASSET_DIR}/manifests/{name}"),
-            mode,
-            manifests::render(&objs),
-        ));
+        static_pods::to_yaml(&static_pods::cluster_version_operator(x.cluster)),
+    )])
+}
+
+pub fn manifests(x: &Ctx, _: &Node) -> Placed {
+    Placed {
+        manifests: manifests::manifests(x.cluster, x.pki, x.extras.kubeadmin.as_ref())
+            .into_iter()
+            .map(|(name, objs)| Manifest {
+                path: format!("{ASSET_DIR}/manifests/{name}"),
+                objects: Objects::Made(objs),
+            })
+            .collect(),
+        ..Default::default()
     }
-    for (name, objs) in manifests::after_cvo(c) {
-        f.push(NodeFile::new(
-            format!("{ASSET_DIR}/{AFTER_CVO}/{name}"),
-            PUBLIC,
-            manifests::render(&objs),
-        ));
-    }
-    let status = serde_json::to_string_pretty(&manifests::infrastructure_status(c, pki)).expect("json");
-    f.push(NodeFile::new(
+}
+
+pub fn after_cvo(x: &Ctx, _: &Node) -> Placed {
+    files(
+        manifests::after_cvo(x.cluster)
+            .into_iter()
+            .map(|(name, objs)| NodeFile::new(format!("{ASSET_DIR}/{AFTER_CVO}/{name}"), PUBLIC, manifests::render(&objs)))
+            .collect(),
+    )
+}
+
+pub fn status(x: &Ctx, _: &Node) -> Placed {
+    let json = |v: &serde_json::Value| serde_json::to_string_pretty(v).expect("json") + "\n";
+    let mut f = vec![NodeFile::new(
         format!("{ASSET_DIR}/infrastructure-status.json"),
         PUBLIC,
-        status + "\n",
-    ));
-    if let Some(fg) = manifests::featuregate_status(c) {
-        let status = serde_json::to_string_pretty(&fg).expect("json");
-        f.push(NodeFile::new(format!("{ASSET_DIR}/featuregate-status.json"), PUBLIC, status + "\n"));
+        json(&manifests::infrastructure_status(x.cluster, x.pki)),
+    )];
+    if let Some(fg) = manifests::featuregate_status(x.cluster) {
+        f.push(NodeFile::new(format!("{ASSET_DIR}/featuregate-status.json"), PUBLIC, json(&fg)));
     }
-    // A CRD the renders give (their feature set's variant) replaces the bundle's of that name.
-    let rendered = |c: &&crate::assets::Crd| {
-        extras.renders.as_ref().is_some_and(|r| {
-            let text = String::from_utf8_lossy(&c.contents);
-            r.crds.iter().any(|(n, _)| *n == c.file)
-                || crate::config::yaml::parse(&text).is_ok_and(|d| r.objects.contains(&crate::render::diff::identity(&d.value)))
-        })
+    files(f)
+}
+
+pub fn crds(x: &Ctx, _: &Node) -> Placed {
+    Placed {
+        manifests: x
+            .extras
+            .crds
+            .iter()
+            .map(|c| Manifest {
+                path: format!("{ASSET_DIR}/crds/{}", c.file),
+                objects: Objects::Given(c.contents.clone()),
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
+
+fn unit(name: &str, contents: String) -> Unit {
+    Unit {
+        name: name.into(),
+        enabled: Some(true),
+        contents: Some(contents),
+        ..Default::default()
+    }
+}
+
+pub fn bootkube(_: &Ctx, _: &Node) -> Placed {
+    let mut p = files(vec![NodeFile::new(BOOTKUBE, SCRIPT, bootkube::script())]);
+    p.config.units.push(unit("bootkube.service", bootkube::UNIT.into()));
+    p
+}
+
+pub fn bootstrap_kubelet(_: &Ctx, n: &Node) -> Placed {
+    let mut p = files(vec![NodeFile::new(
+        KUBELET_CONFIG,
+        PUBLIC,
+        kubelet::render(&kubelet::bootstrap_config()),
+    )]);
+    p.config.units.push(unit("kubelet.service", kubelet::bootstrap_unit(n)));
+    p
+}
+
+/// The bundle's kubeconfig every master and worker bootstraps its kubelet with.
+const KUBELET_BOOTSTRAP: &str = "kubeconfigs/kubelet-bootstrap.kubeconfig";
+
+pub fn kubelet_kubeconfig(x: &Ctx, _: &Node) -> Placed {
+    let kc = kubeconfig::plan(x.cluster);
+    let k = kc.iter().find(|k| k.path == KUBELET_BOOTSTRAP).expect("planned kubeconfig");
+    files(vec![NodeFile::new(NODE_KUBECONFIG, SECRET, kubeconfig::render(k, x.pki))])
+}
+
+pub fn kubelet_client_ca(x: &Ctx, _: &Node) -> Placed {
+    files(vec![NodeFile::new(NODE_CA, PUBLIC, crate::pki::trust::kubelet_client_ca(x.pki))])
+}
+
+pub fn apiserver_url(x: &Ctx, _: &Node) -> Placed {
+    let env = format!(
+        "KUBERNETES_SERVICE_HOST=api-int.{}\nKUBERNETES_SERVICE_PORT=6443\n",
+        x.cluster.domain()
+    );
+    files(vec![NodeFile::new(APISERVER_URL_ENV, PUBLIC, env)])
+}
+
+pub fn kube_proxy(x: &Ctx, _: &Node) -> Placed {
+    let pod = static_pods::to_yaml(&static_pods::kube_proxy(x.cluster));
+    files(vec![NodeFile::new(format!("{STATIC_PODS}/kube-proxy.yaml"), PUBLIC, pod)])
+}
+
+pub fn kubelet(x: &Ctx, n: &Node) -> Placed {
+    let mut p = files(vec![NodeFile::new(
+        KUBELET_CONFIG,
+        PUBLIC,
+        kubelet::render(&kubelet::node_config(x.cluster, n)),
+    )]);
+    p.config.units.push(unit("kubelet.service", kubelet::node_unit(n)));
+    p
+}
+
+/// The kernel's FIPS mode.
+pub const FIPS_KARG: &str = "fips=1";
+
+/// A node the MCO configures is switched to FIPS by the rendered config's `fips: true` (the
+/// 99-<role>-fips MachineConfigs): this part is for one without an MCO base, which boots into it.
+pub fn fips(x: &Ctx, _: &Node) -> Placed {
+    Placed {
+        config: NodeConfig {
+            kernel_arguments: if x.cluster.fips { vec![FIPS_KARG.to_string()] } else { vec![] },
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+pub fn agent(x: &Ctx, n: &Node) -> Placed {
+    let Some(bin) = &x.extras.agent else { return Placed::default() };
+    let mut p = files(agent::files(x.cluster, n, x.pki, bin));
+    p.config.directories.push((agent::DROPINS.to_string(), 0o755));
+    p.config.units.push(agent::unit());
+    p
+}
+
+pub fn proxy(x: &Ctx, _: &Node) -> Placed {
+    let Some(env) = proxy_env(x.cluster) else {
+        return Placed::default();
     };
-    for crd in extras.crds.iter().filter(|c| !rendered(c)) {
-        f.push(NodeFile::new(
-            format!("{ASSET_DIR}/crds/{}", crd.file),
-            PUBLIC,
-            crd.contents.clone(),
-        ));
-    }
-    f.push(NodeFile::new(BOOTKUBE, SCRIPT, bootkube::script()));
-    if extras.renders.is_some() {
-        // The renders' files (pushed after the bundle's secrets) win over the same names.
-        let (secrets, rest): (Vec<NodeFile>, Vec<NodeFile>) = f.into_iter().partition(|n| n.path.starts_with(BOOTSTRAP_SECRETS));
-        let mut f = rest;
-        f.extend(dedupe_last(secrets));
-        return f;
-    }
-    f
-}
-
-/// The bootstrap control plane the renders made, where bootkube.sh and cluster-bootstrap put it.
-/// The secrets go last: `dedupe_secrets` lets them win over the bundle's of the same name.
-fn rendered_control_plane(r: &crate::render::bootstrap::Bootstrap) -> Vec<NodeFile> {
-    let mut f = Vec::new();
-    for (name, bytes) in &r.pods {
-        f.push(NodeFile::new(format!("{STATIC_PODS}/{name}"), PUBLIC, bytes.clone()));
-    }
-    for (name, bytes) in &r.configs {
-        f.push(NodeFile::new(format!("{BOOTSTRAP_CONFIGS}/{name}"), PUBLIC, bytes.clone()));
-    }
-    for (rel, bytes) in &r.resources {
-        f.push(NodeFile::new(format!("{STATIC_POD_RESOURCES}/{rel}"), SECRET, bytes.clone()));
-    }
-    for (i, (name, bytes)) in r.manifests.iter().enumerate() {
-        f.push(NodeFile::new(
-            format!("{ASSET_DIR}/manifests/50-render-{i:03}-{name}"),
-            SECRET,
-            bytes.clone(),
-        ));
-    }
-    for (name, bytes) in &r.crds {
-        f.push(NodeFile::new(format!("{ASSET_DIR}/crds/{name}"), PUBLIC, bytes.clone()));
-    }
-    for (name, bytes) in &r.secrets {
-        let mode = if name.ends_with(".key") || name == "kubeconfig" {
-            SECRET
-        } else {
-            PUBLIC
-        };
-        f.push(NodeFile::new(format!("{BOOTSTRAP_SECRETS}/{name}"), mode, bytes.clone()));
-    }
-    // bootkube.sh's etcd health check and the agent read the etcd CA here: the etcd render's.
-    if let Some((_, ca)) = r.secrets.iter().find(|(n, _)| n == "etcd-ca-bundle.crt") {
-        f.push(NodeFile::new(
-            format!("{BOOTSTRAP_SECRETS}/{}", crate::render::bootstrap::ETCD_CA),
-            PUBLIC,
-            ca.clone(),
-        ));
-    }
-    f
-}
-
-/// Of files with the same path, the last one given (the renders' over the bundle's).
-fn dedupe_last(files: Vec<NodeFile>) -> Vec<NodeFile> {
-    let mut seen = std::collections::HashSet::new();
-    let mut out: Vec<NodeFile> = files.into_iter().rev().filter(|f| seen.insert(f.path.clone())).collect();
-    out.reverse();
-    out
-}
-
-fn proxy_dropins(c: &Cluster) -> Vec<Unit> {
-    if proxy_env(c).is_none() {
-        return vec![];
-    }
     let dropin = Dropin {
         name: "10-hardshift-proxy.conf".into(),
         contents: Some(format!("[Service]\nEnvironmentFile={PROXY_ENV}\n")),
     };
-    ["crio.service", "kubelet.service"]
+    let mut p = files(vec![NodeFile::new(PROXY_ENV, PUBLIC, env)]);
+    p.config.units = ["crio.service", "kubelet.service"]
         .iter()
         .map(|u| Unit {
             name: u.to_string(),
             dropins: vec![dropin.clone()],
             ..Default::default()
         })
-        .collect()
+        .collect();
+    p
 }
 
-/// The kernel's FIPS mode.
-pub const FIPS_KARG: &str = "fips=1";
-
-/// Everything hardshift adds to node `n`. `has_base`: an MCO base brings its own kubelet.
-pub fn node_config(c: &Cluster, n: &Node, shared: &Shared, has_base: bool) -> NodeConfig {
-    let mut files = common(c, n, shared);
-    let mut units = Vec::new();
-    let mut directories = vec![(STATIC_PODS.to_string(), 0o755)];
-    match n.role {
-        Role::Bootstrap => {
-            files.extend(shared.bootstrap_files().iter().cloned());
-            files.push(NodeFile::new(KUBELET_CONFIG, PUBLIC, kubelet::render(&kubelet::bootstrap_config())));
-            directories.push((BOOTSTRAP_SECRETS.to_string(), 0o700));
-            directories.push((KUBECONFIGS_DIR.to_string(), 0o700));
-            units.push(Unit {
-                name: "kubelet.service".into(),
-                enabled: Some(true),
-                contents: Some(kubelet::bootstrap_unit(n)),
-                ..Default::default()
-            });
-            units.push(Unit {
-                name: "bootkube.service".into(),
-                enabled: Some(true),
-                contents: Some(bootkube::UNIT.into()),
-                ..Default::default()
-            });
-        }
-        Role::Master | Role::Worker => {
-            files.push(NodeFile::new(NODE_KUBECONFIG, SECRET, shared.kubelet_kubeconfig.clone()));
-            files.push(NodeFile::new(NODE_CA, PUBLIC, shared.node_ca.clone()));
-            files.push(NodeFile::new(
-                APISERVER_URL_ENV,
-                PUBLIC,
-                format!("KUBERNETES_SERVICE_HOST=api-int.{}\nKUBERNETES_SERVICE_PORT=6443\n", c.domain()),
-            ));
-            if n.role == Role::Master {
-                files.push(NodeFile::new(
-                    format!("{STATIC_PODS}/kube-proxy.yaml"),
-                    PUBLIC,
-                    shared.kube_proxy.clone(),
-                ));
-            }
-            if !has_base {
-                files.push(NodeFile::new(KUBELET_CONFIG, PUBLIC, kubelet::render(&kubelet::node_config(c, n))));
-                units.push(Unit {
-                    name: "kubelet.service".into(),
-                    enabled: Some(true),
-                    contents: Some(kubelet::node_unit(n)),
-                    ..Default::default()
-                });
-            }
-        }
-    }
-    if let Some(bin) = &shared.agent {
-        files.extend(agent::files(c, n, shared.pki, bin));
-        directories.push((agent::DROPINS.to_string(), 0o755));
-        units.push(agent::unit());
-    }
-    units.extend(proxy_dropins(c));
-    NodeConfig {
-        ssh_keys: c.ssh_keys.clone(),
-        files,
-        directories,
-        units,
-        // A node the MCO configures is switched to FIPS by the rendered config's `fips: true`
-        // (the 99-<role>-fips MachineConfigs); one without an MCO base boots into it directly.
-        kernel_arguments: if c.fips && !has_base { vec![FIPS_KARG.to_string()] } else { vec![] },
-    }
+/// What the machine-config server serves a node of a role with a rendered MachineConfig; the
+/// kubelet CA is what the MCO's bootstrap was given as `--kube-ca` (render.sh).
+pub fn mcs(x: &Ctx, n: &Node) -> Placed {
+    let Some(mc) = x.extras.machine_configs.get(&n.role) else {
+        return Placed::default();
+    };
+    files(mcs::served_files(mc, &crate::pki::trust::client_ca(x.pki)))
 }

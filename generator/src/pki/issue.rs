@@ -64,6 +64,17 @@ impl Pki {
     }
 }
 
+/// The CAs this issue made anew (not reused): what `hardshift mco` and the renders would have to
+/// be given, where they must be given the bundle's own.
+pub fn missing_cas(issued: &Pki) -> Vec<String> {
+    issued
+        .entries
+        .iter()
+        .filter(|e| e.spec.is_ca() && e.outcome != Outcome::Reused)
+        .map(|e| e.spec.id())
+        .collect()
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum PkiError {
     #[error("{id}: {reason}\n    hint: {hint}")]

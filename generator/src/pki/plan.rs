@@ -58,60 +58,92 @@ const LOCALHOST: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 
 /// Every entry of the bundle's PKI, issuers before what they sign.
 pub fn plan(c: &Cluster) -> Vec<CertSpec> {
-    let alg = c.pki.key_algorithm;
-    let (ca_days, leaf_days) = (c.pki.ca_validity_days, c.pki.leaf_validity_days);
-    let domain = c.domain();
-    let ca = |name: &str, issuer: Option<&str>, path_len: Option<u8>| CertSpec {
-        dir: OPENSHIFT_DIR,
-        name: name.into(),
-        cn: name.into(),
-        orgs: vec![],
-        kind: Kind::Ca { path_len },
-        issuer: issuer.map(String::from),
-        dns: vec![],
-        ips: vec![],
-        days: ca_days,
-        key: alg,
+    let m = Maker {
+        alg: c.pki.key_algorithm,
+        ca_days: c.pki.ca_validity_days,
+        leaf_days: c.pki.leaf_validity_days,
     };
-    let leaf = |name: &str, cn: &str, issuer: &str, server: bool, client: bool, dns: Vec<String>, ips: Vec<IpAddr>| CertSpec {
-        dir: OPENSHIFT_DIR,
-        name: name.into(),
-        cn: cn.into(),
-        orgs: vec![],
-        kind: Kind::Leaf { server, client },
-        issuer: Some(issuer.into()),
-        dns,
-        ips,
-        days: leaf_days,
-        key: alg,
-    };
+    let mut out = cas(&m);
+    out.extend(etcd(c, &m));
+    out.extend(api_servers(c, &m));
+    out.extend(clients(&m));
+    out.extend(agent_plan(c));
+    out
+}
 
-    let mut out = vec![
-        ca("root-ca", None, None),
-        ca("etcd-ca", Some("root-ca"), Some(0)),
+/// What every entry of the OpenShift directory shares: the key algorithm and the validity.
+struct Maker {
+    alg: KeyAlgorithm,
+    ca_days: u32,
+    leaf_days: u32,
+}
+
+impl Maker {
+    fn ca(&self, name: &str, issuer: Option<&str>, path_len: Option<u8>) -> CertSpec {
+        CertSpec {
+            dir: OPENSHIFT_DIR,
+            name: name.into(),
+            cn: name.into(),
+            orgs: vec![],
+            kind: Kind::Ca { path_len },
+            issuer: issuer.map(String::from),
+            dns: vec![],
+            ips: vec![],
+            days: self.ca_days,
+            key: self.alg,
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn leaf(&self, name: &str, cn: &str, issuer: &str, server: bool, client: bool, dns: Vec<String>, ips: Vec<IpAddr>) -> CertSpec {
+        CertSpec {
+            dir: OPENSHIFT_DIR,
+            name: name.into(),
+            cn: cn.into(),
+            orgs: vec![],
+            kind: Kind::Leaf { server, client },
+            issuer: Some(issuer.into()),
+            dns,
+            ips,
+            days: self.leaf_days,
+            key: self.alg,
+        }
+    }
+}
+
+/// The CAs: the tutorial's tree under root-ca, and the signers the operators take over.
+fn cas(m: &Maker) -> Vec<CertSpec> {
+    vec![
+        m.ca("root-ca", None, None),
+        m.ca("etcd-ca", Some("root-ca"), Some(0)),
         // kubernetes-ca signs kubelet-ca, so it needs a path length of 1 (the tutorial's 0 would
         // make every certificate under kubelet-ca fail verification).
-        ca("kubernetes-ca", Some("root-ca"), Some(1)),
-        ca("front-proxy-ca", Some("root-ca"), Some(0)),
-        ca("kubelet-ca", Some("kubernetes-ca"), Some(0)),
+        m.ca("kubernetes-ca", Some("root-ca"), Some(1)),
+        m.ca("front-proxy-ca", Some("root-ca"), Some(0)),
+        m.ca("kubelet-ca", Some("kubernetes-ca"), Some(0)),
         CertSpec {
             kind: Kind::KeyOnly,
             issuer: None,
             days: 0,
-            ..ca("service-account", None, None)
+            ..m.ca("service-account", None, None)
         },
         // The signers the operators take over from the bootstrap (docs/operator-seeds.md): each
         // self-signed, as the installer's are, so an operator can rotate one without the others.
-        ca("etcd-metric-ca", None, Some(0)),
-        ca("kube-apiserver-localhost-signer", None, Some(0)),
-        ca("kube-apiserver-service-network-signer", None, Some(0)),
-        ca("kube-apiserver-lb-signer", None, Some(0)),
-        ca("kube-apiserver-to-kubelet-signer", None, Some(0)),
-        ca("kube-control-plane-signer", None, Some(0)),
+        m.ca("etcd-metric-ca", None, Some(0)),
+        m.ca("kube-apiserver-localhost-signer", None, Some(0)),
+        m.ca("kube-apiserver-service-network-signer", None, Some(0)),
+        m.ca("kube-apiserver-lb-signer", None, Some(0)),
+        m.ca("kube-apiserver-to-kubelet-signer", None, Some(0)),
+        m.ca("kube-control-plane-signer", None, Some(0)),
         // csr-signer-signer: it signs the csr-signer CA, which signs kubelet certificates.
-        ca("kubelet-signer", None, Some(1)),
-    ];
+        m.ca("kubelet-signer", None, Some(1)),
+    ]
+}
 
+/// etcd's: a peer certificate per control-plane node, the server's, and the clients'.
+fn etcd(c: &Cluster, m: &Maker) -> Vec<CertSpec> {
+    let domain = c.domain();
+    let mut out = Vec::new();
     let control_plane: Vec<_> = c.nodes.iter().filter(|n| n.role != Role::Worker).collect();
     for n in &control_plane {
         let mut dns = vec![n.fqdn(&domain)];
@@ -120,14 +152,14 @@ pub fn plan(c: &Cluster) -> Vec<CertSpec> {
         }
         dns.push("localhost".into());
         let name = format!("etcd-peer-{}", n.hostname);
-        out.push(leaf(&name, &name, "etcd-ca", true, true, dns, vec![n.ip, LOCALHOST]));
+        out.push(m.leaf(&name, &name, "etcd-ca", true, true, dns, vec![n.ip, LOCALHOST]));
     }
     let cp_ips: Vec<IpAddr> = control_plane.iter().map(|n| n.ip).collect();
     let with_localhost = |mut ips: Vec<IpAddr>| {
         ips.push(LOCALHOST);
         ips
     };
-    out.push(leaf(
+    out.push(m.leaf(
         "etcd-server",
         "etcd-server",
         "etcd-ca",
@@ -136,18 +168,15 @@ pub fn plan(c: &Cluster) -> Vec<CertSpec> {
         vec!["localhost".into(), format!("etcd.{domain}")],
         with_localhost(cp_ips),
     ));
-    out.push(leaf("etcd-client", "system:etcd-client", "etcd-ca", false, true, vec![], vec![]));
+    out.push(m.leaf("etcd-client", "system:etcd-client", "etcd-ca", false, true, vec![], vec![]));
     // What Prometheus presents to etcd's metrics listener (openshift-config/etcd-metric-client).
-    out.push(leaf(
-        "etcd-metric-client",
-        "etcd-metric",
-        "etcd-metric-ca",
-        false,
-        true,
-        vec![],
-        vec![],
-    ));
+    out.push(m.leaf("etcd-metric-client", "etcd-metric", "etcd-metric-ca", false, true, vec![], vec![]));
+    out
+}
 
+fn api_servers(c: &Cluster, m: &Maker) -> Vec<CertSpec> {
+    let domain = c.domain();
+    let mut out = Vec::new();
     // The API server's serving certificates, one per serving signer, chosen by SNI as the real
     // bootstrap does (kube-apiserver-operator `bindata/bootkube/config/bootstrap-config-overrides.yaml`):
     // the service network's is the default (clients by the service IP send no name); localhost,
@@ -164,7 +193,7 @@ pub fn plan(c: &Cluster) -> Vec<CertSpec> {
             ]
         })
         .collect();
-    let server = |name: &str, issuer: &str, dns: Vec<String>, ips: Vec<IpAddr>| leaf(name, name, issuer, true, false, dns, ips);
+    let server = |name: &str, issuer: &str, dns: Vec<String>, ips: Vec<IpAddr>| m.leaf(name, name, issuer, true, false, dns, ips);
     out.push(server(
         "kube-apiserver-service-network-server",
         "kube-apiserver-service-network-signer",
@@ -189,7 +218,12 @@ pub fn plan(c: &Cluster) -> Vec<CertSpec> {
         vec![format!("api-int.{domain}")],
         vec![],
     ));
+    out
+}
 
+/// The control plane's clients, the kubelet's bootstrap identity and the admin.
+fn clients(m: &Maker) -> Vec<CertSpec> {
+    let mut out = Vec::new();
     for (name, cn, issuer) in [
         ("kube-apiserver-kubelet-client", "system:kube-apiserver", "kubernetes-ca"),
         ("kube-controller-manager", "system:kube-controller-manager", "kubernetes-ca"),
@@ -197,14 +231,12 @@ pub fn plan(c: &Cluster) -> Vec<CertSpec> {
         ("front-proxy-client", "front-proxy-client", "front-proxy-ca"),
         ("kubelet-bootstrap", "system:bootstrapper", "kubernetes-ca"),
     ] {
-        out.push(leaf(name, cn, issuer, false, true, vec![], vec![]));
+        out.push(m.leaf(name, cn, issuer, false, true, vec![], vec![]));
     }
     out.push(CertSpec {
         orgs: vec!["system:masters".into()],
-        ..leaf("admin", "system:admin", "kubernetes-ca", false, true, vec![], vec![])
+        ..m.leaf("admin", "system:admin", "kubernetes-ca", false, true, vec![], vec![])
     });
-
-    out.extend(agent_plan(c));
     out
 }
 

@@ -34,8 +34,10 @@ pub const KUBELET_CLIENT_CA: &[&str] = &["pki/kubernetes-ca", "pki/root-ca", "pk
 /// the bootstrap, by the csr-signer (under kubelet-signer) after the pivot; kubernetes-ca for
 /// bundles made before hardshift signed with kubelet-signer.
 pub fn csr_signer_ca(pki: &Pki) -> String {
-    concat(pki, &["pki/kubernetes-ca", "pki/kubelet-signer"])
+    concat(pki, CSR_SIGNER_CA)
 }
+
+pub const CSR_SIGNER_CA: &[&str] = &["pki/kubernetes-ca", "pki/kubelet-signer"];
 
 /// Whom the API server accepts client certificates from: the bundle's clients (kubernetes-ca),
 /// nodes (kubelet-signer, as the bootstrap controller-manager signs them), and what the operator

@@ -3,6 +3,7 @@
 //! arguments its rendered config adds, and etcd's `ETCD_*` environment), and the manifests
 //! bootkube applies object by object. Pure: both sides are given as parsed objects.
 
+use crate::object::identity;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -137,19 +138,6 @@ pub fn flags(component: &str, pod: &Value, config: Option<&Value>) -> BTreeMap<S
             (k, v.join(","))
         })
         .collect()
-}
-
-/// An object's identity: `Kind group namespace/name`.
-pub fn identity(o: &Value) -> String {
-    let api = o["apiVersion"].as_str().unwrap_or_default();
-    let group = api.split_once('/').map(|(g, _)| g).unwrap_or("");
-    let kind = o["kind"].as_str().unwrap_or_default();
-    let name = o["metadata"]["name"].as_str().unwrap_or_default();
-    let ns = o["metadata"]["namespace"].as_str().map(|n| format!("{n}/")).unwrap_or_default();
-    match group {
-        "" => format!("{kind} {ns}{name}"),
-        g => format!("{kind}.{g} {ns}{name}"),
-    }
 }
 
 /// The paths at which two objects' contents differ (metadata's annotations and labels aside:

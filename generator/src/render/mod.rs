@@ -1,10 +1,9 @@
 //! The release's own renderers, as the installer's bootkube.sh runs them on the bootstrap node:
 //! the bundle laid out in the installer's asset layout ([`assets`]), and the renders in
 //! bootkube.sh's order with their flags, the assets each reads and what bootkube does with what
-//! each writes ([`steps`]). Pure: running them (podman) is `build::render`'s.
+//! each writes ([`steps`]). Pure: running them (podman) is `pipeline::render`'s.
 
 pub mod assets;
-pub mod bootstrap;
 pub mod diff;
 pub mod steps;
 

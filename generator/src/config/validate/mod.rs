@@ -101,7 +101,11 @@ pub(super) fn validate(
                 mirrors: m.mirrors.clone(),
             })
             .collect(),
-        proxy: ic.proxy.clone(),
+        proxy: ic.proxy.as_ref().map(|p| Proxy {
+            http_proxy: p.http_proxy.clone(),
+            https_proxy: p.https_proxy.clone(),
+            no_proxy: p.no_proxy.clone(),
+        }),
         fips: ic.fips,
         pki: settings.pki,
         lab: LabSettings {

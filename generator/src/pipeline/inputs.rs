@@ -2,8 +2,10 @@
 //! CRDs, the MCO bases, and the agent binary (read on a thread of its own, beside the rest).
 
 use super::cache::EncodingCache;
+use super::decide;
+use super::error::Error;
 use super::request::Bootstrap;
-use super::{decide, Error, Request};
+use super::request::Request;
 use crate::assets::{agent, Crd, Extras};
 use crate::cluster::{Cluster, Role};
 use crate::{config, ignition, layout};

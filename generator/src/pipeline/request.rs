@@ -1,7 +1,7 @@
 //! What to build: the choices of one `create`, from its flags or from what a bundle recorded.
 
+use super::error::Error;
 use super::record::{self, Record};
-use super::Error;
 use crate::cluster::{KeyAlgorithm, Role};
 use std::path::{Path, PathBuf};
 
@@ -89,6 +89,59 @@ impl Request {
     }
 }
 
+/// A record and the request it stands for, both ways: here, beside the request, so that the
+/// record knows nothing of requests.
+impl Record {
+    /// What `req` made, with this agent (its SHA-256), for a cluster with install-config `fips`.
+    /// `from_renders`: whether its bootstrap runs the renders' control plane (what `Auto` chose).
+    pub fn of(req: &Request, agent_sha256: Option<String>, fips: bool, from_renders: bool) -> Record {
+        let abs = |p: &PathBuf| std::path::absolute(p).unwrap_or_else(|_| p.clone());
+        Record {
+            key_algorithm: req.key_algorithm.map(|k| k.as_str().to_string()),
+            release_image: req.release_image.clone(),
+            release_refs: req.release_refs.as_ref().map(abs),
+            mco_base: req.mco_base.iter().map(|(r, p)| (r.as_str().to_string(), abs(p))).collect(),
+            self_contained_nodes: req.self_contained_nodes,
+            no_agent: agent_sha256.is_none(),
+            agent_url: req.agent_url.clone(),
+            agent_sha256,
+            crypto_module: Some(hardshift_crypto::module().name().to_string()),
+            crypto_fips: hardshift_crypto::module().fips,
+            fips,
+            bootstrap_from_renders: from_renders,
+        }
+    }
+
+    /// The request that makes the recorded bundle again: no new CAs, and the agent beside this
+    /// executable until `Request::recorded` finds the kept one.
+    pub fn request(&self, dir: &Path) -> Request {
+        Request {
+            dir: dir.to_path_buf(),
+            release_image: self.release_image.clone(),
+            release_refs: self.release_refs.clone(),
+            key_algorithm: self.key_algorithm.as_deref().and_then(KeyAlgorithm::parse),
+            rotate_ca: false,
+            mco_base: self
+                .mco_base
+                .iter()
+                .filter_map(|(r, p)| parse_base(&format!("{r}={}", p.display())).ok())
+                .collect(),
+            self_contained_nodes: self.self_contained_nodes,
+            agent: if self.no_agent { None } else { beside_executable() },
+            agent_url: self.agent_url.clone(),
+            // A rebuild writes nothing: it may check a FIPS bundle from any build.
+            crypto_fips: None,
+            // What was chosen, not Auto: a rebuild of a native bundle stays native when renders
+            // appear later, and one from renders refuses when they are gone.
+            bootstrap: if self.bootstrap_from_renders {
+                Bootstrap::Renders
+            } else {
+                Bootstrap::Native
+            },
+        }
+    }
+}
+
 /// The hardshift-agent that goes with the running executable, if there is one: the one beside it
 /// (an installed package, `--bin-dir` builds), or the one cargo's `agent` profile wrote beside its
 /// profile directory (`cargo build --profile agent -p hardshift-agent` puts it in target/agent/
@@ -148,5 +201,46 @@ mod agent_lookup {
         let usr = t.path().join("usr/bin/hardshift");
         agent_at(&usr.with_file_name("hardshift-agent"), 0);
         assert_eq!(agent_for(&usr), Some(usr.with_file_name("hardshift-agent")));
+    }
+}
+
+#[cfg(test)]
+mod record_round_trip {
+    use super::*;
+
+    #[test]
+    fn a_record_makes_the_request_that_made_it() {
+        let req = Request {
+            dir: PathBuf::from("/b"),
+            release_image: Some("quay.io/x@sha256:1".into()),
+            release_refs: Some(PathBuf::from("/r/refs")),
+            key_algorithm: Some(KeyAlgorithm::EcdsaP256),
+            rotate_ca: true,
+            mco_base: vec![(Role::Master, PathBuf::from("/m.yaml"))],
+            self_contained_nodes: true,
+            agent: None,
+            agent_url: Some("http://h/a".into()),
+            crypto_fips: Some(false),
+            bootstrap: Bootstrap::Auto,
+        };
+        // Auto is recorded as what it chose.
+        let rec = Record::of(&req, Some("ab".into()), true, true);
+        assert!(!rec.no_agent && rec.fips);
+        let again = rec.request(Path::new("/b"));
+        assert_eq!(again.release_image, req.release_image);
+        assert_eq!(again.release_refs, req.release_refs);
+        assert_eq!(again.key_algorithm, req.key_algorithm);
+        assert_eq!(again.mco_base, req.mco_base);
+        assert_eq!(again.agent_url, req.agent_url);
+        assert!(again.self_contained_nodes);
+        assert_eq!(again.bootstrap, Bootstrap::Renders);
+        let native = Record::of(&req, None, false, false).request(Path::new("/b"));
+        assert_eq!(native.bootstrap, Bootstrap::Native);
+        // A rebuild never rotates, and makes no keys to judge by the module.
+        assert!(!again.rotate_ca);
+        assert_eq!(again.crypto_fips, None);
+        let none = Record::of(&req, None, false, false);
+        assert!(none.no_agent);
+        assert_eq!(none.request(Path::new("/b")).agent, None);
     }
 }

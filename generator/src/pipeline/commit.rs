@@ -3,8 +3,10 @@
 //! agent it embeds, for `verify`.
 
 use super::cache::EncodingCache;
+use super::error::Error;
+use super::make::Made;
 use super::record::{self, Record};
-use super::{Error, Made, Request};
+use super::request::Request;
 use crate::fsio::{self, Staged, Written};
 use crate::{assets::agent, bundle};
 

@@ -2,7 +2,8 @@
 //! (`hardshift mco`) and the lab alone (`hardshift lab`). Each reads the live bundle under its
 //! lock and writes in one step.
 
-use super::{Error, Live};
+use super::error::Error;
+use super::live::Live;
 use crate::cluster::Cluster;
 use crate::pki::{self, keys::SystemKeys};
 use crate::{bundle, fsio, layout, mco};
@@ -62,7 +63,7 @@ pub(super) fn own_pki(
     then: &str,
 ) -> Result<pki::Pki, Error> {
     let issued = pki::issue(&pki::plan(cluster), &live.existing, now, &SystemKeys, pki::Options::default()).map_err(Error::input)?;
-    let missing = super::decide::missing_cas(&issued);
+    let missing = pki::missing_cas(&issued);
     if !missing.is_empty() {
         return Err(Error::input(format!(
             "{}: the bundle has no {} yet; {whom} must be given the bundle's own CAs\n    hint: run {then}",

@@ -1,12 +1,12 @@
-//! What the renders made, read back from DIR/render/ (`build::render::run` wrote it): their
+//! What the renders made, read back from DIR/render/ (`pipeline::render::run` wrote it): their
 //! record, the masters' and workers' rendered pools, the control plane `create` gives the
 //! bootstrap from them, and the diff against the bundle as written. DIR/render is read once, as
 //! data (`outputs::read_all`: no link followed, nothing but files and directories), and
 //! everything here works from that copy.
 
+use super::error::Error;
 use super::outputs;
-use super::render::Rendered;
-use super::Error;
+use super::render::{Rendered, RECORD};
 use crate::cluster::Cluster;
 use crate::fsio;
 use crate::render;
@@ -56,9 +56,6 @@ pub fn load(dir: &Path) -> Result<Option<Renders>, Error> {
 pub fn has_renders(dir: &Path) -> bool {
     std::fs::symlink_metadata(dir.join(crate::layout::RENDERS_RECORD)).is_ok()
 }
-
-/// The record's name in DIR/render.
-pub const RECORD: &str = "renders.json";
 
 /// The renders' record from its bytes; the error says where it stops reading (line, column).
 pub fn parse_record(bytes: &[u8]) -> Result<Rendered, String> {
@@ -170,8 +167,8 @@ fn written_bootstrap(dir: &Path, cluster: &Cluster) -> Result<render::diff::Side
 }
 
 /// What the renders made for the bootstrap node, from DIR/render/assets (see
-/// `render::bootstrap`). Every piece bootkube.sh would copy must be there.
-pub fn read_bootstrap(dir: &Path, renders: &Renders, cluster: &Cluster) -> Result<render::bootstrap::Bootstrap, Error> {
+/// `assets::control_plane`). Every piece bootkube.sh would copy must be there.
+pub fn read_bootstrap(dir: &Path, renders: &Renders, cluster: &Cluster) -> Result<crate::assets::control_plane::Bootstrap, Error> {
     let assets = dir.join(render::DIR).join("assets");
     let read = |p: &str| {
         renders.asset(p).map(<[u8]>::to_vec).ok_or_else(|| {
@@ -183,7 +180,7 @@ pub fn read_bootstrap(dir: &Path, renders: &Renders, cluster: &Cluster) -> Resul
         })
     };
     let owned = |v: Vec<(&str, &[u8])>| v.into_iter().map(|(n, b)| (n.to_string(), b.to_vec())).collect::<Vec<_>>();
-    let mut b = render::bootstrap::Bootstrap {
+    let mut b = crate::assets::control_plane::Bootstrap {
         pods: owned(renders.files("bootstrap-manifests")),
         secrets: owned(renders.files("tls")),
         resources: owned(renders.under("etcd-bootstrap/etc-kubernetes/static-pod-resources")),
@@ -207,7 +204,7 @@ pub fn read_bootstrap(dir: &Path, renders: &Renders, cluster: &Cluster) -> Resul
         for c in step.then.iter().filter(|c| c.to == "manifests" && c.from != "manifests") {
             for (name, bytes) in renders.files(&c.from) {
                 let objects = documents(&String::from_utf8_lossy(bytes));
-                b.objects.extend(objects.iter().map(render::diff::identity));
+                b.objects.extend(objects.iter().map(crate::object::identity));
                 if objects.iter().any(|o| o["kind"] == "CustomResourceDefinition") {
                     b.crds.push((name.to_string(), bytes.to_vec()));
                 } else {

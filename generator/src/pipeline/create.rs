@@ -1,65 +1,15 @@
-//! A bundle's whole build, owned here rather than by the CLI:
-//!
-//! 1. a [`Request`]: what to build, from flags or from what the bundle recorded ([`record`]);
-//! 2. the [`inputs`], read and checked before anything is locked;
-//! 3. the [`Live`] bundle, read once (under the lock when writing) into one type;
-//! 4. [`make`]: a pure build from those, the clock, a key source and a password source;
-//! 5. [`commit`]: one write of the bundle, and the record of how it was made.
-//!
-//! The decisions (reuse, re-issue, refuse, repair) are pure functions in [`decide`] and the PKI,
-//! tested without a filesystem. The user's cache of the agent's encoding is injected ([`cache`]).
+//! The pipeline's two runs: `create` (read, make, write under the bundle's lock) and `rebuild`
+//! (what `verify` compares with: made again, written nowhere).
 
-pub mod cache;
-pub mod commit;
-pub mod decide;
-pub mod inputs;
-pub mod live;
-pub mod make;
-pub mod outputs;
-pub mod record;
-pub mod render;
-pub mod rendered;
-pub mod request;
-pub mod side;
-#[cfg(test)]
-mod tests;
-
-pub use cache::{EncodingCache, NoCache, UserCache};
-pub use live::Live;
-pub use make::{Env, Made};
-pub use record::{recorded, Record, Recorded};
-pub use request::Request;
-
+use super::cache::EncodingCache;
+use super::error::Error;
+use super::live::Live;
+use super::make::{self, Env, Made};
+use super::request::Request;
+use super::{commit, decide, inputs, record};
 use crate::fsio::{self, Written};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-/// Why a build stopped: the user's input (exit 2), or something else (exit 1).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Error {
-    Input(String),
-    Other(String),
-}
-
-impl Error {
-    pub fn input(m: impl std::fmt::Display) -> Error {
-        Error::Input(m.to_string())
-    }
-    pub fn other(m: impl std::fmt::Display) -> Error {
-        Error::Other(m.to_string())
-    }
-    pub fn message(&self) -> &str {
-        match self {
-            Error::Input(m) | Error::Other(m) => m,
-        }
-    }
-}
-
-impl std::fmt::Display for Error {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.message())
-    }
-}
 
 /// What `create` did: the bundle made, how it was written, and what to warn about.
 pub struct Created {

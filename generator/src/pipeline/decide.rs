@@ -2,7 +2,9 @@
 //! refuse to re-key, keep or make the kubeadmin password, refuse nodes the network cannot run,
 //! refuse an agent `fips: true` cannot run. (Reuse and re-issue are the PKI's: `pki::issue`.)
 
-use super::{Error, Live, Request};
+use super::error::Error;
+use super::live::Live;
+use super::request::Request;
 use crate::assets::Extras;
 use crate::cluster::{Cluster, Role};
 use crate::kubeadmin;
@@ -99,16 +101,6 @@ pub fn fips_agent(path: &std::path::Path, bytes: &[u8]) -> Result<(), Error> {
             }
         ))),
     }
-}
-
-/// The CAs `hardshift mco` would have to make: the MCO must be given the bundle's own.
-pub fn missing_cas(issued: &pki::Pki) -> Vec<String> {
-    issued
-        .entries
-        .iter()
-        .filter(|e| e.spec.is_ca() && e.outcome != pki::Outcome::Reused)
-        .map(|e| e.spec.id())
-        .collect()
 }
 
 /// The release's renders are taken only while this bundle would give them the same layout (its

@@ -2,9 +2,11 @@
 //! live bundle is made in memory from an earlier build, the keys are P-256 (fast), the password
 //! source is injected.
 
+use super::error::Error;
 use super::inputs::Inputs;
+use super::live::Live;
 use super::make::{make, Env, Made, Stage};
-use super::{Error, Live, Request};
+use super::request::Request;
 use crate::bundle;
 use crate::cluster::KeyAlgorithm;
 use crate::fsio::{self, Action, Found};
@@ -258,7 +260,7 @@ fn a_damaged_live_copy_of_the_same_bundle_is_repaired_and_an_intact_one_left_alo
 fn the_releases_renders_are_taken_only_while_the_bundle_gives_them_the_same_layout() {
     let first = build(&request(), &Live::default(), &new_password).unwrap();
     let live = live_of(&first);
-    let layout = crate::build::render::layout_hashes(&crate::render::layout(&first.cluster, &first.pki).unwrap());
+    let layout = crate::pipeline::render::layout_hashes(&crate::render::layout(&first.cluster, &first.pki).unwrap());
     let env = Env {
         now: time::OffsetDateTime::now_utc(),
         keys: &SystemKeys,

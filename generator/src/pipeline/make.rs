@@ -2,8 +2,11 @@
 //! certificates and password. Pure but for what is injected: the clock, the key source, the
 //! password source, and a `Stage` that may write a fresh bundle's first part early.
 
+use super::decide;
+use super::error::Error;
 use super::inputs::Inputs;
-use super::{decide, Error, Live, Request};
+use super::live::Live;
+use super::request::Request;
 use crate::assets::{self, agent, Extras, NodeIgnition};
 use crate::cluster::{Cluster, Role};
 use crate::pki::{self, keys::KeySource, PkiError};
@@ -72,7 +75,7 @@ pub fn make<S: Stage>(req: &Request, inputs: Inputs, live: &Live, env: &Env, sta
     let specs = pki::plan(&cluster);
     decide::refuse_rekey(req, &specs, live)?;
     let (password, new_password) = decide::password(live, env.new_password)?;
-    let for_nodes = assets::node::pki_for_nodes(&cluster);
+    let for_nodes = assets::parts::pki_read_by(&cluster, &[Role::Master, Role::Worker]);
     let first: &(dyn Fn(&pki::CertSpec) -> bool + Sync) = if stage.is_some() { &for_nodes } else { &|_| false };
     let (extras_early, c) = (&mut extras, &cluster);
     let domain = cluster.domain();

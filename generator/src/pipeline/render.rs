@@ -3,8 +3,9 @@
 //! (`crate::render`); this runs them: in a work directory beside the bundle, each step's reads
 //! checked first, podman's output kept per step, then everything moved to DIR/render/ whole.
 
+use super::error::Error;
+use super::live::Live;
 use super::outputs::{self, TreeError};
-use super::{Error, Live};
 use crate::cluster::Cluster;
 use crate::fsio;
 use crate::pki;
@@ -71,6 +72,9 @@ pub struct Rendered {
     pub outputs: Option<BTreeMap<String, String>>,
 }
 
+/// The record's name in DIR/render.
+pub const RECORD: &str = "renders.json";
+
 /// The SHA-256 of each file of a layout, by path.
 pub fn layout_hashes(assets: &[render::Asset]) -> BTreeMap<String, String> {
     assets
@@ -126,10 +130,10 @@ pub fn run(dir: &Path, cluster: &Cluster, opts: &Options, say: &mut dyn FnMut(us
         kubernetes: cluster.release.kubernetes.clone().unwrap_or_default(),
         steps: ran,
         layout,
-        outputs: Some(outputs.into_iter().filter(|(p, _)| p != super::rendered::RECORD).collect()),
+        outputs: Some(outputs.into_iter().filter(|(p, _)| p != RECORD).collect()),
     };
     let json = serde_json::to_vec_pretty(&rendered).map_err(Error::other)?;
-    fsio::write_file_atomic(&work.join("renders.json"), &json, 0o644).map_err(Error::other)?;
+    fsio::write_file_atomic(&work.join(RECORD), &json, 0o644).map_err(Error::other)?;
     let target = dir.join(render::DIR);
     let old = dir.join(format!(".{}.old-{}", render::DIR, std::process::id()));
     fsio::swap_into(&work, &target, &old).map_err(|e| Error::other(format!("{}: {e}", target.display())))?;
