@@ -23,32 +23,27 @@ fn text(dir: &Path, rel: &str, missing: impl Fn(&str) -> Error) -> Result<String
 
 /// The agents' side: the collector's certificate, admitting clients of the agent CA.
 pub fn agent_tls(dir: &Path) -> Result<Pem, Error> {
-    let missing = |rel: &str| {
-        Error::input(format!(
-            "{rel}: missing from the bundle in {} (run `hardshift create`)",
-            dir.display()
-        ))
-    };
-    Ok(Pem {
-        cert: text(dir, layout::COLLECTOR_CERT, missing)?,
-        key: text(dir, layout::COLLECTOR_KEY, missing)?,
-        client_ca: text(dir, layout::AGENT_CA_CERT, missing)?,
+    collector_pem(dir, layout::AGENT_CA_CERT, |rel| {
+        format!("{rel}: missing from the bundle in {} (run `hardshift create`)", dir.display())
     })
 }
 
 /// The dashboard beyond loopback (`web`, its address): the collector's certificate, admitting
 /// admin clients of the cluster's CA.
 pub fn web_tls(dir: &Path, web: &str) -> Result<Pem, Error> {
-    let missing = |rel: &str| {
-        Error::input(format!(
-            "--web {web} needs HTTPS, and {rel} is missing from the bundle in {}",
-            dir.display()
-        ))
-    };
+    collector_pem(dir, layout::KUBERNETES_CA_CERT, |rel| {
+        format!("--web {web} needs HTTPS, and {rel} is missing from the bundle in {}", dir.display())
+    })
+}
+
+/// The collector's certificate and key, admitting clients of `client_ca`; `said` words a file
+/// the bundle lacks.
+fn collector_pem(dir: &Path, client_ca: &str, said: impl Fn(&str) -> String) -> Result<Pem, Error> {
+    let missing = |rel: &str| Error::input(said(rel));
     Ok(Pem {
         cert: text(dir, layout::COLLECTOR_CERT, missing)?,
         key: text(dir, layout::COLLECTOR_KEY, missing)?,
-        client_ca: text(dir, layout::KUBERNETES_CA_CERT, missing)?,
+        client_ca: text(dir, client_ca, missing)?,
     })
 }
 
