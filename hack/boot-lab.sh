@@ -28,7 +28,8 @@ wait until each reports. Needs root.
   --fault NAME[:NODE]  start the lab with a fault (repeatable): dns-wildcard (the lab's DNS
                      answers every name under the cluster's domain), no-ptr:NODE (the node's
                      address does not resolve back to its name), mtu:NODE (the node's NIC
-                     at a 9000-byte MTU, the lab's bridge at 1500)
+                     at a 9000-byte MTU, the lab's bridge at 1500), slow-disk:NODE (the
+                     node's disk takes 25 writes a second: etcd's fdatasync too slow)
   --print-binaries   print the hardshift-boot-lab and hardshift binaries it runs, then exit
   -h, --help         this text
 Exit 0 when every node reported, 1 when one did not, 2 on bad arguments.

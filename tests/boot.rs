@@ -140,6 +140,15 @@ fn diagnose_until(dir: &str, node: &str, limit: Duration, done: impl Fn(&str) ->
 }
 
 /// `hardshift status -o json`: one object per node.
+/// The rule ids `hardshift diagnose` names for `node`, in its order (worst first, causes
+/// before consequences).
+fn ids(diag: &str, node: &str) -> Vec<String> {
+    let prefix = format!("{node} HS");
+    diag.lines()
+        .filter_map(|l| Some(format!("HS{}", l.strip_prefix(&prefix)?.split(' ').next()?)))
+        .collect()
+}
+
 fn status_rows(dir: &Path) -> Vec<serde_json::Value> {
     let (ok, status) = hs(&["status", "--dir", dir.to_str().unwrap(), "-o", "json"]);
     assert!(ok, "{status}");
@@ -202,6 +211,10 @@ fn bundle_boots_and_reports() {
                 .all(|n| lab.vm(n).seen.report.is_some() && ssh(lab, &key, &lab.machine(n).unwrap().ip, "true").0)
     });
     assert!(done, "not booted\n{}", lab.tails());
+    // master-0's disk is not throttled (lab 2 throttles master-2's): its etcd directory appears
+    // as etcd's static pod would make it, and the agent measures it within a minute. Printed at
+    // the end, not judged: an emulated machine's fdatasync is not a datacenter's.
+    ssh(&lab, &key, &lab.machine("master-0").unwrap().ip, "sudo mkdir -p /var/lib/etcd");
     let config =
         |n: &str| -> serde_json::Value { serde_json::from_slice(&std::fs::read(dir.join(format!("ignition/{n}.ign"))).unwrap()).unwrap() };
     for n in good {
@@ -270,6 +283,7 @@ fn bundle_boots_and_reports() {
     assert!(diag.contains("HS104") && diag.contains("NTP"), "{diag}");
     assert!(diag.contains("HS120") && diag.contains("at least 100 GB"), "{diag}");
     assert!(!diag.contains("HS108"), "{diag}");
+    assert_eq!(ids(&diag, "master-0")[0], "HS107", "the lab's fault first: {diag}");
     // The bootstrap's NIC is set for jumbo frames on the lab's 1500-byte bridge (--fault
     // mtu:bootstrap): its don't-fragment echo of 9000 bytes to master-0, the one peer up, is lost
     // while small ones answer. (master-0 measures only the other masters and the workers, none
@@ -282,6 +296,33 @@ fn bundle_boots_and_reports() {
     );
     let (_, diag) = hs(&["diagnose", "master-0", "--dir", s]);
     assert!(!diag.contains("HS106"), "{diag}");
+    // Latency and loss between the nodes, made in the bootstrap's own kernel (this host's has no
+    // netem; Debian's has): a prio qdisc whose third band, where only master-0's address goes,
+    // delays by 250 ms and drops a third. The bootstrap measures master-0 as a master does: over
+    // 100 ms or any loss fails (HS105).
+    let boot_ip = lab.machine("bootstrap").unwrap().ip.clone();
+    let m0_ip = lab.machine("master-0").unwrap().ip.clone();
+    let (ok, out) = ssh(
+        &lab,
+        &key,
+        &boot_ip,
+        &format!(
+            "sudo sh -c 'set -e; modprobe sch_netem; dev=$(ip -o route get {m0_ip} | sed -n \"s/.* dev \\([^ ]*\\).*/\\1/p\"); \
+             tc qdisc add dev $dev root handle 1: prio; tc qdisc add dev $dev parent 1:3 handle 30: netem delay 250ms loss 33%; \
+             tc filter add dev $dev parent 1: protocol ip u32 match ip dst {m0_ip}/32 flowid 1:3; tc qdisc show dev $dev'"
+        ),
+    );
+    assert!(ok && out.contains("netem"), "{out}");
+    let netem = Instant::now();
+    let diag = diagnose_until(s, "bootstrap", Duration::from_secs(120), |d| d.contains("HS105"));
+    eprintln!("boot: latency and loss named {:.0?} after netem:\n{diag}", netem.elapsed());
+    assert!(
+        diag.contains("HS105") && diag.contains("master-0") && (diag.contains("ms round trip") || diag.contains("packet loss")),
+        "{diag}"
+    );
+    // Named first: the lab's three faults on the bootstrap (its MTU, the loss, the wildcard)
+    // lead its findings, before all that this image lacks (kubelet, CRI-O, etcd, a big disk).
+    assert_eq!(ids(&diag, "bootstrap")[..3], ["HS106", "HS105", "HS107"], "{diag}");
     let (ok, table) = hs(&["status", "--dir", s]);
     assert!(ok, "{table}");
     eprintln!("boot: hardshift status:\n{table}");
@@ -307,6 +348,10 @@ fn bundle_boots_and_reports() {
         assert_ne!(v["health"], "ok", "no kubelet here: {v}");
     }
     assert_eq!(node_view(bad)["phase"], "no report yet");
+    let etcd_disk = row(&status_rows(dir), "master-0")["components"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["name"] == "etcd-disk").cloned());
+    eprintln!("boot: master-0's etcd disk, unthrottled: {etcd_disk:?}");
     let (ok, page) = lab.web_get("/");
     assert!(
         ok && good.iter().chain([&bad]).all(|n| page.contains(&format!("data-node=\"{n}\""))),
@@ -364,7 +409,7 @@ fn faults_a_real_lab_has() {
     );
 
     let api_int = "api-int.ocp4.example.com";
-    let mut lab = lab(dir, &image, "bf", &[api_int], &[], false, None);
+    let mut lab = lab(dir, &image, "bf", &[api_int], &["slow-disk:master-2"], false, None);
     let wrong_mac = "52:54:00:00:0e:ee";
     lab.boot("master-2", None).unwrap();
     lab.boot("worker-0", Some(wrong_mac)).unwrap();
@@ -376,6 +421,11 @@ fn faults_a_real_lab_has() {
         lab.vm("master-2").seen.ignition_done.is_some() && ssh(lab, &key, &m2, "systemctl is-active hardshift-agent").0
     });
     assert!(up, "master-2 did not come up\n{}", lab.tails());
+    // master-2's disk takes 25 writes a second (--fault slow-disk:master-2); its etcd directory
+    // appears as etcd's static pod would make it, and the agent measures it within a minute.
+    let (ok, out) = ssh(&lab, &key, &m2, "sudo mkdir -p /var/lib/etcd");
+    assert!(ok, "{out}");
+    let etcd_dir = Instant::now();
     let http = hardshift_boot_lab::lab::read_lossy(&lab.work.join("http.log"));
     assert!(
         http.contains("\"GET /hardshift-agent HTTP/1.1\" 200"),
@@ -457,11 +507,21 @@ fn faults_a_real_lab_has() {
         faulted.elapsed()
     );
     assert!(diag.contains("HS102") && diag.contains("default route"), "{diag}");
+    // Named first: the lab's and the test's critical faults (its DNS, the route, the filesystem)
+    // lead, before what this image lacks; the OOM kill and the slow disk are warnings.
+    assert_eq!(ids(&diag, "master-2")[..3], ["HS071", "HS102", "HS115"], "{diag}");
     assert!(diag.contains("HS117") && diag.contains("tail"), "{diag}");
     assert!(diag.contains("HS115") && diag.contains("EXT4-fs error"), "{diag}");
     // The read-only remount was seen too (HS116), and is shown as what it is here: the
     // filesystem error's consequence, which HS115 explains.
     assert!(!diag.contains("HS116"), "{diag}");
+    // The throttled disk, measured as etcd writes its WAL: HS051 with the numbers.
+    let diag = diagnose_until(s, "master-2", Duration::from_secs(120), |d| d.contains("HS051"));
+    eprintln!(
+        "boot: slow disk seen within {:.0?} of etcd's directory appearing:\n{diag}",
+        etcd_dir.elapsed()
+    );
+    assert!(diag.contains("HS051") && diag.contains("fdatasync p99"), "{diag}");
     let rows = status_rows(dir);
     let kernel = row(&rows, "master-2")["components"]
         .as_array()

@@ -5,8 +5,10 @@
 //!
 //! Made real here: `dns-wildcard` (every name under the cluster's domain resolves),
 //! `no-ptr:NODE` (the node's name resolves, its address does not resolve back) and `mtu:NODE`
-//! (the node's NIC set for jumbo frames on a switch that passes 1500 bytes). Latency and loss
-//! need the kernel's netem qdisc, which this machine's kernel lacks (CONFIG_NET_SCH_NETEM unset).
+//! (the node's NIC set for jumbo frames on a switch that passes 1500 bytes), `slow-disk:NODE`
+//! (QEMU throttles the node's disk writes). Latency and loss need the kernel's netem qdisc, which
+//! this machine's kernel lacks (CONFIG_NET_SCH_NETEM unset): the boot test makes them inside a
+//! guest, whose Debian kernel has it.
 
 use std::str::FromStr;
 
@@ -24,9 +26,18 @@ pub enum Fault {
     /// jumbo-frame NIC would); the lab's bridge and every other port stay at 1500. TCP still
     /// works (each side's MSS bounds the other's segments): only frames over 1500 bytes are lost.
     Mtu(String),
+    /// The node's disk takes `SLOW_WRITE_IOPS` writes a second, steadily (no burst): a disk
+    /// shared with a noisy neighbour, or a thin-provisioned volume, under etcd's WAL. Each
+    /// fdatasync then waits for several writes (data, journal, commit).
+    SlowDisk(String),
 }
 
-pub const NAMES: &str = "dns-wildcard, no-ptr:NODE, mtu:NODE";
+pub const NAMES: &str = "dns-wildcard, no-ptr:NODE, mtu:NODE, slow-disk:NODE";
+
+/// Write operations a second of a disk under `slow-disk:NODE`: an fdatasync of etcd's WAL then
+/// takes about 100 ms where etcd needs under 10 ms, while the boot's writes (merged by the page
+/// cache) still pass.
+pub const SLOW_WRITE_IOPS: u32 = 25;
 
 /// The MTU of a node's NIC under `mtu:NODE`.
 pub const JUMBO: u32 = 9000;
@@ -49,6 +60,7 @@ impl FromStr for Fault {
             },
             "no-ptr" => Ok(Fault::NoPtr(needs_node(node)?)),
             "mtu" => Ok(Fault::Mtu(needs_node(node)?)),
+            "slow-disk" => Ok(Fault::SlowDisk(needs_node(node)?)),
             _ => Err(format!("--fault {s:?}: no such fault (the faults: {NAMES})")),
         }
     }
@@ -59,7 +71,7 @@ impl Fault {
     pub fn node(&self) -> Option<&str> {
         match self {
             Fault::DnsWildcard => None,
-            Fault::NoPtr(n) | Fault::Mtu(n) => Some(n),
+            Fault::NoPtr(n) | Fault::Mtu(n) | Fault::SlowDisk(n) => Some(n),
         }
     }
 }
@@ -67,6 +79,14 @@ impl Fault {
 /// The MTU the VM of `node` gives its NIC, if a fault sets one (None: QEMU's 1500).
 pub fn nic_mtu(faults: &[Fault], node: &str) -> Option<u32> {
     faults.iter().any(|f| *f == Fault::Mtu(node.to_string())).then_some(JUMBO)
+}
+
+/// The write operations a second the VM of `node` allows its disk, if a fault limits them.
+pub fn disk_write_iops(faults: &[Fault], node: &str) -> Option<u32> {
+    faults
+        .iter()
+        .any(|f| *f == Fault::SlowDisk(node.to_string()))
+        .then_some(SLOW_WRITE_IOPS)
 }
 
 /// The generated DNS config `dns` (dnsmasq: `local=/DOMAIN/`, `host-record=NAME,IP` for nodes)
@@ -86,7 +106,7 @@ pub fn apply_dns(dns: &str, faults: &[Fault]) -> Result<String, String> {
                 let helper = helper_net(dns).ok_or("the lab's DNS config has no host-record to take the network from")?;
                 out.push(format!("address=/{domain}/{helper}.{WILDCARD_ANSWER_HOST}"));
             }
-            Fault::Mtu(_) => {}
+            Fault::Mtu(_) | Fault::SlowDisk(_) => {}
             Fault::NoPtr(node) => {
                 let prefix = format!("host-record={node}.{domain},");
                 let i = out
@@ -149,5 +169,13 @@ mod tests {
         assert_eq!(nic_mtu(&faults, "master-0"), Some(JUMBO));
         assert_eq!(nic_mtu(&faults, "master-1"), None);
         assert_eq!(nic_mtu(&[], "master-0"), None);
+    }
+
+    #[test]
+    fn the_slow_disk_fault_is_one_nodes_disk() {
+        let faults = vec!["slow-disk:master-2".parse().unwrap(), "mtu:master-0".parse().unwrap()];
+        assert_eq!(disk_write_iops(&faults, "master-2"), Some(SLOW_WRITE_IOPS));
+        assert_eq!(disk_write_iops(&faults, "master-0"), None);
+        assert!("slow-disk".parse::<Fault>().unwrap_err().contains("needs a node"));
     }
 }

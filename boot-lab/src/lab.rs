@@ -257,7 +257,8 @@ impl Lab {
         let _ = std::fs::remove_file(&console);
         let earlier_boot = self.store().and_then(|st| st.boot_of(name).ok().flatten());
         let mtu = crate::fault::nic_mtu(&self.faults, name);
-        let mut cmd = vm_command(&br, &self.image, self.accel, &tap, name, &mac, mtu, &console);
+        let iops = crate::fault::disk_write_iops(&self.faults, name);
+        let mut cmd = vm_command(&br, &self.image, self.accel, &tap, name, &mac, (mtu, iops), &console);
         if self.net.die_with_parent {
             crate::netns::die_with_parent(&mut cmd);
         }
@@ -562,12 +563,27 @@ pub fn ipxe_for_image(generated: &str, base: &str) -> Result<String, String> {
 
 /// A VM booting from its NIC (the iPXE ROM), on a tap of the lab bridge. q35 with the NIC behind a
 /// PCIe root port, as libvirt lays it out: the guest names it enp1s0, the name the bundle's
-/// keyfile and `ip=` use. The disk is the image, written through a throw-away overlay.
+/// keyfile and `ip=` use. The disk is the image, written through a throw-away overlay. `faults`:
+/// the NIC's MTU and the disk's write operations a second, when a fault sets them.
 #[allow(clippy::too_many_arguments)]
-fn vm_command(br: &str, image: &Path, accel: &str, tap: &str, name: &str, mac: &str, mtu: Option<u32>, console: &Path) -> Command {
+fn vm_command(
+    br: &str,
+    image: &Path,
+    accel: &str,
+    tap: &str,
+    name: &str,
+    mac: &str,
+    faults: (Option<u32>, Option<u32>),
+    console: &Path,
+) -> Command {
+    let (mtu, iops) = faults;
     let cpu = if accel == "kvm" { "host" } else { "max" };
     let accel = if accel == "kvm" { "kvm" } else { "tcg,tb-size=256" };
-    let disk = format!("if=none,id=d0,format=raw,snapshot=on,file={}", image.join("disk.raw").display());
+    let mut disk = format!("if=none,id=d0,format=raw,snapshot=on,file={}", image.join("disk.raw").display());
+    // QEMU's block throttling: a steady rate, no burst (a burst would let a short probe through).
+    if let Some(n) = iops {
+        disk.push_str(&format!(",throttling.iops-write={n}"));
+    }
     // host_mtu: the virtio NIC tells the guest its MTU (VIRTIO_NET_F_MTU), which the driver sets.
     let mtu = mtu.map(|m| format!(",host_mtu={m}")).unwrap_or_default();
     let mut c = Command::new("ip");

@@ -53,7 +53,7 @@ struct Args {
     /// or one an earlier run made (marked with .hardshift-boot-lab), emptied first.
     #[arg(long)]
     work: Option<PathBuf>,
-    /// A fault to start the lab with, NAME[:NODE] (repeatable): dns-wildcard, no-ptr:NODE, mtu:NODE.
+    /// A fault to start the lab with, NAME[:NODE] (repeatable): dns-wildcard, no-ptr:NODE, mtu:NODE, slow-disk:NODE.
     #[arg(long = "fault", value_name = "NAME[:NODE]")]
     faults: Vec<hardshift_boot_lab::fault::Fault>,
 }
