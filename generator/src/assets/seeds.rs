@@ -92,74 +92,68 @@ pub struct Seeds {
 }
 
 pub fn seeds(pki: &Pki) -> Seeds {
-    let cert = |id: &str| pki.get(id).cert_pem.clone();
-    let oc = "openshift-config";
-    let etcd = "openshift-etcd";
-    let sa = pki.get("pki/service-account");
-    let kas = "kube-apiserver";
-    let secrets = vec![
-        // cluster-etcd-operator 4.18 reads its signers and bundles in openshift-etcd only; the
-        // openshift-config copies are its to write (the API server's operator reads etcd-client
-        // and etcd-serving-ca there, so those are seeded too).
+    let mut secrets = etcd_secrets(pki);
+    secrets.push(service_account_key(pki));
+    secrets.extend(operator_signers(pki));
+    Seeds {
+        secrets,
+        config_maps: config_maps(pki),
+    }
+}
+
+/// cluster-etcd-operator 4.18 reads its signers and bundles in openshift-etcd only; the
+/// openshift-config copies are its to write (the API server's operator reads etcd-client and
+/// etcd-serving-ca there, so those are seeded too).
+fn etcd_secrets(pki: &Pki) -> Vec<Secret> {
+    let (oc, etcd) = ("openshift-config", "openshift-etcd");
+    vec![
         signer("etcd-signer", etcd, pki, "pki/etcd-ca", "etcd"),
         signer("etcd-metric-signer", etcd, pki, "pki/etcd-metric-ca", "etcd"),
         tls("etcd-client", etcd, pki, "pki/etcd-client"),
         tls("etcd-metric-client", etcd, pki, "pki/etcd-metric-client"),
         tls("etcd-client", oc, pki, "pki/etcd-client"),
         tls("etcd-metric-client", oc, pki, "pki/etcd-metric-client"),
-        Secret {
-            metadata: meta("initial-service-account-private-key", oc),
-            data: Some(BTreeMap::from([(
-                "service-account.key".to_string(),
-                ByteString(sa.key_pem.as_bytes().to_vec()),
-            )])),
-            ..Default::default()
-        },
-        signer(
-            "localhost-serving-signer",
-            KAS_OPERATOR_NS,
-            pki,
-            "pki/kube-apiserver-localhost-signer",
-            kas,
-        ),
-        signer(
-            "service-network-serving-signer",
-            KAS_OPERATOR_NS,
-            pki,
-            "pki/kube-apiserver-service-network-signer",
-            kas,
-        ),
-        signer(
-            "loadbalancer-serving-signer",
-            KAS_OPERATOR_NS,
-            pki,
-            "pki/kube-apiserver-lb-signer",
-            kas,
-        ),
-        signer(
-            "kube-apiserver-to-kubelet-signer",
-            KAS_OPERATOR_NS,
-            pki,
-            "pki/kube-apiserver-to-kubelet-signer",
-            kas,
-        ),
-        signer(
-            "kube-control-plane-signer",
-            KAS_OPERATOR_NS,
-            pki,
-            "pki/kube-control-plane-signer",
-            kas,
-        ),
-        signer("aggregator-client-signer", KAS_OPERATOR_NS, pki, "pki/front-proxy-ca", kas),
-        signer(
-            "csr-signer-signer",
-            KCM_OPERATOR_NS,
-            pki,
-            "pki/kubelet-signer",
-            "kube-controller-manager",
-        ),
-    ];
-    let config_maps = vec![
+    ]
+}
+
+/// The key the bootstrap's API server signed service-account tokens with, which the masters'
+/// keep accepting.
+fn service_account_key(pki: &Pki) -> Secret {
+    Secret {
+        metadata: meta("initial-service-account-private-key", "openshift-config"),
+        data: Some(BTreeMap::from([(
+            "service-account.key".to_string(),
+            ByteString(pki.get("pki/service-account").key_pem.as_bytes().to_vec()),
+        )])),
+        ..Default::default()
+    }
+}
+
+/// (Secret, namespace, PKI entry, owning component) of each signer the API server's and the
+/// controller manager's operators take over.
+#[rustfmt::skip]
+const OPERATOR_SIGNERS: &[(&str, &str, &str, &str)] = &[
+    ("localhost-serving-signer",         KAS_OPERATOR_NS, "pki/kube-apiserver-localhost-signer",       "kube-apiserver"),
+    ("service-network-serving-signer",   KAS_OPERATOR_NS, "pki/kube-apiserver-service-network-signer", "kube-apiserver"),
+    ("loadbalancer-serving-signer",      KAS_OPERATOR_NS, "pki/kube-apiserver-lb-signer",              "kube-apiserver"),
+    ("kube-apiserver-to-kubelet-signer", KAS_OPERATOR_NS, "pki/kube-apiserver-to-kubelet-signer",      "kube-apiserver"),
+    ("kube-control-plane-signer",        KAS_OPERATOR_NS, "pki/kube-control-plane-signer",             "kube-apiserver"),
+    ("aggregator-client-signer",         KAS_OPERATOR_NS, "pki/front-proxy-ca",                        "kube-apiserver"),
+    ("csr-signer-signer",                KCM_OPERATOR_NS, "pki/kubelet-signer",                        "kube-controller-manager"),
+];
+
+fn operator_signers(pki: &Pki) -> Vec<Secret> {
+    OPERATOR_SIGNERS
+        .iter()
+        .map(|(name, ns, id, owner)| signer(name, ns, pki, id, owner))
+        .collect()
+}
+
+/// The CA bundles the operators read (and, where an operator owns one, its annotation).
+fn config_maps(pki: &Pki) -> Vec<ConfigMap> {
+    let cert = |id: &str| pki.get(id).cert_pem.clone();
+    let (oc, etcd, kas) = ("openshift-config", "openshift-etcd", "kube-apiserver");
+    vec![
         owned(bundle("etcd-ca-bundle", etcd, cert("pki/etcd-ca")), "etcd"),
         owned(bundle("etcd-metrics-ca-bundle", etcd, cert("pki/etcd-metric-ca")), "etcd"),
         bundle("etcd-ca-bundle", oc, cert("pki/etcd-ca")),
@@ -177,9 +171,11 @@ pub fn seeds(pki: &Pki) -> Seeds {
         // operator only writes once the bootstrap is gone: without it, no master API server.
         ConfigMap {
             metadata: meta("sa-token-signing-certs", "openshift-config-managed"),
-            data: Some(BTreeMap::from([("service-account-001.pub".to_string(), sa.cert_pem.clone())])),
+            data: Some(BTreeMap::from([(
+                "service-account-001.pub".to_string(),
+                pki.get("pki/service-account").cert_pem.clone(),
+            )])),
             ..Default::default()
         },
-    ];
-    Seeds { secrets, config_maps }
+    ]
 }

@@ -151,8 +151,30 @@ fn layout_of(dir: &Path, cluster: &Cluster, live: &Live) -> Result<Vec<render::A
 /// Run one step in `work` (its assets in work/assets), then bootkube's copies.
 fn one(work: &Path, step: &Step, image: &str, opts: &Options) -> Result<Ran, Error> {
     let assets = work.join("assets");
-    // Every asset it reads, there and not empty: a render given an empty file writes an empty
-    // Secret or ConfigMap and says nothing.
+    check_reads(step, &assets)?;
+    let network = match &step.net {
+        Net::None => None,
+        Net::Bootstrap { subnet, ip, .. } => Some(bootstrap_network(&opts.podman, subnet, *ip)?),
+    };
+    let argv = podman_argv(work, step, image, opts, network.as_deref());
+    let (log, out) = open_log(work, step)?;
+    let t = Instant::now();
+    let status = execute(work, step, &argv, out, network.as_deref(), opts)?;
+    let seconds = t.elapsed().as_secs_f64();
+    judge(status, step, image, opts, &log)?;
+    after(step, image, &assets)?;
+    Ok(Ran {
+        name: step.name.to_string(),
+        image: image.to_string(),
+        argv,
+        seconds,
+        log: format!("logs/{}.log", step.name),
+    })
+}
+
+/// Every asset a step reads, there and not empty: a render given an empty file writes an empty
+/// Secret or ConfigMap and says nothing.
+fn check_reads(step: &Step, assets: &Path) -> Result<(), Error> {
     for r in &step.reads {
         let p = assets.join(r);
         if std::fs::metadata(&p).map(|m| m.len() == 0).unwrap_or(true) {
@@ -164,15 +186,15 @@ fn one(work: &Path, step: &Step, image: &str, opts: &Options) -> Result<Ran, Err
             )));
         }
     }
-    let network = match &step.net {
-        Net::None => None,
-        Net::Bootstrap { subnet, ip, .. } => Some(bootstrap_network(&opts.podman, subnet, *ip)?),
-    };
-    let argv = podman_argv(work, step, image, opts, network.as_deref());
+    Ok(())
+}
+
+/// The step's log, work/logs/NAME.log. A render's output may quote what it was given: this
+/// user's only, like the keys beside it.
+fn open_log(work: &Path, step: &Step) -> Result<(PathBuf, std::fs::File), Error> {
     let logs = work.join("logs");
     crate::fsio::make_dir_all(&logs, 0o700).map_err(Error::other)?;
     let log = logs.join(format!("{}.log", step.name));
-    // A render's output may quote what it was given: this user's only, like the keys beside it.
     let out = std::fs::OpenOptions::new()
         .write(true)
         .create(true)
@@ -180,8 +202,20 @@ fn one(work: &Path, step: &Step, image: &str, opts: &Options) -> Result<Ran, Err
         .mode(0o600)
         .open(&log)
         .map_err(|e| Error::other(format!("{}: {e}", log.display())))?;
+    Ok((log, out))
+}
+
+/// podman run to its end or its deadline (None), its output into `out`; what it leaves behind
+/// (a container past the deadline, the step's network) removed.
+fn execute(
+    work: &Path,
+    step: &Step,
+    argv: &[String],
+    out: std::fs::File,
+    network: Option<&str>,
+    opts: &Options,
+) -> Result<Option<std::process::ExitStatus>, Error> {
     let err = out.try_clone().map_err(Error::other)?;
-    let t = Instant::now();
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..]).stdout(out).stderr(err);
     if work.join("registries.conf").is_file() {
@@ -192,22 +226,25 @@ fn one(work: &Path, step: &Step, image: &str, opts: &Options) -> Result<Ran, Err
         // podman's container runs under conmon, outside the group: stopped by name.
         let _ = Command::new(&opts.podman).args(["rm", "-f", &container_name(step)]).output();
     }
-    if let Some(n) = &network {
+    if let Some(n) = network {
         let _ = Command::new(&opts.podman).args(["network", "rm", "-f", n]).output();
     }
-    let status = status.map_err(|e| {
+    status.map_err(|e| {
         Error::input(format!(
             "{}: {e} (install podman, or set PODMAN to the podman to use)",
             opts.podman.display()
         ))
-    })?;
-    let seconds = t.elapsed().as_secs_f64();
+    })
+}
+
+/// A step stopped at its deadline or failed is an error quoting the end of its log.
+fn judge(status: Option<std::process::ExitStatus>, step: &Step, image: &str, opts: &Options, log: &Path) -> Result<(), Error> {
     let Some(status) = status else {
         return Err(Error::other(format!(
             "the {} render ({image}) did not finish within {} (--step-timeout): stopped, its processes killed; the last of its output:\n  {}\n    its whole output: {}",
             step.name,
             show(opts.step_timeout),
-            tail(&log),
+            tail(log),
             log.display()
         )));
     };
@@ -215,14 +252,18 @@ fn one(work: &Path, step: &Step, image: &str, opts: &Options) -> Result<Ran, Err
         return Err(Error::other(format!(
             "the {} render ({image}) failed ({status}); the last of its output:\n  {}\n    its whole output: {}",
             step.name,
-            tail(&log),
+            tail(log),
             log.display()
         )));
     }
-    // What it made is data: a link, a FIFO, a device or a second name for a file anywhere in
-    // the assets is refused before bootkube's copies (which would write through a link) or
-    // anything else reads it.
-    outputs::walk(&assets, &mut |_, _| Ok(())).map_err(|e| refused(&format!("the {} render ({image})", step.name), e.under("assets")))?;
+    Ok(())
+}
+
+/// What a step made is data: a link, a FIFO, a device or a second name for a file anywhere in
+/// the assets is refused before bootkube's copies (which would write through a link) or
+/// anything else reads it. Then bootkube's copies.
+fn after(step: &Step, image: &str, assets: &Path) -> Result<(), Error> {
+    outputs::walk(assets, &mut |_, _| Ok(())).map_err(|e| refused(&format!("the {} render ({image})", step.name), e.under("assets")))?;
     for c in &step.then {
         copy_all(&assets.join(&c.from), &assets.join(&c.to)).map_err(|e| {
             Error::other(format!(
@@ -231,13 +272,7 @@ fn one(work: &Path, step: &Step, image: &str, opts: &Options) -> Result<Ran, Err
             ))
         })?;
     }
-    Ok(Ran {
-        name: step.name.to_string(),
-        image: image.to_string(),
-        argv,
-        seconds,
-        log: format!("logs/{}.log", step.name),
-    })
+    Ok(())
 }
 
 /// podman's command line for a step.

@@ -18,25 +18,31 @@ pub(super) fn hardshift(
     ov: &Overrides,
     r: &mut Reporter,
 ) -> Settings {
-    let in_machine = |ip: &IpAddr| nets.machine.iter().any(|n| n.contains(ip));
-    let mut addr = |path: &str, text: &Option<String>, must_be_in_machine: bool| -> Option<Option<IpAddr>> {
-        let t = text.as_ref()?;
-        match t.parse::<IpAddr>() {
-            Ok(ip) if must_be_in_machine && !nets.machine.is_empty() && !in_machine(&ip) => {
-                r.error(
-                    path,
-                    format!("{ip} is not inside a machine network ({})", join(&nets.machine)),
-                    None,
-                );
-                Some(None)
-            }
-            Ok(ip) => Some(Some(ip)),
-            Err(_) => {
-                r.error(path, format!("{t:?} is not an IP address"), None);
-                Some(None)
-            }
-        }
-    };
+    let (helper_ip, api_vip, ingress_vip) = addresses(hs, ic, nets, r);
+    let collector_address = collector(hs, helper_ip, r);
+    let pki = pki(hs, ov, r);
+    lab(hs, r);
+    let dns_records = dns_records(hs, ic, hosts, nets, r);
+    Settings {
+        dns_records,
+        api_vip,
+        ingress_vip,
+        helper_ip,
+        helper_ip_text: helper_ip.map(|i| i.to_string()).unwrap_or_default(),
+        collector_address,
+        collector_port: hs.collector.port.unwrap_or(9443),
+        pki,
+    }
+}
+
+/// The helper's address and the two VIPs, each inside a machine network; unset, each falls back
+/// (VIPs to the baremetal platform's, then to the helper; the helper to the network's first host).
+fn addresses(
+    hs: &HardshiftConfig,
+    ic: &InstallConfig,
+    nets: &Networks,
+    r: &mut Reporter,
+) -> (Option<IpAddr>, Option<IpAddr>, Option<IpAddr>) {
     // baremetal platform VIPs are a fallback for users who already wrote them there.
     let bm = ic.platform.get("baremetal");
     let bm_vip = |k: &str| {
@@ -46,20 +52,46 @@ pub(super) fn hardshift(
             .map(String::from)
     };
     let helper = nets.machine.first().map(|n| crate::cluster::nth_host(n, 1));
-    let helper_ip = addr("helper.ip", &hs.helper.ip, true).unwrap_or(helper);
-    let api_vip = addr(
+    let helper_ip = machine_address("helper.ip", &hs.helper.ip, nets, r).unwrap_or(helper);
+    let api_vip = machine_address(
         "loadBalancer.apiVIP",
         &hs.load_balancer.api_vip.clone().or_else(|| bm_vip("apiVIPs")),
-        true,
+        nets,
+        r,
     )
     .unwrap_or(helper_ip);
-    let ingress_vip = addr(
+    let ingress_vip = machine_address(
         "loadBalancer.ingressVIP",
         &hs.load_balancer.ingress_vip.clone().or_else(|| bm_vip("ingressVIPs")),
-        true,
+        nets,
+        r,
     )
     .unwrap_or(helper_ip);
+    (helper_ip, api_vip, ingress_vip)
+}
 
+/// None when `text` is unset; Some(None) when it is set but wrong (reported).
+fn machine_address(path: &str, text: &Option<String>, nets: &Networks, r: &mut Reporter) -> Option<Option<IpAddr>> {
+    let t = text.as_ref()?;
+    match t.parse::<IpAddr>() {
+        Ok(ip) if !nets.machine.is_empty() && !nets.machine.iter().any(|n| n.contains(&ip)) => {
+            r.error(
+                path,
+                format!("{ip} is not inside a machine network ({})", join(&nets.machine)),
+                None,
+            );
+            Some(None)
+        }
+        Ok(ip) => Some(Some(ip)),
+        Err(_) => {
+            r.error(path, format!("{t:?} is not an IP address"), None);
+            Some(None)
+        }
+    }
+}
+
+/// The collector's address (the helper's by default) and its certificate's extra names.
+fn collector(hs: &HardshiftConfig, helper_ip: Option<IpAddr>, r: &mut Reporter) -> String {
     let collector_address = hs
         .collector
         .address
@@ -83,7 +115,11 @@ pub(super) fn hardshift(
             );
         }
     }
+    collector_address
+}
 
+/// The key algorithm (the command line's wins) and the validities, a leaf never outliving its CA.
+fn pki(hs: &HardshiftConfig, ov: &Overrides, r: &mut Reporter) -> PkiSettings {
     let key_algorithm = match (ov.key_algorithm, &hs.pki.key_algorithm) {
         (Some(k), _) => k,
         (None, None) => KeyAlgorithm::Rsa2048,
@@ -108,6 +144,15 @@ pub(super) fn hardshift(
             None,
         );
     }
+    PkiSettings {
+        key_algorithm,
+        ca_validity_days: ca_days,
+        leaf_validity_days: leaf_days,
+    }
+}
+
+/// The lab's VM sizes, when given, are not zero.
+fn lab(hs: &HardshiftConfig, r: &mut Reporter) {
     for (field, v) in [
         ("lab.vcpus", hs.lab.vcpus),
         ("lab.memoryMiB", hs.lab.memory_mib),
@@ -116,21 +161,6 @@ pub(super) fn hardshift(
         if v == Some(0) {
             r.error(field, "must be greater than 0", None);
         }
-    }
-    let dns_records = dns_records(hs, ic, hosts, nets, r);
-    Settings {
-        dns_records,
-        api_vip,
-        ingress_vip,
-        helper_ip,
-        helper_ip_text: helper_ip.map(|i| i.to_string()).unwrap_or_default(),
-        collector_address,
-        collector_port: hs.collector.port.unwrap_or(9443),
-        pki: PkiSettings {
-            key_algorithm,
-            ca_validity_days: ca_days,
-            leaf_validity_days: leaf_days,
-        },
     }
 }
 

@@ -4,7 +4,7 @@
 
 use super::{join, Networks, Settings};
 use crate::cluster::*;
-use crate::config::agent_config::{AgentConfig, Host};
+use crate::config::agent_config::{AgentConfig, Host, NmInterface};
 use crate::config::diag::Reporter;
 use crate::config::install_config::InstallConfig;
 use crate::config::rules;
@@ -13,6 +13,18 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 
 pub(super) fn agent_config(ac: &AgentConfig, ic: &InstallConfig, nets: &Networks, s: &Settings, r: &mut Reporter) -> Vec<Node> {
+    header(ac, r);
+    let mut nodes = hosts(ac, nets, s, r);
+    // The cross-host rules judge the whole list: with a host missing, the counts would be wrong.
+    if nodes.len() == ac.hosts.len() {
+        replicas(ac, ic, &nodes, r);
+    }
+    rendezvous(ac, &nodes, r);
+    ordered(&mut nodes);
+    nodes
+}
+
+fn header(ac: &AgentConfig, r: &mut Reporter) {
     if ac.api_version != "v1beta1" && ac.api_version != "v1alpha1" {
         r.error(
             "apiVersion",
@@ -26,29 +38,55 @@ pub(super) fn agent_config(ac: &AgentConfig, ic: &InstallConfig, nets: &Networks
     if ac.hosts.is_empty() {
         r.error("hosts", "no hosts: hardshift needs every node with its MAC and static IP", None);
     }
+}
+
+/// Every host checked, in order, and each name, MAC and IP used once; the valid hosts' nodes.
+fn hosts(ac: &AgentConfig, nets: &Networks, s: &Settings, r: &mut Reporter) -> Vec<Node> {
     let mut nodes = Vec::new();
-    let mut seen_name: HashMap<String, usize> = HashMap::new();
-    let mut seen_mac: HashMap<String, String> = HashMap::new();
-    let mut seen_ip: HashMap<IpAddr, usize> = HashMap::new();
+    let mut seen = Seen::default();
     for (i, h) in ac.hosts.iter().enumerate() {
         let p = format!("hosts[{i}]");
         // Uniqueness is checked on the raw hosts, so it is reported even when a host has other errors.
-        if !h.hostname.is_empty() {
-            if let Some(prev) = seen_name.insert(h.hostname.clone(), i) {
-                r.error(
-                    &format!("{p}.hostname"),
-                    format!("hostname {:?} is already used by hosts[{prev}]", h.hostname),
-                    None,
-                );
-            }
+        seen.hostname(h, i, &p, r);
+        seen.macs(h, &p, r);
+        if let Some(node) = host(h, &p, nets, s, r) {
+            seen.ip(&node, i, &p, r);
+            nodes.push(node);
         }
+    }
+    nodes
+}
+
+/// What the hosts before this one used, and where.
+#[derive(Default)]
+struct Seen {
+    names: HashMap<String, usize>,
+    macs: HashMap<String, String>,
+    ips: HashMap<IpAddr, usize>,
+}
+
+impl Seen {
+    fn hostname(&mut self, h: &Host, i: usize, p: &str, r: &mut Reporter) {
+        if h.hostname.is_empty() {
+            return;
+        }
+        if let Some(prev) = self.names.insert(h.hostname.clone(), i) {
+            r.error(
+                &format!("{p}.hostname"),
+                format!("hostname {:?} is already used by hosts[{prev}]", h.hostname),
+                None,
+            );
+        }
+    }
+
+    fn macs(&mut self, h: &Host, p: &str, r: &mut Reporter) {
         for (j, iface) in h.interfaces.iter().enumerate() {
             let mac = iface.mac_address.to_ascii_lowercase();
             let here = format!("{p}.interfaces[{j}].macAddress");
             if mac.is_empty() {
                 continue;
             }
-            if let Some(prev) = seen_mac.insert(mac.clone(), here.clone()) {
+            if let Some(prev) = self.macs.insert(mac.clone(), here.clone()) {
                 r.error(
                     &here,
                     format!("MAC {mac} is already used by {prev}"),
@@ -56,21 +94,24 @@ pub(super) fn agent_config(ac: &AgentConfig, ic: &InstallConfig, nets: &Networks
                 );
             }
         }
-        if let Some(node) = host(h, &p, nets, s, r) {
-            if let Some(prev) = seen_ip.insert(node.ip, i) {
-                r.error(
-                    &format!("{p}.networkConfig"),
-                    format!("IP {} is already used by hosts[{prev}]", node.ip),
-                    None,
-                );
-            }
-            nodes.push(node);
-        }
     }
 
+    fn ip(&mut self, node: &Node, i: usize, p: &str, r: &mut Reporter) {
+        if let Some(prev) = self.ips.insert(node.ip, i) {
+            r.error(
+                &format!("{p}.networkConfig"),
+                format!("IP {} is already used by hosts[{prev}]", node.ip),
+                None,
+            );
+        }
+    }
+}
+
+/// One bootstrap, and as many masters and workers as install-config's replicas say.
+fn replicas(ac: &AgentConfig, ic: &InstallConfig, nodes: &[Node], r: &mut Reporter) {
     let count = |role| nodes.iter().filter(|n| n.role == role).count();
     let bootstraps = count(Role::Bootstrap);
-    if !ac.hosts.is_empty() && bootstraps != 1 && nodes.len() == ac.hosts.len() {
+    if !ac.hosts.is_empty() && bootstraps != 1 {
         r.error(
             "hosts",
             format!("exactly one host must have `role: bootstrap`, found {bootstraps}"),
@@ -80,7 +121,7 @@ pub(super) fn agent_config(ac: &AgentConfig, ic: &InstallConfig, nets: &Networks
     let cp = ic.control_plane.as_ref().and_then(|c| c.replicas);
     if let Some(cp) = cp {
         let masters = count(Role::Master);
-        if masters as i64 != cp && nodes.len() == ac.hosts.len() {
+        if masters as i64 != cp {
             r.error(
                 "hosts",
                 format!("{masters} hosts have `role: master` but install-config controlPlane.replicas is {cp}"),
@@ -90,27 +131,34 @@ pub(super) fn agent_config(ac: &AgentConfig, ic: &InstallConfig, nets: &Networks
     }
     let want_workers = ic.compute.first().and_then(|c| c.replicas).unwrap_or(0);
     let workers = count(Role::Worker);
-    if workers as i64 != want_workers && nodes.len() == ac.hosts.len() {
+    if workers as i64 != want_workers {
         r.error(
             "hosts",
             format!("{workers} hosts have `role: worker` but install-config compute[0].replicas is {want_workers}"),
             None,
         );
     }
-    if let Some(rv) = &ac.rendezvous_ip {
-        match rv.parse::<IpAddr>() {
-            // Judged only when every host is valid: a master with another error is not in
-            // `nodes`, and its address would be called unknown falsely.
-            Ok(ip) if nodes.len() == ac.hosts.len() && !nodes.iter().any(|n| n.ip == ip && n.role != Role::Worker) => r.error(
-                "rendezvousIP",
-                format!("rendezvousIP {ip} is not the address of a master or the bootstrap host"),
-                None,
-            ),
-            Ok(_) => {}
-            Err(_) => r.error("rendezvousIP", format!("{rv:?} is not an IP address"), None),
-        }
+}
+
+/// rendezvousIP, when given, is a master's or the bootstrap's address.
+fn rendezvous(ac: &AgentConfig, nodes: &[Node], r: &mut Reporter) {
+    let Some(rv) = &ac.rendezvous_ip else { return };
+    match rv.parse::<IpAddr>() {
+        // Judged only when every host is valid: a master with another error is not in
+        // `nodes`, and its address would be called unknown falsely.
+        Ok(ip) if nodes.len() == ac.hosts.len() && !nodes.iter().any(|n| n.ip == ip && n.role != Role::Worker) => r.error(
+            "rendezvousIP",
+            format!("rendezvousIP {ip} is not the address of a master or the bootstrap host"),
+            None,
+        ),
+        Ok(_) => {}
+        Err(_) => r.error("rendezvousIP", format!("{rv:?} is not an IP address"), None),
     }
-    // Bootstrap first, then masters, then workers; agent-config order within a role.
+}
+
+/// Bootstrap first, then masters, then workers; agent-config order within a role, which is each
+/// node's index in its role.
+fn ordered(nodes: &mut [Node]) {
     let mut counters: HashMap<Role, usize> = HashMap::new();
     for n in nodes.iter_mut() {
         let c = counters.entry(n.role).or_insert(0);
@@ -118,7 +166,6 @@ pub(super) fn agent_config(ac: &AgentConfig, ic: &InstallConfig, nets: &Networks
         *c += 1;
     }
     nodes.sort_by_key(|n| (n.role, n.index));
-    nodes
 }
 
 /// One host: each part checked on its own, every problem reported; a `Node` only when none was.
@@ -228,49 +275,78 @@ struct StaticIpv4 {
 /// The static IPv4 setup: the one nmstate interface with an address, matched to hardware by
 /// name, inside a machine network and not one of the lab's own addresses.
 fn static_ipv4(h: &Host, p: &str, nets: &Networks, s: &Settings, r: &mut Reporter) -> Option<StaticIpv4> {
-    let nc = &h.network_config;
-    let with_addr: Vec<(usize, &crate::config::agent_config::NmInterface)> = nc
+    let ncp = format!("{p}.networkConfig");
+    let (iface_idx, nm) = addressed_interface(h, &ncp, r)?;
+    let nm_path = format!("{ncp}.interfaces[{iface_idx}]");
+    let v4 = nm.ipv4.as_ref()?;
+    if v4.dhcp {
+        r.error(
+            &format!("{nm_path}.ipv4.dhcp"),
+            "dhcp must be false when a static address is given",
+            None,
+        );
+    }
+    let listed = listed_mac(h, nm, p, &nm_path, r);
+    let addr = &v4.address[0];
+    let ip_path = format!("{nm_path}.ipv4.address[0].ip");
+    let ip: Option<IpAddr> = match addr.ip.parse::<IpAddr>() {
+        Ok(ip) => Some(ip),
+        Err(_) => {
+            r.error(&ip_path, format!("{:?} is not an IP address", addr.ip), None);
+            None
+        }
+    };
+    if let Some(ip) = ip {
+        in_machine_network(ip, addr.prefix_length, &nm_path, nets, r);
+        not_a_subnet_edge(ip, addr.prefix_length, &ip_path, r);
+        not_a_lab_address(ip, &ip_path, s, r);
+    }
+    Some(StaticIpv4 {
+        interface: nm.name.clone(),
+        mac: listed,
+        ip,
+        prefix: addr.prefix_length,
+    })
+}
+
+/// The one nmstate interface with an enabled static IPv4 address, and its index.
+fn addressed_interface<'h>(h: &'h Host, ncp: &str, r: &mut Reporter) -> Option<(usize, &'h NmInterface)> {
+    let with_addr: Vec<(usize, &NmInterface)> = h
+        .network_config
         .interfaces
         .iter()
         .enumerate()
         .filter(|(_, i)| i.ipv4.as_ref().is_some_and(|v| v.enabled && !v.address.is_empty()))
         .collect();
-    let ncp = format!("{p}.networkConfig");
-    let (iface_idx, nm) = match with_addr.as_slice() {
+    match with_addr.as_slice() {
         [] => {
             r.error(
                 &format!("{ncp}.interfaces"),
                 "no interface with a static IPv4 address",
                 Some("add `ipv4: {enabled: true, dhcp: false, address: [{ip: ..., prefix-length: 24}]}` to the interface".into()),
             );
-            return None;
+            None
         }
-        [one] => *one,
+        [one] => Some(*one),
         _ => {
             r.error(
                 &format!("{ncp}.interfaces"),
                 "more than one interface has a static IPv4 address; hardshift needs exactly one node IP",
                 None,
             );
-            return None;
+            None
         }
-    };
-    let ip_path = format!("{ncp}.interfaces[{iface_idx}].ipv4.address[0].ip");
-    let v4 = nm.ipv4.as_ref()?;
-    if v4.dhcp {
-        r.error(
-            &format!("{ncp}.interfaces[{iface_idx}].ipv4.dhcp"),
-            "dhcp must be false when a static address is given",
-            None,
-        );
     }
-    // The agent installer maps nmstate interfaces to hardware by name through `interfaces`.
+}
+
+/// The MAC `interfaces` lists for the nmstate interface (the agent installer maps nmstate
+/// interfaces to hardware by name), which nmstate's own mac-address, if any, must repeat.
+fn listed_mac(h: &Host, nm: &NmInterface, p: &str, nm_path: &str, r: &mut Reporter) -> Option<String> {
     let listed = h
         .interfaces
         .iter()
         .find(|i| i.name == nm.name)
         .map(|i| i.mac_address.to_ascii_lowercase());
-    let nm_path = format!("{ncp}.interfaces[{iface_idx}]");
     match (&listed, &nm.mac_address) {
         (None, _) => r.error(
             &format!("{nm_path}.name"),
@@ -287,60 +363,56 @@ fn static_ipv4(h: &Host, p: &str, nets: &Networks, s: &Settings, r: &mut Reporte
         ),
         _ => {}
     }
-    let addr = &v4.address[0];
-    let ip: Option<IpAddr> = match addr.ip.parse::<IpAddr>() {
-        Ok(ip) => Some(ip),
-        Err(_) => {
-            r.error(&ip_path, format!("{:?} is not an IP address", addr.ip), None);
-            None
-        }
+    listed
+}
+
+/// The address lies in a machine network, with that network's prefix length.
+fn in_machine_network(ip: IpAddr, prefix: u8, nm_path: &str, nets: &Networks, r: &mut Reporter) {
+    match nets.machine.iter().find(|n| n.contains(&ip)) {
+        None if !nets.machine.is_empty() => r.error(
+            &format!("{nm_path}.ipv4.address[0].ip"),
+            format!("{ip} is not inside a machine network ({})", join(&nets.machine)),
+            Some("fix the address or add its network to install-config networking.machineNetwork".into()),
+        ),
+        Some(n) if n.prefix_len() != prefix => r.error(
+            &format!("{nm_path}.ipv4.address[0].prefix-length"),
+            format!("prefix-length {prefix} differs from the machine network {n}"),
+            None,
+        ),
+        _ => {}
+    }
+}
+
+/// The subnet's own network and broadcast addresses are no host's (a /31 or /32 has none).
+fn not_a_subnet_edge(ip: IpAddr, prefix: u8, ip_path: &str, r: &mut Reporter) {
+    let Ok(subnet) = IpNet::new(ip, prefix).map(|n| n.trunc()) else {
+        return;
     };
-    if let Some(ip) = ip {
-        let net = nets.machine.iter().find(|n| n.contains(&ip));
-        match net {
-            None if !nets.machine.is_empty() => r.error(
-                &ip_path,
-                format!("{ip} is not inside a machine network ({})", join(&nets.machine)),
-                Some("fix the address or add its network to install-config networking.machineNetwork".into()),
-            ),
-            Some(n) if n.prefix_len() != addr.prefix_length => r.error(
-                &format!("{ncp}.interfaces[{iface_idx}].ipv4.address[0].prefix-length"),
-                format!("prefix-length {} differs from the machine network {n}", addr.prefix_length),
-                None,
-            ),
-            _ => {}
-        }
-        // The subnet's own network and broadcast addresses are no host's (a /31 or /32 has none).
-        if let Ok(subnet) = IpNet::new(ip, addr.prefix_length).map(|n| n.trunc()) {
-            let hosts_have_edges = match subnet {
-                IpNet::V4(n) => n.prefix_len() < 31,
-                IpNet::V6(_) => false,
-            };
-            if hosts_have_edges && (ip == subnet.network() || ip == subnet.broadcast()) {
-                let which = if ip == subnet.network() { "network" } else { "broadcast" };
-                r.error(
-                    &ip_path,
-                    format!("{ip} is the {which} address of {subnet}, not a host's"),
-                    Some("pick an address between the network and the broadcast address".into()),
-                );
-            }
-        }
-        for (what, vip) in [("API VIP", s.api_vip), ("ingress VIP", s.ingress_vip), ("helper", s.helper_ip)] {
-            if vip == Some(ip) {
-                r.error(
-                    &ip_path,
-                    format!("{ip} is the {what}; a node needs its own address"),
-                    Some("set loadBalancer/helper in hardshift.yaml or pick another node IP".into()),
-                );
-            }
+    let hosts_have_edges = match subnet {
+        IpNet::V4(n) => n.prefix_len() < 31,
+        IpNet::V6(_) => false,
+    };
+    if hosts_have_edges && (ip == subnet.network() || ip == subnet.broadcast()) {
+        let which = if ip == subnet.network() { "network" } else { "broadcast" };
+        r.error(
+            ip_path,
+            format!("{ip} is the {which} address of {subnet}, not a host's"),
+            Some("pick an address between the network and the broadcast address".into()),
+        );
+    }
+}
+
+/// A node's address is not one the lab keeps for the VIPs or the helper.
+fn not_a_lab_address(ip: IpAddr, ip_path: &str, s: &Settings, r: &mut Reporter) {
+    for (what, vip) in [("API VIP", s.api_vip), ("ingress VIP", s.ingress_vip), ("helper", s.helper_ip)] {
+        if vip == Some(ip) {
+            r.error(
+                ip_path,
+                format!("{ip} is the {what}; a node needs its own address"),
+                Some("set loadBalancer/helper in hardshift.yaml or pick another node IP".into()),
+            );
         }
     }
-    Some(StaticIpv4 {
-        interface: nm.name.clone(),
-        mac: listed,
-        ip,
-        prefix: addr.prefix_length,
-    })
 }
 
 /// The default route's next hop, which must be on the node's own subnet.

@@ -11,6 +11,18 @@ use ipnet::IpNet;
 const OVN_RESERVED: &[&str] = &["100.64.0.0/16", "100.88.0.0/16"];
 
 pub(super) fn install_config(ic: &InstallConfig, r: &mut Reporter) -> Networks {
+    version_and_names(ic, r);
+    let nets = networks(ic, r);
+    platform(ic, r);
+    replicas(ic, r);
+    secrets_and_trust(ic, r);
+    mirrors(ic, r);
+    proxy(ic, r);
+    nets
+}
+
+/// apiVersion, baseDomain and the cluster's name (a DNS label: it prefixes every name of the cluster).
+fn version_and_names(ic: &InstallConfig, r: &mut Reporter) {
     if ic.api_version != "v1" {
         r.error(
             "apiVersion",
@@ -43,11 +55,10 @@ pub(super) fn install_config(ic: &InstallConfig, r: &mut Reporter) -> Networks {
     } else if let Err(e) = rules::dns1123_label(name) {
         r.error("metadata.name", format!("{name:?} is not a valid DNS-1123 label: {e}"), None);
     }
+}
 
-    let nets = networks(ic, r);
-    platform(ic, r);
-    replicas(ic, r);
-
+/// The pull secret, the SSH keys and the extra CAs: each must parse, and none is ever echoed.
+fn secrets_and_trust(ic: &InstallConfig, r: &mut Reporter) {
     if ic.pull_secret.trim().is_empty() {
         r.error(
             "pullSecret",
@@ -72,6 +83,10 @@ pub(super) fn install_config(ic: &InstallConfig, r: &mut Reporter) -> Networks {
             r.error("additionalTrustBundle", format!("additionalTrustBundle {e}"), None);
         }
     }
+}
+
+/// imageDigestSources or the deprecated imageContentSources (never both): each a source and its mirrors.
+fn mirrors(ic: &InstallConfig, r: &mut Reporter) {
     let (key, sources) = if ic.image_digest_sources.is_empty() {
         ("imageContentSources", &ic.image_content_sources)
     } else {
@@ -92,6 +107,9 @@ pub(super) fn install_config(ic: &InstallConfig, r: &mut Reporter) -> Networks {
             r.error(&format!("{key}[{i}].mirrors"), "at least one mirror is required", None);
         }
     }
+}
+
+fn proxy(ic: &InstallConfig, r: &mut Reporter) {
     if let Some(p) = &ic.proxy {
         for (field, v) in [("httpProxy", &p.http_proxy), ("httpsProxy", &p.https_proxy)] {
             if !v.is_empty() {
@@ -101,12 +119,13 @@ pub(super) fn install_config(ic: &InstallConfig, r: &mut Reporter) -> Networks {
             }
         }
     }
-    nets
 }
+
+/// (path, net) of every parsed CIDR, for the overlap checks.
+type Parsed = Vec<(String, IpNet)>;
 
 fn networks(ic: &InstallConfig, r: &mut Reporter) -> Networks {
     let n = &ic.networking;
-    let mut nets = Networks::default();
     let network_type = n.network_type.as_deref().unwrap_or("OVNKubernetes");
     if !matches!(network_type, "OVNKubernetes" | "OpenShiftSDN") {
         r.error(
@@ -115,6 +134,18 @@ fn networks(ic: &InstallConfig, r: &mut Reporter) -> Networks {
             Some("use OVNKubernetes".into()),
         );
     }
+    let mut all = Parsed::new();
+    let nets = Networks {
+        machine: machine_networks(ic, &mut all, r),
+        cluster: cluster_networks(ic, &mut all, r),
+        service: service_networks(ic, &mut all, r),
+    };
+    disjoint(&all, network_type == "OVNKubernetes", r);
+    nets
+}
+
+fn machine_networks(ic: &InstallConfig, all: &mut Parsed, r: &mut Reporter) -> Vec<IpNet> {
+    let n = &ic.networking;
     if n.machine_network.is_empty() {
         r.error(
             "networking.machineNetwork",
@@ -122,18 +153,23 @@ fn networks(ic: &InstallConfig, r: &mut Reporter) -> Networks {
             Some("e.g. `machineNetwork: [{cidr: 192.168.126.0/24}]`".into()),
         );
     }
-    // (path, net) of every parsed CIDR, for the overlap checks.
-    let mut all: Vec<(String, IpNet)> = Vec::new();
+    let mut machine = Vec::new();
     for (i, m) in n.machine_network.iter().enumerate() {
         let path = format!("networking.machineNetwork[{i}].cidr");
         match rules::cidr(&m.cidr) {
             Ok(net) => {
-                nets.machine.push(net);
+                machine.push(net);
                 all.push((path, net));
             }
             Err(e) => r.error(&path, e, None),
         }
     }
+    machine
+}
+
+/// Each cluster network with its hostPrefix (the subnet each node gets out of it).
+fn cluster_networks(ic: &InstallConfig, all: &mut Parsed, r: &mut Reporter) -> Vec<ClusterNetwork> {
+    let n = &ic.networking;
     if n.cluster_network.is_empty() {
         r.error(
             "networking.clusterNetwork",
@@ -141,6 +177,7 @@ fn networks(ic: &InstallConfig, r: &mut Reporter) -> Networks {
             Some("e.g. `clusterNetwork: [{cidr: 10.128.0.0/14, hostPrefix: 23}]`".into()),
         );
     }
+    let mut cluster = Vec::new();
     for (i, c) in n.cluster_network.iter().enumerate() {
         let path = format!("networking.clusterNetwork[{i}]");
         let net = match rules::cidr(&c.cidr) {
@@ -166,12 +203,18 @@ fn networks(ic: &InstallConfig, r: &mut Reporter) -> Networks {
                 ),
                 None,
             ),
-            Some(hp) => nets.cluster.push(ClusterNetwork {
+            Some(hp) => cluster.push(ClusterNetwork {
                 cidr: net,
                 host_prefix: hp as u8,
             }),
         }
     }
+    cluster
+}
+
+/// The one service network, sized for what kube-apiserver accepts.
+fn service_networks(ic: &InstallConfig, all: &mut Parsed, r: &mut Reporter) -> Vec<IpNet> {
+    let n = &ic.networking;
     match n.service_network.len() {
         0 => r.error(
             "networking.serviceNetwork",
@@ -185,6 +228,7 @@ fn networks(ic: &InstallConfig, r: &mut Reporter) -> Networks {
             None,
         ),
     }
+    let mut service = Vec::new();
     for (i, s) in n.service_network.iter().enumerate() {
         let path = format!("networking.serviceNetwork[{i}]");
         match rules::cidr(s) {
@@ -203,12 +247,17 @@ fn networks(ic: &InstallConfig, r: &mut Reporter) -> Networks {
                         None,
                     );
                 }
-                nets.service.push(net);
+                service.push(net);
                 all.push((path, net));
             }
             Err(e) => r.error(&path, e, None),
         }
     }
+    service
+}
+
+/// No network overlaps another, nor (with OVN-Kubernetes) the subnets OVN keeps for itself.
+fn disjoint(all: &Parsed, ovn: bool, r: &mut Reporter) {
     for (i, (pa, a)) in all.iter().enumerate() {
         for (pb, b) in &all[i + 1..] {
             if rules::overlaps(a, b) {
@@ -219,7 +268,7 @@ fn networks(ic: &InstallConfig, r: &mut Reporter) -> Networks {
                 );
             }
         }
-        if network_type == "OVNKubernetes" {
+        if ovn {
             for reserved in OVN_RESERVED {
                 let res: IpNet = reserved.parse().expect("constant");
                 if rules::overlaps(a, &res) {
@@ -232,7 +281,6 @@ fn networks(ic: &InstallConfig, r: &mut Reporter) -> Networks {
             }
         }
     }
-    nets
 }
 
 fn platform(ic: &InstallConfig, r: &mut Reporter) {

@@ -32,15 +32,7 @@ pub(super) fn validate(
         out,
     };
     let nets = install_config::install_config(ic, &mut ir);
-    if ic.fips && overrides.crypto_fips == Some(false) {
-        // Never ignored: a cluster cannot be switched to FIPS after it is installed, and its keys
-        // would not have come from a validated module.
-        ir.error(
-            "fips",
-            "fips: true needs a FIPS-validated crypto module for the bundle's keys and certificates, and this hardshift was built without one",
-            Some("build hardshift with AWS-LC's FIPS module: `cargo build --release --features fips` (needs cmake and Go); or set `fips: false`".into()),
-        );
-    }
+    fips(ic, overrides, &mut ir);
     let mut hr = Reporter {
         file: HARDSHIFT_CONFIG,
         doc: hs_doc,
@@ -60,16 +52,36 @@ pub(super) fn validate(
     if !out.is_empty() {
         return None;
     }
+    cluster(ic_doc, ic, hs, nets, settings, nodes, release)
+}
 
+/// FIPS is never ignored: a cluster cannot be switched to FIPS after it is installed, and its
+/// keys would not have come from a validated module.
+fn fips(ic: &InstallConfig, overrides: &Overrides, r: &mut Reporter) {
+    if ic.fips && overrides.crypto_fips == Some(false) {
+        r.error(
+            "fips",
+            "fips: true needs a FIPS-validated crypto module for the bundle's keys and certificates, and this hardshift was built without one",
+            Some("build hardshift with AWS-LC's FIPS module: `cargo build --release --features fips` (needs cmake and Go); or set `fips: false`".into()),
+        );
+    }
+}
+
+/// The `Cluster` of three valid files (None only when a VIP or the helper has no address).
+fn cluster(
+    ic_doc: &Doc,
+    ic: &InstallConfig,
+    hs: &HardshiftConfig,
+    nets: Networks,
+    settings: Settings,
+    nodes: Vec<Node>,
+    release: crate::release::Release,
+) -> Option<Cluster> {
+    // install-config as written, for the bootstrap's manifests; the secret travels on its own.
     let mut raw = ic_doc.value.clone();
     if let Some(m) = raw.as_object_mut() {
         m.remove("pullSecret");
     }
-    let mirrors = if ic.image_digest_sources.is_empty() {
-        &ic.image_content_sources
-    } else {
-        &ic.image_digest_sources
-    };
     Some(Cluster {
         name: ic.metadata.name.clone(),
         base_domain: ic.base_domain.clone(),
@@ -94,13 +106,7 @@ pub(super) fn validate(
             .map(String::from)
             .collect(),
         additional_trust_bundle: ic.additional_trust_bundle.clone(),
-        mirrors: mirrors
-            .iter()
-            .map(|m| Mirror {
-                source: m.source.clone(),
-                mirrors: m.mirrors.clone(),
-            })
-            .collect(),
+        mirrors: mirrors(ic),
         proxy: ic.proxy.as_ref().map(|p| Proxy {
             http_proxy: p.http_proxy.clone(),
             https_proxy: p.https_proxy.clone(),
@@ -108,20 +114,37 @@ pub(super) fn validate(
         }),
         fips: ic.fips,
         pki: settings.pki,
-        lab: LabSettings {
-            install_device: hs.lab.install_device.clone().unwrap_or_else(|| "/dev/vda".into()),
-            vcpus: hs.lab.vcpus.unwrap_or(4),
-            memory_mib: hs.lab.memory_mib.unwrap_or(16384),
-            disk_gib: hs.lab.disk_gib.unwrap_or(100),
-            http_base_url: hs
-                .lab
-                .http_base_url
-                .clone()
-                .unwrap_or_else(|| format!("http://{}:8080", settings.helper_ip_text)),
-        },
+        lab: lab(hs, &settings.helper_ip_text),
         install_config: raw,
         release,
     })
+}
+
+/// imageDigestSources, or the deprecated imageContentSources when those are not given.
+fn mirrors(ic: &InstallConfig) -> Vec<Mirror> {
+    let sources = if ic.image_digest_sources.is_empty() {
+        &ic.image_content_sources
+    } else {
+        &ic.image_digest_sources
+    };
+    sources
+        .iter()
+        .map(|m| Mirror {
+            source: m.source.clone(),
+            mirrors: m.mirrors.clone(),
+        })
+        .collect()
+}
+
+/// The lab's VMs and where the nodes fetch their files, with the defaults of the tutorial's lab.
+fn lab(hs: &HardshiftConfig, helper_ip: &str) -> LabSettings {
+    LabSettings {
+        install_device: hs.lab.install_device.clone().unwrap_or_else(|| "/dev/vda".into()),
+        vcpus: hs.lab.vcpus.unwrap_or(4),
+        memory_mib: hs.lab.memory_mib.unwrap_or(16384),
+        disk_gib: hs.lab.disk_gib.unwrap_or(100),
+        http_base_url: hs.lab.http_base_url.clone().unwrap_or_else(|| format!("http://{helper_ip}:8080")),
+    }
 }
 
 #[derive(Default)]
