@@ -356,6 +356,33 @@ mod tests {
     }
 
     #[test]
+    fn a_node_dropin_replaces_the_bases_of_the_same_name_once() {
+        let base = parse_base(
+            r#"{"ignition":{"version":"3.2.0"},"systemd":{"units":[{"name":"crio.service","dropins":[{"name":"10-mco.conf","contents":"base"},{"name":"20-z.conf","contents":"z"}]}]}}"#,
+        )
+        .unwrap();
+        let node = NodeConfig {
+            units: vec![Unit {
+                name: "crio.service".into(),
+                dropins: vec![Dropin {
+                    name: "10-mco.conf".into(),
+                    contents: Some("node".into()),
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let (cfg, rep) = build(&node, Some(&base));
+        assert_eq!(rep.merged_units, vec!["crio.service"]);
+        let d: Vec<_> = cfg.systemd.units[0]
+            .dropins
+            .iter()
+            .map(|d| (d.name.as_str(), d.contents.as_deref()))
+            .collect();
+        assert_eq!(d, [("10-mco.conf", Some("node")), ("20-z.conf", Some("z"))]);
+    }
+
+    #[test]
     fn machineconfig_raw_is_unwrapped_and_pointer_configs_refused() {
         let mc = r#"{"kind":"MachineConfig","spec":{"config":{"raw":"{\"ignition\":{\"version\":\"3.2.0\"}}"}}}"#;
         assert_eq!(parse_base(mc).unwrap().ignition.version, "3.2.0");
