@@ -89,6 +89,26 @@ pub fn disk_write_iops(faults: &[Fault], node: &str) -> Option<u32> {
         .then_some(SLOW_WRITE_IOPS)
 }
 
+/// The generated DHCP config `dhcp` (dnsmasq: `dhcp-host=MAC,IP,NAME` per node) with `faults`
+/// applied. The same dnsmasq serves DNS, and it answers for every name it gave a lease to, PTR
+/// included: without this, `no-ptr` would take the record from the zone and dnsmasq would put it
+/// back from the lease (the VM test once waited for HS108 in vain). So the node's lease carries
+/// no name: its address resolves to nothing, as in a datacenter whose reverse zone lacks it.
+pub fn apply_dhcp(dhcp: &str, faults: &[Fault]) -> Result<String, String> {
+    let mut out: Vec<String> = dhcp.lines().map(String::from).collect();
+    for f in faults {
+        let Fault::NoPtr(node) = f else { continue };
+        let suffix = format!(",{node}");
+        let i = out
+            .iter()
+            .position(|l| l.starts_with("dhcp-host=") && l.ends_with(&suffix))
+            .ok_or_else(|| format!("no-ptr:{node}: the lab's DHCP has no reservation naming {node}"))?;
+        let keep = out[i].len() - suffix.len();
+        out[i].truncate(keep);
+    }
+    Ok(out.iter().map(|l| format!("{l}\n")).collect())
+}
+
 /// The generated DNS config `dns` (dnsmasq: `local=/DOMAIN/`, `host-record=NAME,IP` for nodes)
 /// with `faults` applied. Errors name what the config lacks for a fault.
 pub fn apply_dns(dns: &str, faults: &[Fault]) -> Result<String, String> {
@@ -169,6 +189,17 @@ mod tests {
         assert_eq!(nic_mtu(&faults, "master-0"), Some(JUMBO));
         assert_eq!(nic_mtu(&faults, "master-1"), None);
         assert_eq!(nic_mtu(&[], "master-0"), None);
+    }
+
+    #[test]
+    fn no_ptr_takes_the_name_from_the_nodes_lease_too() {
+        let dhcp = "dhcp-range=192.168.126.0,static\ndhcp-host=52:54:00:00:00:65,192.168.126.101,master-0\ndhcp-host=52:54:00:00:00:66,192.168.126.102,master-1\n";
+        let out = apply_dhcp(dhcp, &["no-ptr:master-0".parse().unwrap(), "mtu:master-1".parse().unwrap()]).unwrap();
+        assert!(out.contains("dhcp-host=52:54:00:00:00:65,192.168.126.101\n"), "{out}");
+        assert!(out.contains("dhcp-host=52:54:00:00:00:66,192.168.126.102,master-1\n"), "{out}");
+        assert_eq!(apply_dhcp(dhcp, &[]).unwrap(), dhcp);
+        let e = apply_dhcp(dhcp, &["no-ptr:master-9".parse().unwrap()]).unwrap_err();
+        assert!(e.contains("master-9"), "{e}");
     }
 
     #[test]
