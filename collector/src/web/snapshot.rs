@@ -5,7 +5,9 @@
 //! the phase times need), which at 20,000 nodes saves rendering 20,000 rows every 2 s.
 
 use super::{pages, Shared};
+use crate::api::ApiObject;
 use crate::now_ms;
+use crate::store::{ApiContact, NodeRow};
 use crate::view::{self, View};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -53,9 +55,10 @@ pub(super) struct Memory {
 
 const COUNTS_EVERY: Duration = Duration::from_secs(15);
 
-pub(super) async fn rebuild(s: &Arc<Shared>, mem: &mut Memory) {
+/// What the store holds for a view: every node's row (with its counts when `recount`), the
+/// API's objects and the collector's contact with the API. None when it cannot be read (said).
+async fn read_store(s: &Arc<Shared>, recount: bool) -> Option<(Vec<NodeRow>, Vec<ApiObject>, ApiContact)> {
     let s2 = s.clone();
-    let recount = mem.counted.is_none_or(|t| t.elapsed() >= COUNTS_EVERY);
     let built = tokio::task::spawn_blocking(move || {
         let st = s2.store.lock().map_err(|_| "store lock".to_string())?;
         let rows = if recount { st.nodes() } else { st.latest() }.map_err(|e| e.to_string())?;
@@ -65,28 +68,40 @@ pub(super) async fn rebuild(s: &Arc<Shared>, mem: &mut Memory) {
         Ok::<_, String>((rows, api, contact))
     })
     .await;
-    let (mut rows, api, contact) = match built {
-        Ok(Ok(v)) => v,
+    match built {
+        Ok(Ok(v)) => Some(v),
         Ok(Err(e)) => {
             tracing::error!("dashboard: {e}");
-            return;
+            None
         }
-        Err(_) => return,
-    };
-    // What nodes sent is scrubbed before the view, its pages and its streams are made of it.
-    for r in rows.iter_mut().filter_map(|r| r.last.as_mut()) {
-        s.reports.report(r);
+        Err(_) => None,
     }
+}
+
+/// Reports stored and lost per node: freshly counted when `recount`, else the last count's.
+fn counts(mem: &mut Memory, rows: &mut [NodeRow], recount: bool) {
     if recount {
         mem.counts = rows.iter().map(|r| (r.node.clone(), (r.reports, r.dropped))).collect();
         mem.counted = Some(Instant::now());
     } else {
-        for r in &mut rows {
+        for r in rows {
             // A node new since the last count has at least the report just read.
             let (n, lost) = mem.counts.get(&r.node).copied().unwrap_or((1, 0));
             (r.reports, r.dropped) = (n.max(1), lost);
         }
     }
+}
+
+pub(super) async fn rebuild(s: &Arc<Shared>, mem: &mut Memory) {
+    let recount = mem.counted.is_none_or(|t| t.elapsed() >= COUNTS_EVERY);
+    let Some((mut rows, api, contact)) = read_store(s, recount).await else {
+        return;
+    };
+    // What nodes sent is scrubbed before the view, its pages and its streams are made of it.
+    for r in rows.iter_mut().filter_map(|r| r.last.as_mut()) {
+        s.reports.report(r);
+    }
+    counts(mem, &mut rows, recount);
     let view = view::build(&rows, s.inventory.as_deref(), &api, &contact, now_ms());
     let met_at = &mut mem.met_at;
     for c in view.checks.iter().filter(|c| c.met) {
