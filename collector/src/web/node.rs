@@ -1,7 +1,16 @@
 //! A node's page: its fragment with recent events, the events as they come, and its logs asked of
 //! its agent, scrubbed before they leave.
 
-use super::*;
+use super::{pages, sse, Shared};
+use crate::events::{self, Event};
+use axum::extract::{Path as UrlPath, Query, State};
+use axum::http::{header, StatusCode};
+use axum::response::{Html, IntoResponse, Response};
+use futures_util::StreamExt;
+use hardshift_proto::v1::debug_request::Kind;
+use hardshift_proto::v1::{ContainerLogRequest, DebugRequest, EtcdMembersRequest, JournalRequest};
+use std::sync::Arc;
+use tokio_stream::wrappers::WatchStream;
 
 const NODE_EVENTS_REPORTS: usize = 200;
 
