@@ -1,7 +1,7 @@
 //! What the API watch saw, kept beside the reports: each object's newest view, every change,
 //! and the watch's last contact with the API server.
 
-use super::{Store, StoreError};
+use crate::store::db::{Store, StoreError};
 use rusqlite::{params, OptionalExtension};
 
 impl Store {

@@ -4,54 +4,17 @@
 use hardshift_proto::v1::NodeReport;
 use prost::Message;
 use rusqlite::{params, Connection, OptionalExtension};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 mod api;
+mod db;
 mod note;
 
 pub use api::{ApiChange, ApiContact};
+use db::{beside, identity, Halted};
+pub use db::{Store, StoreError};
 use note::write_note;
 pub use note::{clear_halted, halted, note_path};
-
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    #[error("store: {0}")]
-    Sql(#[from] rusqlite::Error),
-    /// The file is not a store that can be read, or no longer the one written.
-    #[error("{0}")]
-    Broken(String),
-}
-
-pub struct Store {
-    db: Connection,
-    /// The file opened and its WAL, and their identities then: a write into a file that was
-    /// deleted or replaced since would be acknowledged and lost, so `batch` refuses it.
-    path: PathBuf,
-    identity: Option<(u64, u64)>,
-    wal_identity: Option<(u64, u64)>,
-    /// Why this writer stopped, once it has.
-    halted: Option<Halted>,
-}
-
-/// A file of the store deleted or replaced under the writer (`why`), and whether what the
-/// unlinked WAL held is saved into the main file yet.
-struct Halted {
-    why: String,
-    saved: bool,
-}
-
-/// (device, inode) of the file at `path` now, if any.
-fn identity(path: &Path) -> Option<(u64, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
-}
-
-/// `path` with `suffix` added to its file name: the -wal, -shm and note files beside a store.
-fn beside(path: &Path, suffix: &str) -> PathBuf {
-    let mut p = path.as_os_str().to_owned();
-    p.push(suffix);
-    PathBuf::from(p)
-}
 
 /// The tables every reader reads: without them a file is not a collector's store.
 const TABLES: [&str; 2] = ["reports", "nodes"];

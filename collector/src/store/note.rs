@@ -1,7 +1,7 @@
 //! The note a collector that stopped acknowledging leaves beside its store, for every reader to
 //! tell: written whole or not at all, read naming the collector, cleared by the next one.
 
-use super::beside;
+use crate::store::db::beside;
 use std::path::{Path, PathBuf};
 
 /// Where a collector that stopped acknowledging says why, beside its store, for every reader
