@@ -1,7 +1,7 @@
 //! What the helper serves, made from the bundle's lab files: its addresses on the bridge, the
 //! HTTP root (Ignition configs, the iPXE script for the test image, the image), dnsmasq's config.
 
-use super::{Machine, Options};
+use crate::lab::parts::{Machine, Options};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 

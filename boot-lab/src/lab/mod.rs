@@ -5,10 +5,14 @@
 //!
 //! What differs from a real RHCOS PXE boot is said in `ipxe_for_image`.
 
+mod files;
 mod helper;
+mod parts;
 mod qemu;
 
+pub use files::{read_lossy, tail};
 pub use helper::ipxe_for_image;
+pub use parts::{Machine, Options};
 pub use qemu::accelerator;
 
 use crate::netns::{run, Netns};
@@ -19,37 +23,6 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::time::{Duration, Instant};
-
-/// What a lab is made of.
-pub struct Options {
-    /// The bundle (`hardshift create` has run).
-    pub dir: PathBuf,
-    /// hack/boot-image.sh's directory: vmlinuz, initramfs.img, disk.raw.
-    pub image: PathBuf,
-    /// The `hardshift` binary (its collector).
-    pub hardshift: PathBuf,
-    /// Where logs, consoles and what the helper serves go.
-    pub work: PathBuf,
-    /// Short tag for the namespaces' names (unique among labs running at once).
-    pub tag: String,
-    /// Names the lab's DNS leaves out (a fault: `api-int.<cluster domain>`, say).
-    pub drop_dns: Vec<String>,
-    /// Faults the lab is started with (`crate::fault`).
-    pub faults: Vec<crate::fault::Fault>,
-    /// Start the collector with the lab; otherwise `start_collector` does, later.
-    pub collector: bool,
-    /// The collector's dashboard on the helper's loopback, this port (`Lab::web_get`).
-    pub web: Option<u16>,
-}
-
-/// A node of the bundle's inventory.
-#[derive(Debug, Clone)]
-pub struct Machine {
-    pub name: String,
-    pub role: String,
-    pub ip: String,
-    pub mac: String,
-}
 
 /// A VM of the lab and what it got to.
 pub struct Vm {
@@ -435,15 +408,4 @@ pub fn check_nodes(names: &[String], machines: &[Machine]) -> Result<(), String>
         }
     }
     Ok(())
-}
-
-pub fn read_lossy(p: &Path) -> String {
-    String::from_utf8_lossy(&std::fs::read(p).unwrap_or_default()).to_string()
-}
-
-/// The last `n` lines of a file.
-pub fn tail(p: &Path, n: usize) -> String {
-    let s = read_lossy(p);
-    let lines: Vec<&str> = s.lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
 }

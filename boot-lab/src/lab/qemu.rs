@@ -1,6 +1,6 @@
 //! The VMs under QEMU: how one is started, and which accelerator runs the iPXE ROM.
 
-use super::read_lossy;
+use crate::lab::files::read_lossy;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
