@@ -10,15 +10,19 @@
 mod front;
 mod node;
 pub mod pages;
+mod shared;
 mod snapshot;
+mod stream;
 
 use node::{node_events, node_logs, node_page, window_changes};
-use snapshot::{grid_update, rebuild, refresh, Memory, Snapshot, MAX_REBUILD};
+pub use shared::Deps;
+use shared::{Shared, Snapshot};
+use snapshot::{grid_update, rebuild, refresh, Memory, MAX_REBUILD};
+use stream::{sse, sse_named};
 
-use crate::agents::Agents;
 use crate::events;
-use crate::listener::{self, Gate};
-use crate::metrics::{self, Metrics};
+use crate::listener;
+use crate::metrics;
 use crate::now_ms;
 use crate::phase::Member;
 use crate::store::Store;
@@ -26,13 +30,11 @@ use crate::view;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
-use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use futures_util::{Stream, StreamExt};
+use futures_util::StreamExt;
 use std::collections::BTreeMap;
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -70,43 +72,6 @@ pub struct Tls {
     pub cert: String,
     pub key: String,
     pub client_ca: String,
-}
-
-/// What the collector shares with the dashboard.
-pub struct Deps {
-    pub agents: Arc<Agents>,
-    pub gate: Arc<Gate>,
-    /// The dashboard's own caps and refusals (its front door), apart from the agents'.
-    pub web_gate: Arc<Gate>,
-    pub metrics: Arc<Metrics>,
-    pub changed: watch::Receiver<u64>,
-}
-
-struct Shared {
-    store: Mutex<Store>,
-    inventory: Option<Vec<Member>>,
-    snap: watch::Sender<Arc<Snapshot>>,
-    /// Woken when a page opens while the snapshot has no grid (nobody was watching).
-    want_grid: tokio::sync::Notify,
-    deps: Deps,
-    /// Plain HTTP on loopback: the Host header must name loopback too.
-    check_host: bool,
-    /// For logs fetched from nodes: by pattern and by the bundle's own secret values.
-    scrubber: crate::scrub::Scrubber,
-    /// For what nodes reported: by pattern, as every other output.
-    reports: crate::scrub::Scrubber,
-    bundle: metrics::Bundle,
-}
-
-impl Shared {
-    /// What nodes sent, scrubbed before any page, stream or JSON shows it, as the terminal and
-    /// every `-o json` are (by structure and pattern; logs are scrubbed by value too).
-    fn scrubbed(&self, mut reports: Vec<(String, hardshift_proto::v1::NodeReport)>) -> Vec<(String, hardshift_proto::v1::NodeReport)> {
-        for (_, r) in &mut reports {
-            self.reports.report(r);
-        }
-        reports
-    }
 }
 
 /// Why the dashboard could not be served.
@@ -300,22 +265,6 @@ fn cross_site(h: &axum::http::HeaderMap) -> Option<String> {
         }
     }
     None
-}
-
-/// A live region's stream: each item replaces the region (or, named "rows", only those rows).
-fn sse(stream: impl Stream<Item = String> + Send + 'static) -> impl IntoResponse {
-    sse_named(stream.map(|html| (None, html)))
-}
-
-fn sse_named(stream: impl Stream<Item = (Option<&'static str>, String)> + Send + 'static) -> impl IntoResponse {
-    let events = stream.map(|(name, html)| {
-        let e = SseEvent::default().data(html);
-        Ok::<_, Infallible>(match name {
-            Some(n) => e.event(n),
-            None => e,
-        })
-    });
-    Sse::new(events).keep_alive(KeepAlive::default())
 }
 
 /// The snapshot with its grid: rendered now if nobody was watching (this receiver makes the

@@ -1,8 +1,10 @@
 //! A node's page: its fragment with recent events, the events as they come, and its logs asked of
 //! its agent, scrubbed before they leave.
 
-use super::{pages, sse, Shared};
 use crate::events::{self, Event};
+use crate::web::pages;
+use crate::web::shared::Shared;
+use crate::web::stream::sse;
 use axum::extract::{Path as UrlPath, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{Html, IntoResponse, Response};

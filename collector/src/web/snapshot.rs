@@ -4,11 +4,12 @@
 //! only while a page holds a receiver: unwatched, a rebuild is the view alone (what /metrics and
 //! the phase times need), which at 20,000 nodes saves rendering 20,000 rows every 2 s.
 
-use super::{pages, Shared};
 use crate::api::ApiObject;
 use crate::now_ms;
 use crate::store::{ApiContact, NodeRow};
-use crate::view::{self, View};
+use crate::view;
+use crate::web::pages;
+use crate::web::shared::{Shared, Snapshot};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,29 +19,6 @@ use tokio::sync::watch;
 const MIN_REBUILD: Duration = Duration::from_millis(250);
 /// …and at least this often, so "seen" clocks and API changes show without a report.
 pub(super) const MAX_REBUILD: Duration = Duration::from_secs(2);
-
-pub(super) struct Snapshot {
-    pub(super) view: View,
-    /// The grid in parts: pages are sent only the rows that changed while the rest holds.
-    pub(super) head: String,
-    pub(super) rows: Vec<Arc<str>>,
-    pub(super) tail: String,
-    pub(super) met_at: BTreeMap<&'static str, i64>,
-    /// Whether head, rows and tail were rendered (a page was watching).
-    pub(super) grid_built: bool,
-}
-
-impl Snapshot {
-    pub(super) fn grid(&self) -> String {
-        let mut g = String::with_capacity(self.head.len() + self.tail.len() + self.rows.iter().map(|r| r.len()).sum::<usize>());
-        g.push_str(&self.head);
-        for r in &self.rows {
-            g.push_str(r);
-        }
-        g.push_str(&self.tail);
-        g
-    }
-}
 
 /// What a rebuild keeps between runs.
 #[derive(Default)]
