@@ -143,7 +143,7 @@ fn take_ack(shared: &Shared, a: hardshift_proto::v1::Ack) {
     // well under the seconds that break certificates.
     if a.collector_time_ms > 0 {
         if let Ok(mut c) = shared.clock.lock() {
-            *c = Some(crate::now_ms() - a.collector_time_ms);
+            *c = Some(hardshift_proto::now_ms() - a.collector_time_ms);
         }
     }
     if a.boot_id == shared.boot_id {
