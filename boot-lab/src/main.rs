@@ -140,11 +140,32 @@ fn run(a: Args) -> Result<i32, String> {
     for n in &a.nodes {
         lab.boot(n, None)?;
     }
-    // Show each step as it is first seen (a bar per node on a terminal, a line otherwise); stop
-    // when every node reported or failed for good.
-    let mut shown: Vec<String> = vec![String::new(); a.nodes.len()];
-    let bars = progress::Bars::new(&a.nodes);
-    let all = lab.wait_until(Duration::from_secs(a.timeout), |lab| {
+    let (all, bars) = watch(&mut lab, &a.nodes, a.timeout);
+    bars.finish();
+    if STOP.load(Ordering::SeqCst) {
+        eprintln!("boot-lab: interrupted: stopping every VM and server");
+        drop(lab);
+        return Ok(130);
+    }
+    if !all {
+        eprintln!("boot-lab: {}s passed (--timeout)", a.timeout);
+    }
+    print_table(&lab);
+    let status = std::process::Command::new(&a.hardshift)
+        .args(["status", "--dir"])
+        .arg(&a.dir)
+        .output()
+        .map_err(|e| format!("{}: {e}", a.hardshift.display()))?;
+    println!("\n{}", String::from_utf8_lossy(&status.stdout));
+    Ok(verdict(&lab, &work))
+}
+
+/// Show each step as it is first seen (a bar per node on a terminal, a line otherwise) until every
+/// node reported or failed for good, Ctrl-C, or `timeout` seconds; true when every node did.
+fn watch(lab: &mut Lab, nodes: &[String], timeout: u64) -> (bool, progress::Bars) {
+    let mut shown: Vec<String> = vec![String::new(); nodes.len()];
+    let bars = progress::Bars::new(nodes);
+    let all = lab.wait_until(Duration::from_secs(timeout), |lab| {
         for (i, vm) in lab.vms.iter().enumerate() {
             let now = lab.last_seen(vm);
             bars.show(i, progress::steps_done(&vm.seen), &now);
@@ -157,15 +178,11 @@ fn run(a: Args) -> Result<i32, String> {
         }
         STOP.load(Ordering::SeqCst) || lab.vms.iter().all(|v| v.seen.report.is_some() || v.seen.failed.is_some())
     });
-    bars.finish();
-    if STOP.load(Ordering::SeqCst) {
-        eprintln!("boot-lab: interrupted: stopping every VM and server");
-        drop(lab);
-        return Ok(130);
-    }
-    if !all {
-        eprintln!("boot-lab: {}s passed (--timeout)", a.timeout);
-    }
+    (all, bars)
+}
+
+/// When each node got its lease, fetched and applied its config, and first reported.
+fn print_table(lab: &Lab) {
     println!(
         "{:<14} {:>8} {:>8} {:>9} {:>8}  LAST SEEN",
         "NODE", "LEASE", "FETCHED", "IGNITION", "REPORT"
@@ -182,12 +199,10 @@ fn run(a: Args) -> Result<i32, String> {
             lab.last_seen(vm)
         );
     }
-    let status = std::process::Command::new(&a.hardshift)
-        .args(["status", "--dir"])
-        .arg(&a.dir)
-        .output()
-        .map_err(|e| format!("{}: {e}", a.hardshift.display()))?;
-    println!("\n{}", String::from_utf8_lossy(&status.stdout));
+}
+
+/// Exit 0 when every node reported, else 1 naming those that did not.
+fn verdict(lab: &Lab, work: &std::path::Path) -> i32 {
     let missing: Vec<&str> = lab
         .vms
         .iter()
@@ -196,14 +211,14 @@ fn run(a: Args) -> Result<i32, String> {
         .collect();
     if missing.is_empty() {
         println!("boot-lab: every node reported (logs and consoles: {})", work.display());
-        Ok(0)
+        0
     } else {
         println!(
             "boot-lab: no report from {} (logs and consoles: {})",
             missing.join(", "),
             work.display()
         );
-        Ok(1)
+        1
     }
 }
 

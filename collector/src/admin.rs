@@ -3,8 +3,26 @@
 
 use hardshift_proto::v1::admin_client::AdminClient;
 use hardshift_proto::v1::debug_request::Kind;
-use hardshift_proto::v1::{AdminDebugRequest, DebugRequest, DebugResponse};
+use hardshift_proto::v1::{AdminDebugRequest, ContainerLogRequest, DebugRequest, DebugResponse, EtcdMembersRequest, JournalRequest};
 use std::path::Path;
+
+/// What `logs NODE WHAT` asks of a node: a container's log (`container`), etcd's members
+/// (`etcd-members`), else a unit's journal; `lines` newest last.
+pub fn kind(what: &str, container: bool, lines: u32) -> Kind {
+    if container {
+        Kind::ContainerLog(ContainerLogRequest {
+            container: what.to_string(),
+            lines,
+        })
+    } else if what == "etcd-members" {
+        Kind::EtcdMembers(EtcdMembersRequest {})
+    } else {
+        Kind::Journal(JournalRequest {
+            unit: what.to_string(),
+            lines,
+        })
+    }
+}
 
 /// Ask `node`, through the collector listening on `socket`; Err: why not, in a line.
 pub async fn ask(socket: &Path, node: &str, kind: Kind) -> Result<DebugResponse, String> {

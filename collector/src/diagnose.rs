@@ -744,6 +744,27 @@ pub fn diagnose(node: &str, role: &str, r: &NodeReport, seen_ago_ms: i64) -> Vec
     out
 }
 
+/// Every finding of the store's rows (only node `only`'s when given), then the inventory's nodes
+/// (name, role) that never reported.
+pub fn findings(rows: &[crate::store::NodeRow], inventory: &[(String, String)], only: Option<&str>, now_ms: i64) -> Vec<Finding> {
+    let wanted = |n: &str| only.is_none_or(|w| w == n);
+    let mut out: Vec<Finding> = rows
+        .iter()
+        .filter(|r| wanted(&r.node))
+        .flat_map(|r| match &r.last {
+            Some(l) => diagnose(&r.node, &r.role, l, now_ms - r.last_seen_ms),
+            None => no_report(&r.node, now_ms - r.last_seen_ms),
+        })
+        .collect();
+    out.extend(
+        inventory
+            .iter()
+            .filter(|(n, _)| wanted(n) && !rows.iter().any(|r| &r.node == n))
+            .map(|(n, role)| never_reported(n, role)),
+    );
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

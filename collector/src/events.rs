@@ -99,6 +99,29 @@ pub fn changes(node: &str, reports: &[(String, NodeReport)]) -> Vec<Event> {
     out
 }
 
+/// The store's timeline, oldest first: every node's changes (only `node`'s when given), and what
+/// the API server said, a Node's changes under its name, the rest (CSRs, operators, pods) under
+/// "api".
+pub fn timeline(store: &crate::store::Store, node: Option<&str>) -> Result<Vec<Event>, crate::store::StoreError> {
+    let nodes: Vec<String> = match node {
+        Some(n) => vec![n.to_string()],
+        None => store.nodes()?.into_iter().map(|r| r.node).collect(),
+    };
+    let mut all = Vec::new();
+    for n in &nodes {
+        all.extend(changes(n, &store.reports(n)?));
+    }
+    for c in store.api_changes()? {
+        // With a node named, its own Node object's changes and any naming it (its CSRs).
+        let keep = node.is_none_or(|n| (c.kind == "Node" && c.name == n) || c.change.contains(n) || c.name.contains(n));
+        if keep {
+            all.push(from_api(c));
+        }
+    }
+    all.sort_by_key(|e| e.time_ms);
+    Ok(all)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,6 +5,7 @@ pub mod admin;
 pub mod agents;
 pub mod api;
 pub mod approver;
+pub mod approving;
 pub mod daemon;
 pub mod diagnose;
 pub mod events;

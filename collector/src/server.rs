@@ -112,9 +112,6 @@ pub async fn serve(
     let (metrics, changed) = (hooks.metrics.clone(), hooks.changed.subscribe());
     let ingest = Ingest::start_with(store, hooks);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
-        let _ = rx.wait_for(|s| *s).await;
-    };
     let (conn_tx, conn_rx) = mpsc::channel(256);
     tokio::spawn(listener::accept(
         tcp,
@@ -141,13 +138,7 @@ pub async fn serve(
         // A peer that vanished without a FIN is found and its slot freed.
         .http2_keepalive_interval(Some(Duration::from_secs(30)))
         .http2_keepalive_timeout(Some(Duration::from_secs(10)))
-        .add_service(AgentServer::new(Collector {
-            nodes: opts.nodes.clone(),
-            ingest,
-            agents: agents.clone(),
-            hello_timeout: opts.limits.hello_timeout,
-            stop: stop_rx.clone(),
-        }))
+        .add_service(agent_service(&opts, ingest, &agents, &stop_rx))
         .serve_with_incoming_shutdown(ReceiverStream::new(conn_rx), stopped(stop_rx.clone()));
     let admin = async {
         match admin_socket {
@@ -167,13 +158,7 @@ pub async fn serve(
         a.and(b)
     };
     let drain = opts.drain;
-    let watcher = async {
-        shutdown.await;
-        let streams = agents.conns.lock().map(|c| c.len()).unwrap_or(0);
-        tracing::info!("stopping: draining {streams} agent streams (at most {drain:?})");
-        let _ = stop_tx.send(true);
-        tokio::time::sleep(drain).await;
-    };
+    let watcher = drain_on(shutdown, &agents, stop_tx, drain);
     let result = tokio::select! {
         r = servers => r,
         _ = watcher => {
@@ -184,13 +169,54 @@ pub async fn serve(
     if let Some(p) = admin_socket {
         let _ = std::fs::remove_file(p);
     }
+    say_refusals(&gate);
+    tracing::info!("collector stopped");
+    result
+}
+
+/// The agents' gRPC service: the inventory's nodes only, their reports into `ingest`.
+fn agent_service(
+    opts: &Options,
+    ingest: Ingest,
+    agents: &Arc<Agents>,
+    stop: &tokio::sync::watch::Receiver<bool>,
+) -> AgentServer<Collector> {
+    AgentServer::new(Collector {
+        nodes: opts.nodes.clone(),
+        ingest,
+        agents: agents.clone(),
+        hello_timeout: opts.limits.hello_timeout,
+        stop: stop.clone(),
+    })
+}
+
+/// Resolves once the stop signal is sent.
+async fn stopped(mut rx: tokio::sync::watch::Receiver<bool>) {
+    let _ = rx.wait_for(|s| *s).await;
+}
+
+/// On `shutdown`, tell every task to stop and give the agents' streams `drain` to end; resolves
+/// when the drain has run out.
+async fn drain_on(
+    shutdown: impl std::future::Future<Output = ()>,
+    agents: &Agents,
+    stop_tx: tokio::sync::watch::Sender<bool>,
+    drain: Duration,
+) {
+    shutdown.await;
+    let streams = agents.conns.lock().map(|c| c.len()).unwrap_or(0);
+    tracing::info!("stopping: draining {streams} agent streams (at most {drain:?})");
+    let _ = stop_tx.send(true);
+    tokio::time::sleep(drain).await;
+}
+
+/// The connections refused over the collector's life, by why, said once at the end.
+fn say_refusals(gate: &Gate) {
     let refused = gate.refusals();
     if !refused.is_empty() {
         let list: Vec<String> = refused.iter().map(|(k, v)| format!("{} {v}", k.label())).collect();
         tracing::info!("refused connections: {}", list.join(", "));
     }
-    tracing::info!("collector stopped");
-    result
 }
 
 /// The dashboard, bound here so a port in use fails the start rather than a background task.

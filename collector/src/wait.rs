@@ -129,6 +129,55 @@ fn fmt_duration(d: Duration) -> String {
     }
 }
 
+/// How a wait ended: as one JSON object and as lines for a person.
+pub struct Outcome {
+    pub reached: bool,
+    pub json: serde_json::Value,
+    pub lines: Vec<String>,
+}
+
+/// Look at the store every `interval` until `last`'s checks are all met or `timeout` passes;
+/// each new "waiting for" goes to `progress` as its line.
+pub fn until(
+    db: &Path,
+    inventory: &[Member],
+    (target, last): (&str, &str),
+    timeout: Duration,
+    interval: Duration,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Outcome, StoreError> {
+    let start = std::time::Instant::now();
+    let mut shown: Option<String> = None;
+    loop {
+        let now = crate::now_ms();
+        let look = look(db, inventory, now)?;
+        let secs = start.elapsed().as_secs();
+        if look.reached(last) {
+            let lines = vec![look.reached_line(target, last, secs)];
+            return Ok(Outcome {
+                reached: true,
+                json: look.json(target, true, secs, &[]),
+                lines,
+            });
+        }
+        let waiting_for = look.waiting_for(last, db);
+        if shown.as_ref() != Some(&waiting_for) {
+            progress(&look.progress(secs, &waiting_for));
+            shown = Some(waiting_for.clone());
+        }
+        if start.elapsed() >= timeout {
+            let firsts = look.firsts(now);
+            let lines = look.timed_out(target, last, timeout, &waiting_for, &firsts);
+            return Ok(Outcome {
+                reached: false,
+                json: look.json(target, false, secs, &firsts),
+                lines,
+            });
+        }
+        std::thread::sleep(interval.min(timeout.saturating_sub(start.elapsed())).max(Duration::from_millis(50)));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -92,6 +92,67 @@ fn explain(head: String, source: Option<&(dyn std::error::Error + 'static)>) -> 
     format!("{text}{hint}")
 }
 
+/// Send what the outbox holds past what was sent, as it comes; on each wake, anything an ack
+/// did not cover goes again. Returns only when the stream closes.
+async fn send_reports(tx: &mpsc::Sender<AgentMessage>, shared: &Shared) -> Result<(), ClientError> {
+    let mut sent = 0u64;
+    loop {
+        let batch: Vec<_> = shared.outbox.lock().map(|o| o.after(sent).cloned().collect()).unwrap_or_default();
+        for r in batch {
+            sent = r.seq;
+            if tx
+                .send(AgentMessage {
+                    body: Some(Body::Report(r)),
+                })
+                .await
+                .is_err()
+            {
+                return Err(ClientError::Closed);
+            }
+        }
+        // Wake on a new report, or now and then to resend anything an ack did not cover.
+        let _ = tokio::time::timeout(Duration::from_secs(30), shared.new_report.notified()).await;
+    }
+}
+
+/// Answer a debug request beside the stream, or say the agent is busy when `busy` has no
+/// permit left.
+fn answer_debug(cfg: &Config, tx: &mpsc::Sender<AgentMessage>, busy: &Arc<tokio::sync::Semaphore>, d: hardshift_proto::v1::DebugRequest) {
+    let (cfg, tx) = (cfg.clone(), tx.clone());
+    let permit = busy.clone().try_acquire_owned();
+    tokio::spawn(async move {
+        let resp = match permit {
+            Ok(_p) => crate::debug::answer(&cfg, d).await,
+            Err(_) => hardshift_proto::v1::DebugResponse {
+                id: d.id,
+                error: "the agent is busy with other debug requests; retry".into(),
+                ..Default::default()
+            },
+        };
+        let _ = tx
+            .send(AgentMessage {
+                body: Some(Body::DebugResponse(resp)),
+            })
+            .await;
+    });
+}
+
+/// An Ack: the clock offset it implies, and the reports it covers off the outbox.
+fn take_ack(shared: &Shared, a: hardshift_proto::v1::Ack) {
+    // The Ack left the collector at collector_time_ms and arrived now; on a LAN the transit is
+    // well under the seconds that break certificates.
+    if a.collector_time_ms > 0 {
+        if let Ok(mut c) = shared.clock.lock() {
+            *c = Some(hardshift_proto::now_ms() - a.collector_time_ms);
+        }
+    }
+    if a.boot_id == shared.boot_id {
+        if let Ok(mut o) = shared.outbox.lock() {
+            o.ack(a.highest_seq);
+        }
+    }
+}
+
 /// One connection, until it fails.
 async fn session(cfg: &Config, shared: &Shared) -> Result<(), ClientError> {
     let ch = channel(cfg).await?;
@@ -115,26 +176,7 @@ async fn session(cfg: &Config, shared: &Shared) -> Result<(), ClientError> {
         .into_inner();
     tracing::info!(node = %cfg.node, "connected to {}", cfg.collector);
 
-    let sender = async {
-        let mut sent = 0u64;
-        loop {
-            let batch: Vec<_> = shared.outbox.lock().map(|o| o.after(sent).cloned().collect()).unwrap_or_default();
-            for r in batch {
-                sent = r.seq;
-                if tx
-                    .send(AgentMessage {
-                        body: Some(Body::Report(r)),
-                    })
-                    .await
-                    .is_err()
-                {
-                    return Err(ClientError::Closed);
-                }
-            }
-            // Wake on a new report, or now and then to resend anything an ack did not cover.
-            let _ = tokio::time::timeout(Duration::from_secs(30), shared.new_report.notified()).await;
-        }
-    };
+    let sender = send_reports(&tx, shared);
     // At most a few debug answers in flight: a flood of requests cannot load the node.
     let busy = Arc::new(tokio::sync::Semaphore::new(4));
     let receiver = async {
@@ -142,41 +184,9 @@ async fn session(cfg: &Config, shared: &Shared) -> Result<(), ClientError> {
             match inbound.message().await {
                 Ok(Some(CollectorMessage {
                     body: Some(In::DebugRequest(d)),
-                })) => {
-                    let (cfg, tx) = (cfg.clone(), tx.clone());
-                    let permit = busy.clone().try_acquire_owned();
-                    tokio::spawn(async move {
-                        let resp = match permit {
-                            Ok(_p) => crate::debug::answer(&cfg, d).await,
-                            Err(_) => hardshift_proto::v1::DebugResponse {
-                                id: d.id,
-                                error: "the agent is busy with other debug requests; retry".into(),
-                                ..Default::default()
-                            },
-                        };
-                        let _ = tx
-                            .send(AgentMessage {
-                                body: Some(Body::DebugResponse(resp)),
-                            })
-                            .await;
-                    });
-                }
-                Ok(Some(msg)) => {
-                    if let Some(In::Ack(a)) = msg.body {
-                        // The Ack left the collector at collector_time_ms and arrived now; on a
-                        // LAN the transit is well under the seconds that break certificates.
-                        if a.collector_time_ms > 0 {
-                            if let Ok(mut c) = shared.clock.lock() {
-                                *c = Some(crate::now_ms() - a.collector_time_ms);
-                            }
-                        }
-                        if a.boot_id == shared.boot_id {
-                            if let Ok(mut o) = shared.outbox.lock() {
-                                o.ack(a.highest_seq);
-                            }
-                        }
-                    }
-                }
+                })) => answer_debug(cfg, &tx, &busy, d),
+                Ok(Some(CollectorMessage { body: Some(In::Ack(a)) })) => take_ack(shared, a),
+                Ok(Some(_)) => {}
                 Ok(None) => return Err(ClientError::Closed),
                 Err(s) => return Err(ClientError::Stream(format!("{}: {}", s.code(), s.message()))),
             }

@@ -33,6 +33,27 @@ use std::time::Duration;
 
 use hardshift_proto::now_ms;
 
+/// The configured units' states over D-Bus; one "unreachable" component when the bus is not.
+async fn units(cfg: &config::Config, bus: Option<&zbus::Connection>) -> Vec<ComponentState> {
+    match bus {
+        Some(conn) => {
+            let mut out = Vec::with_capacity(cfg.units.len());
+            for u in &cfg.units {
+                out.push(systemd::unit(conn, u).await);
+            }
+            out
+        }
+        None if !cfg.units.is_empty() => vec![hardshift_proto::v1::ComponentState {
+            name: Component::Systemd.name().into(),
+            health: hardshift_proto::v1::Health::Unknown as i32,
+            state: "unreachable".into(),
+            reason: format!("cannot reach the D-Bus {} bus", cfg.systemd_bus),
+            details: Default::default(),
+        }],
+        None => vec![],
+    }
+}
+
 /// One report: every probe, each bounded by its own timeout. `clock` is this node's offset to
 /// the collector's clock when known.
 async fn report(
@@ -61,25 +82,7 @@ async fn report(
             None => None,
         }
     };
-    let units = async {
-        match bus {
-            Some(conn) => {
-                let mut out = Vec::with_capacity(cfg.units.len());
-                for u in &cfg.units {
-                    out.push(systemd::unit(conn, u).await);
-                }
-                out
-            }
-            None if !cfg.units.is_empty() => vec![hardshift_proto::v1::ComponentState {
-                name: Component::Systemd.name().into(),
-                health: hardshift_proto::v1::Health::Unknown as i32,
-                state: "unreachable".into(),
-                reason: format!("cannot reach the D-Bus {} bus", cfg.systemd_bus),
-                details: Default::default(),
-            }],
-            None => vec![],
-        }
-    };
+    let units = units(cfg, bus);
     let dns = async {
         match cfg.dns.is_empty() {
             true => None,
@@ -212,6 +215,90 @@ fn logging(verbose: u8) {
     tracing_subscriber::registry().with(fmt).with(filter).init();
 }
 
+/// `status`: one report of this node, hardware included, taken here and now.
+async fn local_report(cfg: &config::Config) -> NodeReport {
+    let conn = bus(cfg).await;
+    let h = host::probe();
+    let booted = now_ms() / 1000 - h.uptime_seconds as i64;
+    let mut hw = hardware::Hardware::new(cfg, &h.boot_id, booted, false);
+    let system = system_bus(cfg, conn.as_ref()).await;
+    let (mut r, hw) = tokio::join!(
+        report(cfg, conn.as_ref(), None, vec![], vec![]),
+        hw.probe(cfg, system.as_ref(), h.uptime_seconds, now_ms() / 1000)
+    );
+    r.components.extend(hw);
+    r
+}
+
+/// `status --json`: the components in the collector's vocabulary, the pods and containers.
+fn print_status_json(cfg: &config::Config, r: &NodeReport) {
+    let comps: Vec<serde_json::Value> = r.components.iter().map(hardshift_proto::vocab::component_json).collect();
+    let pods: Vec<serde_json::Value> = r
+        .pods
+        .iter()
+        .map(|p| serde_json::json!({"id": p.id, "namespace": p.namespace, "name": p.name, "ready": p.ready}))
+        .collect();
+    let containers: Vec<serde_json::Value> = r
+        .containers
+        .iter()
+        .map(|c| {
+            serde_json::json!({"id": c.id, "pod": c.pod, "name": c.name, "state": c.state, "attempt": c.attempt,
+            "exitCode": c.exit_code, "reason": c.reason, "message": c.message, "image": c.image})
+        })
+        .collect();
+    println!(
+        "{}",
+        serde_json::json!({"node": cfg.node, "components": comps, "pods": pods, "containers": containers})
+    );
+}
+
+/// `status`: the host, one line per component, and the containers that exited failing.
+fn print_status(cfg: &config::Config, r: NodeReport) {
+    let host = r.host.unwrap_or_default();
+    println!(
+        "node {} ({}), boot {}, up {}s, load {:.2}",
+        cfg.node, cfg.role, host.boot_id, host.uptime_seconds, host.load1
+    );
+    println!(
+        "memory {} MiB free of {} MiB; / {} MiB free; /var {} MiB free",
+        host.memory_available_bytes >> 20,
+        host.memory_total_bytes >> 20,
+        host.root_free_bytes >> 20,
+        host.var_free_bytes >> 20
+    );
+    for c in &r.components {
+        println!("{:<16} {:<24} {}", c.name, c.state, c.reason);
+    }
+    for c in cri::failing(&r.containers) {
+        println!("container {}/{} exited {} {} {}", c.pod, c.name, c.exit_code, c.reason, c.message);
+    }
+}
+
+/// `logs`: a unit's journal or a container's log, as the collector's debug request gets them.
+fn logs(
+    rt: &tokio::runtime::Runtime,
+    cfg: &config::Config,
+    unit: Option<String>,
+    container: Option<String>,
+    lines: u32,
+) -> std::process::ExitCode {
+    use hardshift_proto::v1::{debug_request::Kind, ContainerLogRequest, DebugRequest, JournalRequest};
+    let kind = match (container, unit) {
+        (Some(container), _) => Kind::ContainerLog(ContainerLogRequest { container, lines }),
+        (None, Some(unit)) => Kind::Journal(JournalRequest { unit, lines }),
+        (None, None) => unreachable!("clap requires a unit or --container"),
+    };
+    let r = rt.block_on(debug::answer(cfg, DebugRequest { id: 0, kind: Some(kind) }));
+    for l in &r.lines {
+        println!("{l}");
+    }
+    if !r.error.is_empty() {
+        eprintln!("hardshift-agent: {}", r.error);
+        return std::process::ExitCode::from(2);
+    }
+    std::process::ExitCode::SUCCESS
+}
+
 fn main() -> std::process::ExitCode {
     use clap::Parser;
     let cli = Cli::parse();
@@ -235,82 +322,102 @@ fn main() -> std::process::ExitCode {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     match cli.command.unwrap_or(Command::Run) {
         Command::Status { json } => {
-            let r = rt.block_on(async {
-                let conn = bus(&cfg).await;
-                let h = host::probe();
-                let booted = now_ms() / 1000 - h.uptime_seconds as i64;
-                let mut hw = hardware::Hardware::new(&cfg, &h.boot_id, booted, false);
-                let system = system_bus(&cfg, conn.as_ref()).await;
-                let (r, hw) = tokio::join!(
-                    report(&cfg, conn.as_ref(), None, vec![], vec![]),
-                    hw.probe(&cfg, system.as_ref(), h.uptime_seconds, now_ms() / 1000)
-                );
-                let mut r = r;
-                r.components.extend(hw);
-                r
-            });
-            if json {
-                let comps: Vec<serde_json::Value> = r.components.iter().map(hardshift_proto::vocab::component_json).collect();
-                let pods: Vec<serde_json::Value> = r
-                    .pods
-                    .iter()
-                    .map(|p| serde_json::json!({"id": p.id, "namespace": p.namespace, "name": p.name, "ready": p.ready}))
-                    .collect();
-                let containers: Vec<serde_json::Value> = r
-                    .containers
-                    .iter()
-                    .map(|c| {
-                        serde_json::json!({"id": c.id, "pod": c.pod, "name": c.name, "state": c.state, "attempt": c.attempt,
-                        "exitCode": c.exit_code, "reason": c.reason, "message": c.message, "image": c.image})
-                    })
-                    .collect();
-                println!(
-                    "{}",
-                    serde_json::json!({"node": cfg.node, "components": comps, "pods": pods, "containers": containers})
-                );
-                return std::process::ExitCode::SUCCESS;
-            }
-            let host = r.host.unwrap_or_default();
-            println!(
-                "node {} ({}), boot {}, up {}s, load {:.2}",
-                cfg.node, cfg.role, host.boot_id, host.uptime_seconds, host.load1
-            );
-            println!(
-                "memory {} MiB free of {} MiB; / {} MiB free; /var {} MiB free",
-                host.memory_available_bytes >> 20,
-                host.memory_total_bytes >> 20,
-                host.root_free_bytes >> 20,
-                host.var_free_bytes >> 20
-            );
-            for c in &r.components {
-                println!("{:<16} {:<24} {}", c.name, c.state, c.reason);
-            }
-            for c in cri::failing(&r.containers) {
-                println!("container {}/{} exited {} {} {}", c.pod, c.name, c.exit_code, c.reason, c.message);
+            let r = rt.block_on(local_report(&cfg));
+            match json {
+                true => print_status_json(&cfg, &r),
+                false => print_status(&cfg, r),
             }
             std::process::ExitCode::SUCCESS
         }
-        Command::Logs { unit, container, lines } => {
-            use hardshift_proto::v1::{debug_request::Kind, ContainerLogRequest, DebugRequest, JournalRequest};
-            let kind = match (container, unit) {
-                (Some(container), _) => Kind::ContainerLog(ContainerLogRequest { container, lines }),
-                (None, Some(unit)) => Kind::Journal(JournalRequest { unit, lines }),
-                (None, None) => unreachable!("clap requires a unit or --container"),
-            };
-            let r = rt.block_on(debug::answer(&cfg, DebugRequest { id: 0, kind: Some(kind) }));
-            for l in &r.lines {
-                println!("{l}");
-            }
-            if !r.error.is_empty() {
-                eprintln!("hardshift-agent: {}", r.error);
-                return std::process::ExitCode::from(2);
-            }
-            std::process::ExitCode::SUCCESS
-        }
+        Command::Logs { unit, container, lines } => logs(&rt, &cfg, unit, container, lines),
         Command::Run => {
             rt.block_on(run(cfg));
             std::process::ExitCode::SUCCESS
         }
+    }
+}
+
+/// etcd's disk, measured at start and hourly (it writes, so never per report; a failure is
+/// tried again in a minute); each report carries the latest result.
+fn etcd_disk(cfg: &config::Config) -> Arc<Mutex<Option<ComponentState>>> {
+    let disk: Arc<Mutex<Option<ComponentState>>> = Arc::default();
+    if let Some(dir) = cfg.etcd_disk.clone() {
+        let disk = disk.clone();
+        tokio::spawn(async move {
+            loop {
+                let d = dir.clone();
+                let r = tokio::task::spawn_blocking(move || disk::fdatasync_probe(&d, disk::SAMPLES, disk::BUDGET))
+                    .await
+                    .unwrap_or_else(|e| Err(e.to_string()));
+                let again = if r.is_ok() { 3600 } else { 60 };
+                if let Ok(mut slot) = disk.lock() {
+                    *slot = Some(disk::component(&dir, &r));
+                }
+                tokio::time::sleep(Duration::from_secs(again)).await;
+            }
+        });
+    }
+    disk
+}
+
+/// The registry, asked every `every_s` (a HEAD per image), not per report.
+fn registry_state(cfg: &config::Config) -> Arc<Mutex<Option<ComponentState>>> {
+    let reg: Arc<Mutex<Option<ComponentState>>> = Arc::default();
+    if let Some(rc) = cfg.registry.clone() {
+        let reg = reg.clone();
+        tokio::spawn(async move {
+            loop {
+                let c = registry::probe(&rc).await;
+                if let Ok(mut slot) = reg.lock() {
+                    *slot = Some(c);
+                }
+                tokio::time::sleep(Duration::from_secs(rc.every_s.max(1))).await;
+            }
+        });
+    }
+    reg
+}
+
+/// The machine's components, probed beside the reports every interval, each with its own
+/// deadline; each report carries the latest round.
+fn hardware_rounds(cfg: &config::Config, boot_id: &str, units: Option<zbus::Connection>) -> Arc<Mutex<Vec<ComponentState>>> {
+    let hw: Arc<Mutex<Vec<ComponentState>>> = Arc::default();
+    let (slot_hw, cfg, boot_id) = (hw.clone(), cfg.clone(), boot_id.to_string());
+    tokio::spawn(async move {
+        let up = host::probe().uptime_seconds;
+        let mut probes = hardware::Hardware::new(&cfg, &boot_id, now_ms() / 1000 - up as i64, true);
+        if let Some(e) = probes.boots_error() {
+            tracing::warn!("boot history in {}: {e}", cfg.history_dir.display());
+        }
+        let mut system: Option<zbus::Connection> = None;
+        loop {
+            if system.is_none() {
+                system = system_bus(&cfg, units.as_ref()).await;
+            }
+            let up = host::probe().uptime_seconds;
+            let v = probes.probe(&cfg, system.as_ref(), up, now_ms() / 1000).await;
+            if let Ok(mut slot) = slot_hw.lock() {
+                *slot = v;
+            }
+            tokio::time::sleep(Duration::from_millis(cfg.interval_ms.max(100))).await;
+        }
+    });
+    hw
+}
+
+/// Queue a report, its seq recorded first (said once if it cannot be).
+fn queue(shared: &client::Shared, cfg: &config::Config, boot_id: &str, r: NodeReport, warned: &mut bool) {
+    if let Ok(mut o) = shared.outbox.lock() {
+        // Record the seq before it can reach the collector, so a restart never reuses it.
+        if let Err(e) = seq_state::save(&cfg.state_dir, &cfg.node, boot_id, o.next_seq()) {
+            if !std::mem::replace(warned, true) {
+                tracing::error!(
+                    "cannot record the seq in {}: {e}; a restart of the agent would lose reports",
+                    cfg.state_dir.display()
+                );
+            }
+        }
+        o.push(r);
     }
 }
 
@@ -333,64 +440,9 @@ async fn run(cfg: config::Config) {
     if let Some(c) = &conn {
         tokio::spawn(systemd::watch(c.clone(), cfg.units.clone(), changed.clone()));
     }
-    // etcd's disk is measured at start and hourly (it writes, so never per report); each report
-    // carries the latest result.
-    let disk: Arc<Mutex<Option<ComponentState>>> = Arc::default();
-    if let Some(dir) = cfg.etcd_disk.clone() {
-        let disk = disk.clone();
-        tokio::spawn(async move {
-            loop {
-                let d = dir.clone();
-                let r = tokio::task::spawn_blocking(move || disk::fdatasync_probe(&d, disk::SAMPLES, disk::BUDGET))
-                    .await
-                    .unwrap_or_else(|e| Err(e.to_string()));
-                let again = if r.is_ok() { 3600 } else { 60 };
-                if let Ok(mut slot) = disk.lock() {
-                    *slot = Some(disk::component(&dir, &r));
-                }
-                tokio::time::sleep(Duration::from_secs(again)).await;
-            }
-        });
-    }
-    // The registry is asked every `every_s` (a HEAD per image), not per report.
-    let reg: Arc<Mutex<Option<ComponentState>>> = Arc::default();
-    if let Some(rc) = cfg.registry.clone() {
-        let reg = reg.clone();
-        tokio::spawn(async move {
-            loop {
-                let c = registry::probe(&rc).await;
-                if let Ok(mut slot) = reg.lock() {
-                    *slot = Some(c);
-                }
-                tokio::time::sleep(Duration::from_secs(rc.every_s.max(1))).await;
-            }
-        });
-    }
-    // The machine's components are probed beside the reports, every interval, each with its own
-    // deadline; each report carries the latest round.
-    let hw: Arc<Mutex<Vec<ComponentState>>> = Arc::default();
-    {
-        let (hw, cfg, boot_id, units) = (hw.clone(), cfg.clone(), boot_id.clone(), conn.clone());
-        tokio::spawn(async move {
-            let up = host::probe().uptime_seconds;
-            let mut probes = hardware::Hardware::new(&cfg, &boot_id, now_ms() / 1000 - up as i64, true);
-            if let Some(e) = probes.boots_error() {
-                tracing::warn!("boot history in {}: {e}", cfg.history_dir.display());
-            }
-            let mut system: Option<zbus::Connection> = None;
-            loop {
-                if system.is_none() {
-                    system = system_bus(&cfg, units.as_ref()).await;
-                }
-                let up = host::probe().uptime_seconds;
-                let v = probes.probe(&cfg, system.as_ref(), up, now_ms() / 1000).await;
-                if let Ok(mut slot) = hw.lock() {
-                    *slot = v;
-                }
-                tokio::time::sleep(Duration::from_millis(cfg.interval_ms.max(100))).await;
-            }
-        });
-    }
+    let disk = etcd_disk(&cfg);
+    let reg = registry_state(&cfg);
+    let hw = hardware_rounds(&cfg, &boot_id, conn.clone());
     let mut tick = tokio::time::interval(Duration::from_millis(cfg.interval_ms.max(100)));
     loop {
         tokio::select! {
@@ -414,18 +466,7 @@ async fn run(cfg: config::Config) {
         cached.extend(reg.lock().ok().and_then(|d| d.clone()));
         let machine = hw.lock().map(|v| v.clone()).unwrap_or_default();
         let r = report(&cfg, conn.as_ref(), shared.clock_offset(), cached, machine).await;
-        if let Ok(mut o) = shared.outbox.lock() {
-            // Record the seq before it can reach the collector, so a restart never reuses it.
-            if let Err(e) = seq_state::save(&cfg.state_dir, &cfg.node, &boot_id, o.next_seq()) {
-                if !std::mem::replace(&mut warned, true) {
-                    tracing::error!(
-                        "cannot record the seq in {}: {e}; a restart of the agent would lose reports",
-                        cfg.state_dir.display()
-                    );
-                }
-            }
-            o.push(r);
-        }
+        queue(&shared, &cfg, &boot_id, r, &mut warned);
         shared.new_report.notify_one();
     }
     stream.abort();

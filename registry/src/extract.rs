@@ -3,6 +3,7 @@
 //! directory), only the paths `keep` accepts, never outside the directory. Streamed: a layer is
 //! read from its file, never held in memory.
 
+use crate::dirs::private_dir;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Component, Path, PathBuf};
 
@@ -64,14 +65,97 @@ fn inside(p: &Path) -> Option<PathBuf> {
     (!out.as_os_str().is_empty()).then_some(out)
 }
 
+/// Remove a file or a whole directory; what is already gone is fine.
+fn remove_any(p: &Path) {
+    let _ = if p.is_dir() {
+        std::fs::remove_dir_all(p)
+    } else {
+        std::fs::remove_file(p)
+    };
+}
+
+/// Apply a whiteout entry (`rel` named `.wh.<gone>`): an opaque one empties its directory, any
+/// other removes the one name it points at.
+fn apply_whiteout(layer: &Path, dest: &Path, rel: &Path, rel_s: &str, gone: &str, keep: &dyn Fn(&str) -> bool) -> Result<(), String> {
+    let dir = dest.join(rel.parent().unwrap_or(Path::new("")));
+    if !keep(rel_s) && !keep(&format!("{}/", dir.strip_prefix(dest).unwrap_or(&dir).display())) {
+        return Ok(());
+    }
+    if gone == ".wh..opq" {
+        // Opaque: what earlier layers put in this directory is gone.
+        if let Ok(rd) = std::fs::read_dir(&dir) {
+            for c in rd.flatten() {
+                remove_any(&c.path());
+            }
+        }
+        return Ok(());
+    }
+    let Some(gone) = whiteout_target(gone) else {
+        return Err(format!("{}: whiteout {rel_s:?} names no file", layer.display()));
+    };
+    remove_any(&dir.join(gone));
+    Ok(())
+}
+
+/// What one layer has written so far, checked against the bounds as it grows.
+struct Tally<'a> {
+    layer: &'a Path,
+    written: usize,
+    kept_bytes: u64,
+    made: usize,
+}
+
+impl Tally<'_> {
+    /// Count one file or directory to create; refuse past `MAX_ENTRIES`.
+    fn entry(&mut self) -> Result<(), String> {
+        self.made += 1;
+        if self.made > MAX_ENTRIES {
+            return Err(format!(
+                "{}: more than {MAX_ENTRIES} files and directories to write: refused (a release's manifests are about a thousand; an inode bomb?)",
+                self.layer.display()
+            ));
+        }
+        Ok(())
+    }
+
+    /// Write one regular file's bytes to `out`, within the per-file and per-layer bounds.
+    fn file(&mut self, e: &mut impl Read, want: u64, out: &Path, rel_s: &str) -> Result<(), String> {
+        let layer = self.layer.display();
+        if let Some(p) = out.parent() {
+            private_dir(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        }
+        // A later layer's file replaces an earlier one, even a directory of that name.
+        if out.is_dir() {
+            let _ = std::fs::remove_dir_all(out);
+        }
+        self.kept_bytes = self.kept_bytes.saturating_add(want);
+        let kept_bytes = self.kept_bytes;
+        if want > MAX_FILE || kept_bytes > MAX_KEPT {
+            return Err(format!(
+                "{layer}: {rel_s} is {want} bytes once decompressed ({kept_bytes} in all): over the {MAX_FILE}-byte file or {MAX_KEPT}-byte layer bound, refused (a decompression bomb?)"
+            ));
+        }
+        let mut w = std::fs::File::create(out).map_err(|e| format!("{}: {e}", out.display()))?;
+        let got = std::io::copy(e, &mut w).map_err(|e| format!("{}: {e}", out.display()))?;
+        if got != want {
+            return Err(format!("{layer}: {rel_s} is cut short ({got} of {want} bytes)"));
+        }
+        self.written += 1;
+        Ok(())
+    }
+}
+
 /// Apply one layer file to `dest`. Returns the number of files written.
 pub fn apply_layer(layer: &Path, dest: &Path, keep: &dyn Fn(&str) -> bool) -> Result<usize, String> {
     let f = std::fs::File::open(layer).map_err(|e| format!("{}: {e}", layer.display()))?;
     let inner = decompressed(f).map_err(|e| format!("{}: {e}", layer.display()))?;
     let mut ar = tar::Archive::new(Bounded { inner, left: MAX_READ });
-    let mut written = 0;
-    let mut kept_bytes = 0u64;
-    let mut made = 0usize;
+    let mut tally = Tally {
+        layer,
+        written: 0,
+        kept_bytes: 0,
+        made: 0,
+    };
     for entry in ar.entries().map_err(|e| format!("{}: {e}", layer.display()))? {
         let mut e = match entry {
             Ok(e) => e,
@@ -86,82 +170,28 @@ pub fn apply_layer(layer: &Path, dest: &Path, keep: &dyn Fn(&str) -> bool) -> Re
         let rel_s = rel.to_string_lossy().to_string();
         let name = rel.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
         if let Some(gone) = name.strip_prefix(".wh.") {
-            let dir = dest.join(rel.parent().unwrap_or(Path::new("")));
-            if !keep(&rel_s) && !keep(&format!("{}/", dir.strip_prefix(dest).unwrap_or(&dir).display())) {
-                continue;
-            }
-            if gone == ".wh..opq" {
-                // Opaque: what earlier layers put in this directory is gone.
-                if let Ok(rd) = std::fs::read_dir(&dir) {
-                    for c in rd.flatten() {
-                        let p = c.path();
-                        let _ = if p.is_dir() {
-                            std::fs::remove_dir_all(&p)
-                        } else {
-                            std::fs::remove_file(&p)
-                        };
-                    }
-                }
-            } else {
-                let Some(gone) = whiteout_target(gone) else {
-                    return Err(format!("{}: whiteout {rel_s:?} names no file", layer.display()));
-                };
-                let p = dir.join(gone);
-                let _ = if p.is_dir() {
-                    std::fs::remove_dir_all(&p)
-                } else {
-                    std::fs::remove_file(&p)
-                };
-            }
+            apply_whiteout(layer, dest, &rel, &rel_s, gone, keep)?;
             continue;
         }
         if !keep(&rel_s) {
             continue;
         }
         let out = dest.join(&rel);
-        let kind = e.header().entry_type();
-        if matches!(
-            kind,
-            tar::EntryType::Directory | tar::EntryType::Regular | tar::EntryType::Continuous
-        ) {
-            made += 1;
-            if made > MAX_ENTRIES {
-                return Err(format!(
-                    "{}: more than {MAX_ENTRIES} files and directories to write: refused (a release's manifests are about a thousand; an inode bomb?)",
-                    layer.display()
-                ));
+        match e.header().entry_type() {
+            tar::EntryType::Directory => {
+                tally.entry()?;
+                private_dir(&out).map_err(|e| format!("{}: {e}", out.display()))?
             }
-        }
-        match kind {
-            tar::EntryType::Directory => crate::release::private_dir(&out).map_err(|e| format!("{}: {e}", out.display()))?,
             tar::EntryType::Regular | tar::EntryType::Continuous => {
-                if let Some(p) = out.parent() {
-                    crate::release::private_dir(p).map_err(|e| format!("{}: {e}", p.display()))?;
-                }
-                // A later layer's file replaces an earlier one, even a directory of that name.
-                if out.is_dir() {
-                    let _ = std::fs::remove_dir_all(&out);
-                }
+                tally.entry()?;
                 let want = e.size();
-                kept_bytes = kept_bytes.saturating_add(want);
-                if want > MAX_FILE || kept_bytes > MAX_KEPT {
-                    return Err(format!(
-                        "{}: {rel_s} is {want} bytes once decompressed ({kept_bytes} in all): over the {MAX_FILE}-byte file or {MAX_KEPT}-byte layer bound, refused (a decompression bomb?)",
-                        layer.display()
-                    ));
-                }
-                let mut w = std::fs::File::create(&out).map_err(|e| format!("{}: {e}", out.display()))?;
-                let got = std::io::copy(&mut e, &mut w).map_err(|e| format!("{}: {e}", out.display()))?;
-                if got != want {
-                    return Err(format!("{}: {rel_s} is cut short ({got} of {want} bytes)", layer.display()));
-                }
-                written += 1;
+                tally.file(&mut e, want, &out, &rel_s)?;
             }
             // Links and devices have no place among release manifests.
             _ => {}
         }
     }
-    Ok(written)
+    Ok(tally.written)
 }
 
 #[cfg(test)]

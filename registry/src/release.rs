@@ -3,6 +3,7 @@
 //! re-run, or a run with no registry in reach, uses what is there.
 
 use crate::client::{Client, Error};
+use crate::dirs::private_dir;
 use crate::extract;
 use crate::mirror::{candidates, DigestSource};
 use crate::progress::Progress;
@@ -20,13 +21,6 @@ pub struct Pulled {
     pub root: PathBuf,
     /// Why the registry was not used, when the cache was (it could not be reached).
     pub offline_because: Vec<String>,
-}
-
-/// A cache directory, this user's only whatever the umask (0700).
-pub(crate) fn private_dir(p: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(p)?;
-    std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o700))
 }
 
 /// The hex of a digest the registry named, or an error naming where it came from.

@@ -3,6 +3,7 @@
 
 use crate::failure::Failure;
 use hardshift_collector::diagnose::{self, Finding};
+use hardshift_collector::store::NodeRow;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -58,47 +59,44 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     // findings too.
     let inventory = hardshift_generator::reload::nodes(&a.store.dir);
     if let Some(n) = &a.node {
-        let known = rows.iter().any(|r| &r.node == n) || inventory.iter().any(|(name, _)| name == n);
-        if !known {
-            let mut names: Vec<&str> = inventory.iter().map(|(name, _)| name.as_str()).collect();
-            names.extend(
-                rows.iter()
-                    .map(|r| r.node.as_str())
-                    .filter(|r| !inventory.iter().any(|(n, _)| n == r)),
-            );
-            let hint = hardshift_generator::config::schema::did_you_mean(n, &names)
-                .map(|m| format!("; did you mean {m:?}?"))
-                .unwrap_or_default();
-            return Err(Failure::input(format!(
-                "{n:?} is not a node of this bundle and never reported (its nodes: {}){hint}",
-                names.join(", ")
-            )));
-        }
+        known(n, &rows, &inventory)?;
     }
-    let wanted = |n: &str| a.node.as_ref().is_none_or(|w| w == n);
-    let mut findings: Vec<Finding> = rows
-        .iter()
-        .filter(|r| wanted(&r.node))
-        .flat_map(|r| match &r.last {
-            Some(l) => diagnose::diagnose(&r.node, &r.role, l, now - r.last_seen_ms),
-            None => diagnose::no_report(&r.node, now - r.last_seen_ms),
-        })
-        .collect();
-    findings.extend(
-        inventory
-            .iter()
-            .filter(|(n, _)| wanted(n) && !rows.iter().any(|r| &r.node == n))
-            .map(|(n, role)| diagnose::never_reported(n, role)),
-    );
+    let findings = diagnose::findings(&rows, &inventory, a.node.as_deref(), now);
     if a.output == super::Output::Json {
         super::print_json(&findings, &a.store.scrubber())?;
         return Ok(0);
     }
+    print(&findings);
+    Ok(0)
+}
+
+/// `node` reported, or is in the inventory; else an input error listing the nodes there are.
+fn known(n: &str, rows: &[NodeRow], inventory: &[(String, String)]) -> Result<(), Failure> {
+    if rows.iter().any(|r| r.node == n) || inventory.iter().any(|(name, _)| name == n) {
+        return Ok(());
+    }
+    let mut names: Vec<&str> = inventory.iter().map(|(name, _)| name.as_str()).collect();
+    names.extend(
+        rows.iter()
+            .map(|r| r.node.as_str())
+            .filter(|r| !inventory.iter().any(|(n, _)| n == r)),
+    );
+    let hint = hardshift_generator::config::schema::did_you_mean(n, &names)
+        .map(|m| format!("; did you mean {m:?}?"))
+        .unwrap_or_default();
+    Err(Failure::input(format!(
+        "{n:?} is not a node of this bundle and never reported (its nodes: {}){hint}",
+        names.join(", ")
+    )))
+}
+
+/// The findings for a terminal, each with its evidence and fix.
+fn print(findings: &[Finding]) {
     if findings.is_empty() {
         println!("nothing found: every reporting node looks healthy");
-        return Ok(0);
+        return;
     }
-    for f in &findings {
+    for f in findings {
         // Titles, evidence and fixes quote what nodes sent: escaped and scrubbed for the terminal.
         let clean = hardshift_collector::scrub::for_terminal;
         println!("{} {} {:?}: {}", clean(&f.node), f.id, f.severity, clean(&f.title));
@@ -107,5 +105,4 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         }
         println!("    fix: {}", clean(&f.fix.replace("NODE", &f.node)));
     }
-    Ok(0)
 }

@@ -16,27 +16,7 @@ pub struct Args {
 /// State changes over time, oldest first.
 pub fn run(a: Args) -> Result<u8, Failure> {
     let store = a.store.open()?;
-    let nodes: Vec<String> = match &a.node {
-        Some(n) => vec![n.clone()],
-        None => store.nodes().map_err(a.store.broken())?.into_iter().map(|r| r.node).collect(),
-    };
-    let mut all = Vec::new();
-    for n in &nodes {
-        all.extend(events::changes(n, &store.reports(n).map_err(a.store.broken())?));
-    }
-    // What the API server said, on the same timeline: a Node's changes under its name, the
-    // rest (CSRs, operators, pods) under "api".
-    for c in store.api_changes().map_err(a.store.broken())? {
-        // With a node named, its own Node object's changes and any naming it (its CSRs).
-        let keep = a
-            .node
-            .as_ref()
-            .is_none_or(|n| (c.kind == "Node" && c.name == *n) || c.change.contains(n.as_str()) || c.name.contains(n.as_str()));
-        if keep {
-            all.push(events::from_api(c));
-        }
-    }
-    all.sort_by_key(|e| e.time_ms);
+    let all = events::timeline(&store, a.node.as_deref()).map_err(a.store.broken())?;
     a.store.warn_if_halted();
     if a.output == super::Output::Json {
         super::print_json(&all, &a.store.scrubber())?;

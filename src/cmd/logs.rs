@@ -2,8 +2,6 @@
 //! collector's admin socket.
 
 use crate::failure::Failure;
-use hardshift_proto::v1::debug_request::Kind;
-use hardshift_proto::v1::{ContainerLogRequest, EtcdMembersRequest, JournalRequest};
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -32,19 +30,7 @@ pub fn admin_socket(dir: &std::path::Path) -> PathBuf {
 
 /// Ask a connected node, through the running collector, for bounded read-only output.
 pub fn run(a: Args) -> Result<u8, Failure> {
-    let kind = if a.container {
-        Kind::ContainerLog(ContainerLogRequest {
-            container: a.what.clone(),
-            lines: a.lines,
-        })
-    } else if a.what == "etcd-members" {
-        Kind::EtcdMembers(EtcdMembersRequest {})
-    } else {
-        Kind::Journal(JournalRequest {
-            unit: a.what.clone(),
-            lines: a.lines,
-        })
-    };
+    let kind = hardshift_collector::admin::kind(&a.what, a.container, a.lines);
     let socket = a.socket.clone().unwrap_or_else(|| admin_socket(&a.dir));
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

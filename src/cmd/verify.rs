@@ -39,29 +39,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     let mut checks = verify::verify(&built.cluster, &b, time::OffsetDateTime::now_utc());
     // The sums a user would check, beside the generation's own.
     checks.insert(1, verify::sums_file(&a.input.dir, &b));
-    let reissued: Vec<String> = built
-        .pki
-        .entries
-        .iter()
-        .filter_map(|e| match &e.outcome {
-            Outcome::Reused => None,
-            Outcome::Created => Some(format!("{} would be created", e.spec.id())),
-            Outcome::Reissued(why) => Some(format!("{} would be re-issued ({why})", e.spec.id())),
-        })
-        .collect();
-    if !reissued.is_empty() {
-        checks.push(verify::Check {
-            name: "pki".into(),
-            subject: String::new(),
-            issuer: String::new(),
-            expires: String::new(),
-            status: Status::Fail,
-            detail: format!(
-                "a fresh build would not keep the live PKI: {}; the files below differ because of it",
-                reissued.join("; ")
-            ),
-        });
-    }
+    checks.extend(pki_kept(&built.pki));
     checks.extend(verify::regeneration(&built.bundle, &b));
     checks.extend(verify::render_outputs(&a.input.dir));
     let exe = std::env::current_exe().map_err(Failure::other)?;
@@ -72,7 +50,46 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         built.cluster.fips,
         &hardshift_generator::pipeline::recorded(&a.input.dir),
     ));
-    // What a real API server would prune or refuse, judged by the CRDs as it would.
+    checks.extend(crd_checks(&a, &built.cluster, &b)?);
+    print(&checks, a.output)?;
+    let failed = checks.iter().filter(|c| c.status == Status::Fail).count();
+    let warned = checks.iter().filter(|c| c.status == Status::Warn).count();
+    eprintln!("{} checks: {} failed, {} warnings", checks.len(), failed, warned);
+    Ok(if failed > 0 { 1 } else { 0 })
+}
+
+/// A check that fails when a fresh build would not keep the live PKI (the file checks below
+/// then differ because of it); none when it would.
+fn pki_kept(pki: &hardshift_generator::pki::Pki) -> Option<verify::Check> {
+    let reissued: Vec<String> = pki
+        .entries
+        .iter()
+        .filter_map(|e| match &e.outcome {
+            Outcome::Reused => None,
+            Outcome::Created => Some(format!("{} would be created", e.spec.id())),
+            Outcome::Reissued(why) => Some(format!("{} would be re-issued ({why})", e.spec.id())),
+        })
+        .collect();
+    (!reissued.is_empty()).then(|| verify::Check {
+        name: "pki".into(),
+        subject: String::new(),
+        issuer: String::new(),
+        expires: String::new(),
+        status: Status::Fail,
+        detail: format!(
+            "a fresh build would not keep the live PKI: {}; the files below differ because of it",
+            reissued.join("; ")
+        ),
+    })
+}
+
+/// What a real API server would prune or refuse, judged by the CRDs as it would: `--crds`', or
+/// the bundle's own.
+fn crd_checks(
+    a: &Args,
+    cluster: &hardshift_generator::cluster::Cluster,
+    b: &hardshift_generator::bundle::Bundle,
+) -> Result<Vec<verify::Check>, Failure> {
     let crds = match &a.crds {
         Some(d) => Some(CrdSet::load_dir(d).map_err(Failure::input)?),
         None => None,
@@ -82,9 +99,13 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         None => "the bundle's CRDs".into(),
     };
     let mco = mco_manifests(&a.input.dir).map_err(Failure::other)?;
-    checks.extend(crd::bundle::checks(&built.cluster, &b, &mco, crds.as_ref(), &source));
-    if a.output == super::Output::Json {
-        println!("{}", serde_json::to_string_pretty(&checks).map_err(Failure::other)?);
+    Ok(crd::bundle::checks(cluster, b, &mco, crds.as_ref(), &source))
+}
+
+/// The checks as a table, or as JSON with `-o json`.
+fn print(checks: &[verify::Check], output: super::Output) -> Result<(), Failure> {
+    if output == super::Output::Json {
+        println!("{}", serde_json::to_string_pretty(checks).map_err(Failure::other)?);
     } else {
         let w = |f: fn(&verify::Check) -> usize| checks.iter().map(f).max().unwrap_or(0);
         let (wn, ws, wi) = (w(|c| c.name.len()), w(|c| c.subject.len()).max(7), w(|c| c.issuer.len()).max(6));
@@ -92,7 +113,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
             "{:<wn$}  {:<ws$}  {:<wi$}  {:<10}  {:<6}  DETAIL",
             "NAME", "SUBJECT", "ISSUER", "EXPIRES", "STATUS"
         );
-        for c in &checks {
+        for c in checks {
             let st = match c.status {
                 Status::Ok => "ok",
                 Status::Warn => "WARN",
@@ -104,10 +125,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
             );
         }
     }
-    let failed = checks.iter().filter(|c| c.status == Status::Fail).count();
-    let warned = checks.iter().filter(|c| c.status == Status::Warn).count();
-    eprintln!("{} checks: {} failed, {} warnings", checks.len(), failed, warned);
-    Ok(if failed > 0 { 1 } else { 0 })
+    Ok(())
 }
 
 /// The agent to compare the embedded one with: `--agent-binary` (which must be there, and a

@@ -6,7 +6,7 @@
 use crate::failure::Failure;
 use hardshift_collector::{phase, wait};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -37,35 +37,10 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     let inventory = super::members(&a.cluster.load()?);
     let db = super::db_path(&a.cluster.dir, a.db.clone());
     let timeout = a.timeout.unwrap_or_else(|| wait::default_timeout(&a.target));
-    let json = a.output == super::Output::Json;
-    let start = Instant::now();
-    let mut shown: Option<String> = None;
-    loop {
-        let now = hardshift_collector::now_ms();
-        let look = wait::look(&db, &inventory, now).map_err(|e| super::broken_store(&db, e))?;
-        let secs = start.elapsed().as_secs();
-        if look.reached(last) {
-            let line = look.reached_line(&a.target, last, secs);
-            say(json, &look.json(&a.target, true, secs, &[]), &[line])?;
-            return Ok(0);
-        }
-        let waiting_for = look.waiting_for(last, &db);
-        if shown.as_ref() != Some(&waiting_for) {
-            eprintln!("{}", look.progress(secs, &waiting_for));
-            shown = Some(waiting_for.clone());
-        }
-        if start.elapsed() >= timeout {
-            let firsts = look.firsts(now);
-            let lines = look.timed_out(&a.target, last, timeout, &waiting_for, &firsts);
-            say(json, &look.json(&a.target, false, secs, &firsts), &lines)?;
-            return Ok(1);
-        }
-        std::thread::sleep(
-            a.interval
-                .min(timeout.saturating_sub(start.elapsed()))
-                .max(Duration::from_millis(50)),
-        );
-    }
+    let outcome = wait::until(&db, &inventory, (&a.target, last), timeout, a.interval, &mut |l| eprintln!("{l}"))
+        .map_err(|e| super::broken_store(&db, e))?;
+    say(a.output == super::Output::Json, &outcome.json, &outcome.lines)?;
+    Ok(if outcome.reached { 0 } else { 1 })
 }
 
 /// The outcome: one JSON object, or lines.

@@ -8,31 +8,33 @@
 //! requests, scrubbed of secrets.
 
 mod front;
+mod node;
 pub mod pages;
+mod shared;
 mod snapshot;
+mod stream;
 
-use snapshot::{grid_update, rebuild, refresh, Memory, Snapshot, MAX_REBUILD};
+use node::{node_events, node_logs, node_page, window_changes};
+pub use shared::Deps;
+use shared::{Shared, Snapshot};
+use snapshot::{grid_update, rebuild, refresh, Memory, MAX_REBUILD};
+use stream::{sse, sse_named};
 
-use crate::agents::Agents;
-use crate::events::{self, Event};
-use crate::listener::{self, Gate};
-use crate::metrics::{self, Metrics};
+use crate::events;
+use crate::listener;
+use crate::metrics;
 use crate::now_ms;
 use crate::phase::Member;
 use crate::store::Store;
 use crate::view;
-use axum::extract::{Path as UrlPath, Query, Request, State};
+use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
-use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use futures_util::{Stream, StreamExt};
-use hardshift_proto::v1::debug_request::Kind;
-use hardshift_proto::v1::{ContainerLogRequest, DebugRequest, EtcdMembersRequest, JournalRequest};
+use futures_util::StreamExt;
 use std::collections::BTreeMap;
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -45,7 +47,6 @@ use tower_http::set_header::SetResponseHeaderLayer;
 const CSS: &str = include_str!("assets/app.css");
 const JS: &str = include_str!("assets/app.js");
 /// Recent reports read per node for the events shown.
-const NODE_EVENTS_REPORTS: usize = 200;
 const TIMELINE_REPORTS: usize = 20;
 const TIMELINE_EVENTS: usize = 300;
 
@@ -71,43 +72,6 @@ pub struct Tls {
     pub cert: String,
     pub key: String,
     pub client_ca: String,
-}
-
-/// What the collector shares with the dashboard.
-pub struct Deps {
-    pub agents: Arc<Agents>,
-    pub gate: Arc<Gate>,
-    /// The dashboard's own caps and refusals (its front door), apart from the agents'.
-    pub web_gate: Arc<Gate>,
-    pub metrics: Arc<Metrics>,
-    pub changed: watch::Receiver<u64>,
-}
-
-struct Shared {
-    store: Mutex<Store>,
-    inventory: Option<Vec<Member>>,
-    snap: watch::Sender<Arc<Snapshot>>,
-    /// Woken when a page opens while the snapshot has no grid (nobody was watching).
-    want_grid: tokio::sync::Notify,
-    deps: Deps,
-    /// Plain HTTP on loopback: the Host header must name loopback too.
-    check_host: bool,
-    /// For logs fetched from nodes: by pattern and by the bundle's own secret values.
-    scrubber: crate::scrub::Scrubber,
-    /// For what nodes reported: by pattern, as every other output.
-    reports: crate::scrub::Scrubber,
-    bundle: metrics::Bundle,
-}
-
-impl Shared {
-    /// What nodes sent, scrubbed before any page, stream or JSON shows it, as the terminal and
-    /// every `-o json` are (by structure and pattern; logs are scrubbed by value too).
-    fn scrubbed(&self, mut reports: Vec<(String, hardshift_proto::v1::NodeReport)>) -> Vec<(String, hardshift_proto::v1::NodeReport)> {
-        for (_, r) in &mut reports {
-            self.reports.report(r);
-        }
-        reports
-    }
 }
 
 /// Why the dashboard could not be served.
@@ -303,22 +267,6 @@ fn cross_site(h: &axum::http::HeaderMap) -> Option<String> {
     None
 }
 
-/// A live region's stream: each item replaces the region (or, named "rows", only those rows).
-fn sse(stream: impl Stream<Item = String> + Send + 'static) -> impl IntoResponse {
-    sse_named(stream.map(|html| (None, html)))
-}
-
-fn sse_named(stream: impl Stream<Item = (Option<&'static str>, String)> + Send + 'static) -> impl IntoResponse {
-    let events = stream.map(|(name, html)| {
-        let e = SseEvent::default().data(html);
-        Ok::<_, Infallible>(match name {
-            Some(n) => e.event(n),
-            None => e,
-        })
-    });
-    Sse::new(events).keep_alive(KeepAlive::default())
-}
-
 /// The snapshot with its grid: rendered now if nobody was watching (this receiver makes the
 /// next rebuild render it; the notice makes that rebuild happen at once).
 async fn with_grid(s: &Shared) -> Arc<Snapshot> {
@@ -361,115 +309,6 @@ async fn grid_events(State(s): State<Arc<Shared>>) -> impl IntoResponse {
 /// `body` as `ty` (gzip, when the client takes it, is the CompressionLayer's).
 fn typed(ty: &'static str, body: String) -> Response {
     ([(header::CONTENT_TYPE, ty)], body).into_response()
-}
-
-/// The node's fragment, with its recent events read from the store.
-async fn node_html(s: &Arc<Shared>, name: &str) -> Option<String> {
-    let snap = s.snap.borrow().clone();
-    let n = snap.view.node(name)?.clone();
-    let (s2, node) = (s.clone(), name.to_string());
-    let events = tokio::task::spawn_blocking(move || {
-        let st = s2.store.lock().ok()?;
-        let reports = s2.scrubbed(st.recent_reports(&node, NODE_EVENTS_REPORTS).ok()?);
-        Some(window_changes(&node, &reports, NODE_EVENTS_REPORTS))
-    })
-    .await
-    .ok()
-    .flatten()
-    .unwrap_or_default();
-    Some(pages::node(&n, &events))
-}
-
-/// Changes within a window of recent reports. When the window is full, its first report is not
-/// the boot's first, so "(first report)" there is not news and is dropped.
-fn window_changes(node: &str, reports: &[(String, hardshift_proto::v1::NodeReport)], limit: usize) -> Vec<Event> {
-    let mut e = events::changes(node, reports);
-    if reports.len() >= limit {
-        e.retain(|e| e.from != "(first report)");
-    }
-    e
-}
-
-async fn node_page(State(s): State<Arc<Shared>>, UrlPath(name): UrlPath<String>) -> Response {
-    let Some(body) = node_html(&s, &name).await else {
-        return (
-            StatusCode::NOT_FOUND,
-            format!("no node {name:?} has reported or is in the bundle\n"),
-        )
-            .into_response();
-    };
-    let role = s.snap.borrow().view.node(&name).map(|n| n.role.clone()).unwrap_or_default();
-    let live = format!("/events/node/{}", pages::url_segment(&name));
-    let logs = pages::log_links(&name, &hardshift_proto::DEBUG_UNITS, &role);
-    Html(pages::page(&name, "", &live, &body, &logs)).into_response()
-}
-
-async fn node_events(State(s): State<Arc<Shared>>, UrlPath(name): UrlPath<String>) -> impl IntoResponse {
-    let rx = s.snap.subscribe();
-    sse(futures_util::stream::unfold(
-        (WatchStream::new(rx), s, name, String::new()),
-        |(mut w, s, name, mut last)| async move {
-            loop {
-                w.next().await?;
-                let html = node_html(&s, &name).await.unwrap_or_default();
-                if html != last {
-                    last = html.clone();
-                    return Some((html, (w, s, name, last)));
-                }
-            }
-        },
-    ))
-}
-
-#[derive(serde::Deserialize)]
-struct LogQuery {
-    unit: Option<String>,
-    container: Option<String>,
-    etcd: Option<String>,
-    lines: Option<u32>,
-}
-
-/// One bounded, read-only debug request to the node, through its agent's stream.
-async fn node_logs(State(s): State<Arc<Shared>>, UrlPath(name): UrlPath<String>, Query(q): Query<LogQuery>) -> Response {
-    let lines = q.lines.unwrap_or(200).clamp(1, 2000);
-    let kind = match (q.unit, q.container, q.etcd.as_deref()) {
-        (Some(u), None, None) if hardshift_proto::DEBUG_UNITS.contains(&u.as_str()) => Kind::Journal(JournalRequest { unit: u, lines }),
-        (Some(u), None, None) => {
-            return (
-                StatusCode::BAD_REQUEST,
-                format!(
-                    "unit {u:?} is not one the agent reads; one of: {}\n",
-                    hardshift_proto::DEBUG_UNITS.join(", ")
-                ),
-            )
-                .into_response()
-        }
-        (None, Some(c), None) => Kind::ContainerLog(ContainerLogRequest { container: c, lines }),
-        (None, None, Some("members")) => Kind::EtcdMembers(EtcdMembersRequest {}),
-        _ => {
-            return (
-                StatusCode::BAD_REQUEST,
-                "ask for one of ?unit=UNIT, ?container=ID or ?etcd=members\n",
-            )
-                .into_response()
-        }
-    };
-    let text = match s.deps.agents.ask(&name, DebugRequest { id: 0, kind: Some(kind) }).await {
-        Err(e) => format!("{name}: {}\n", e.message()),
-        Ok(r) => {
-            let mut t = r.lines.join("\n");
-            t.push('\n');
-            if r.truncated {
-                t.push_str("(cut at the agent's bound)\n");
-            }
-            if !r.error.is_empty() {
-                t.push_str(&format!("{name}: {}\n", r.error));
-            }
-            t
-        }
-    };
-    // Journals can carry tokens and keys a unit printed: never past this point.
-    ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], s.scrubber.scrub(&text)).into_response()
 }
 
 async fn timeline_html(s: &Arc<Shared>) -> String {

@@ -4,9 +4,12 @@
 //! only while a page holds a receiver: unwatched, a rebuild is the view alone (what /metrics and
 //! the phase times need), which at 20,000 nodes saves rendering 20,000 rows every 2 s.
 
-use super::{pages, Shared};
+use crate::api::ApiObject;
 use crate::now_ms;
-use crate::view::{self, View};
+use crate::store::{ApiContact, NodeRow};
+use crate::view;
+use crate::web::pages;
+use crate::web::shared::{Shared, Snapshot};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,29 +19,6 @@ use tokio::sync::watch;
 const MIN_REBUILD: Duration = Duration::from_millis(250);
 /// …and at least this often, so "seen" clocks and API changes show without a report.
 pub(super) const MAX_REBUILD: Duration = Duration::from_secs(2);
-
-pub(super) struct Snapshot {
-    pub(super) view: View,
-    /// The grid in parts: pages are sent only the rows that changed while the rest holds.
-    pub(super) head: String,
-    pub(super) rows: Vec<Arc<str>>,
-    pub(super) tail: String,
-    pub(super) met_at: BTreeMap<&'static str, i64>,
-    /// Whether head, rows and tail were rendered (a page was watching).
-    pub(super) grid_built: bool,
-}
-
-impl Snapshot {
-    pub(super) fn grid(&self) -> String {
-        let mut g = String::with_capacity(self.head.len() + self.tail.len() + self.rows.iter().map(|r| r.len()).sum::<usize>());
-        g.push_str(&self.head);
-        for r in &self.rows {
-            g.push_str(r);
-        }
-        g.push_str(&self.tail);
-        g
-    }
-}
 
 /// What a rebuild keeps between runs.
 #[derive(Default)]
@@ -53,9 +33,10 @@ pub(super) struct Memory {
 
 const COUNTS_EVERY: Duration = Duration::from_secs(15);
 
-pub(super) async fn rebuild(s: &Arc<Shared>, mem: &mut Memory) {
+/// What the store holds for a view: every node's row (with its counts when `recount`), the
+/// API's objects and the collector's contact with the API. None when it cannot be read (said).
+async fn read_store(s: &Arc<Shared>, recount: bool) -> Option<(Vec<NodeRow>, Vec<ApiObject>, ApiContact)> {
     let s2 = s.clone();
-    let recount = mem.counted.is_none_or(|t| t.elapsed() >= COUNTS_EVERY);
     let built = tokio::task::spawn_blocking(move || {
         let st = s2.store.lock().map_err(|_| "store lock".to_string())?;
         let rows = if recount { st.nodes() } else { st.latest() }.map_err(|e| e.to_string())?;
@@ -65,28 +46,40 @@ pub(super) async fn rebuild(s: &Arc<Shared>, mem: &mut Memory) {
         Ok::<_, String>((rows, api, contact))
     })
     .await;
-    let (mut rows, api, contact) = match built {
-        Ok(Ok(v)) => v,
+    match built {
+        Ok(Ok(v)) => Some(v),
         Ok(Err(e)) => {
             tracing::error!("dashboard: {e}");
-            return;
+            None
         }
-        Err(_) => return,
-    };
-    // What nodes sent is scrubbed before the view, its pages and its streams are made of it.
-    for r in rows.iter_mut().filter_map(|r| r.last.as_mut()) {
-        s.reports.report(r);
+        Err(_) => None,
     }
+}
+
+/// Reports stored and lost per node: freshly counted when `recount`, else the last count's.
+fn counts(mem: &mut Memory, rows: &mut [NodeRow], recount: bool) {
     if recount {
         mem.counts = rows.iter().map(|r| (r.node.clone(), (r.reports, r.dropped))).collect();
         mem.counted = Some(Instant::now());
     } else {
-        for r in &mut rows {
+        for r in rows {
             // A node new since the last count has at least the report just read.
             let (n, lost) = mem.counts.get(&r.node).copied().unwrap_or((1, 0));
             (r.reports, r.dropped) = (n.max(1), lost);
         }
     }
+}
+
+pub(super) async fn rebuild(s: &Arc<Shared>, mem: &mut Memory) {
+    let recount = mem.counted.is_none_or(|t| t.elapsed() >= COUNTS_EVERY);
+    let Some((mut rows, api, contact)) = read_store(s, recount).await else {
+        return;
+    };
+    // What nodes sent is scrubbed before the view, its pages and its streams are made of it.
+    for r in rows.iter_mut().filter_map(|r| r.last.as_mut()) {
+        s.reports.report(r);
+    }
+    counts(mem, &mut rows, recount);
     let view = view::build(&rows, s.inventory.as_deref(), &api, &contact, now_ms());
     let met_at = &mut mem.met_at;
     for c in view.checks.iter().filter(|c| c.met) {

@@ -4,47 +4,17 @@
 use hardshift_proto::v1::NodeReport;
 use prost::Message;
 use rusqlite::{params, Connection, OptionalExtension};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    #[error("store: {0}")]
-    Sql(#[from] rusqlite::Error),
-    /// The file is not a store that can be read, or no longer the one written.
-    #[error("{0}")]
-    Broken(String),
-}
+mod api;
+mod db;
+mod note;
 
-pub struct Store {
-    db: Connection,
-    /// The file opened and its WAL, and their identities then: a write into a file that was
-    /// deleted or replaced since would be acknowledged and lost, so `batch` refuses it.
-    path: PathBuf,
-    identity: Option<(u64, u64)>,
-    wal_identity: Option<(u64, u64)>,
-    /// Why this writer stopped, once it has.
-    halted: Option<Halted>,
-}
-
-/// A file of the store deleted or replaced under the writer (`why`), and whether what the
-/// unlinked WAL held is saved into the main file yet.
-struct Halted {
-    why: String,
-    saved: bool,
-}
-
-/// (device, inode) of the file at `path` now, if any.
-fn identity(path: &Path) -> Option<(u64, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
-}
-
-/// `path` with `suffix` added to its file name: the -wal, -shm and note files beside a store.
-fn beside(path: &Path, suffix: &str) -> PathBuf {
-    let mut p = path.as_os_str().to_owned();
-    p.push(suffix);
-    PathBuf::from(p)
-}
+pub use api::{ApiChange, ApiContact};
+use db::{beside, identity, Halted};
+pub use db::{Store, StoreError};
+use note::write_note;
+pub use note::{clear_halted, halted, note_path};
 
 /// The tables every reader reads: without them a file is not a collector's store.
 const TABLES: [&str; 2] = ["reports", "nodes"];
@@ -420,122 +390,6 @@ impl Store {
         Ok(out)
     }
 
-    /// Record what the API server said of one object (None: it was deleted). Returns the
-    /// change recorded, if any. Unchanged objects rewrite nothing.
-    pub fn observe(
-        &self,
-        kind: &str,
-        namespace: &str,
-        name: &str,
-        view: Option<&serde_json::Value>,
-        now_ms: i64,
-    ) -> Result<Option<String>, StoreError> {
-        let old: Option<(String, bool)> = self
-            .db
-            .query_row(
-                "SELECT view, deleted FROM api_objects WHERE kind = ?1 AND namespace = ?2 AND name = ?3",
-                params![kind, namespace, name],
-                |r| Ok((r.get(0)?, r.get::<_, i64>(1)? != 0)),
-            )
-            .optional()?;
-        let before: Option<serde_json::Value> = old
-            .as_ref()
-            .filter(|(_, deleted)| !deleted)
-            .and_then(|(v, _)| serde_json::from_str(v).ok());
-        if before.as_ref() == view {
-            return Ok(None);
-        }
-        let change = crate::api::change(kind, before.as_ref(), view);
-        let text = match view {
-            Some(v) => v.to_string(),
-            None => old.map(|(v, _)| v).unwrap_or_else(|| "{}".into()),
-        };
-        self.db.execute(
-            "INSERT INTO api_objects (kind, namespace, name, observed_ms, deleted, view) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-             ON CONFLICT(kind, namespace, name) DO UPDATE SET observed_ms = ?4, deleted = ?5, view = ?6",
-            params![kind, namespace, name, now_ms, view.is_none() as i64, text],
-        )?;
-        if let Some(c) = &change {
-            self.db.execute(
-                "INSERT INTO api_changes (observed_ms, kind, namespace, name, change) VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![now_ms, kind, namespace, name, c],
-            )?;
-        }
-        Ok(change)
-    }
-
-    /// How the last contact with the API server went: Ok(now) or Err(the error).
-    pub fn api_contact(&self, result: Result<(), &str>, now_ms: i64) -> Result<(), StoreError> {
-        match result {
-            Ok(()) => self.db.execute(
-                "INSERT INTO api_contact (id, last_ok_ms) VALUES (1, ?1) ON CONFLICT(id) DO UPDATE SET last_ok_ms = ?1",
-                params![now_ms],
-            )?,
-            Err(e) => self.db.execute(
-                "INSERT INTO api_contact (id, last_error, last_error_ms) VALUES (1, ?1, ?2)
-                 ON CONFLICT(id) DO UPDATE SET last_error = ?1, last_error_ms = ?2",
-                params![e, now_ms],
-            )?,
-        };
-        Ok(())
-    }
-
-    /// Every object the API server was last seen to hold (deleted ones left out).
-    pub fn api_objects(&self) -> Result<Vec<crate::api::ApiObject>, StoreError> {
-        let mut stmt = self.db.prepare(
-            "SELECT kind, namespace, name, observed_ms, deleted, view FROM api_objects WHERE deleted = 0
-             ORDER BY kind, namespace, name",
-        )?;
-        let rows = stmt.query_map([], |r| {
-            let view: String = r.get(5)?;
-            Ok(crate::api::ApiObject {
-                kind: r.get(0)?,
-                namespace: r.get(1)?,
-                name: r.get(2)?,
-                observed_ms: r.get(3)?,
-                deleted: r.get::<_, i64>(4)? != 0,
-                view: serde_json::from_str(&view).unwrap_or_default(),
-            })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
-    }
-
-    /// (last_ok_ms, last_error, last_error_ms) of the API watch; all None if it never ran.
-    pub fn api_status(&self) -> Result<ApiContact, StoreError> {
-        Ok(self
-            .db
-            .query_row(
-                "SELECT last_ok_ms, last_error, last_error_ms FROM api_contact WHERE id = 1",
-                [],
-                |r| {
-                    Ok(ApiContact {
-                        last_ok_ms: r.get(0)?,
-                        last_error: r.get(1)?,
-                        last_error_ms: r.get(2)?,
-                    })
-                },
-            )
-            .optional()?
-            .unwrap_or_default())
-    }
-
-    /// The API-side timeline, oldest first.
-    pub fn api_changes(&self) -> Result<Vec<ApiChange>, StoreError> {
-        let mut stmt = self
-            .db
-            .prepare("SELECT observed_ms, kind, namespace, name, change FROM api_changes ORDER BY rowid")?;
-        let rows = stmt.query_map([], |r| {
-            Ok(ApiChange {
-                time_ms: r.get(0)?,
-                kind: r.get(1)?,
-                namespace: r.get(2)?,
-                name: r.get(3)?,
-                change: r.get(4)?,
-            })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
-    }
-
     /// Record this process as the store's writer (`what` it is), for another to name; copied
     /// into the main file at once, where a reader through a hard link (which has a WAL of its
     /// own name) finds it.
@@ -567,61 +421,9 @@ impl Store {
     }
 }
 
-/// One change the API watch saw.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct ApiChange {
-    pub time_ms: i64,
-    pub kind: String,
-    pub namespace: String,
-    pub name: String,
-    pub change: String,
-}
-
-/// The API watch's last contact.
-#[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct ApiContact {
-    pub last_ok_ms: Option<i64>,
-    pub last_error: Option<String>,
-    pub last_error_ms: Option<i64>,
-}
-
 /// A stored report's body, decoded: one that does not decode means a damaged store.
 fn decode(body: &[u8]) -> rusqlite::Result<NodeReport> {
     NodeReport::decode(body).map_err(|e| rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Blob, Box::new(e)))
-}
-
-/// Where a collector that stopped acknowledging says why, beside its store, for every reader
-/// (`status`, `events`, `diagnose`) to tell; a collector starting removes it.
-pub fn note_path(db: &Path) -> PathBuf {
-    beside(db, ".halted")
-}
-
-/// Write the note (pid, then the message), whole or not at all: a temporary file renamed.
-fn write_note(db: &Path, message: &str) {
-    let (tmp, note) = (beside(db, ".halted.tmp"), note_path(db));
-    let text = format!("pid {}\n{message}\n", std::process::id());
-    if let Err(e) = std::fs::write(&tmp, text).and_then(|_| std::fs::rename(&tmp, &note)) {
-        tracing::error!("{}: {e}", note.display());
-    }
-}
-
-/// What a collector that stopped acknowledging into `db` said, naming it (and saying when it
-/// no longer runs); None when no collector said anything.
-pub fn halted(db: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(note_path(db)).ok()?;
-    let (first, message) = text.split_once('\n')?;
-    let pid = first.strip_prefix("pid ")?.trim();
-    let gone = if Path::new("/proc").join(pid).exists() {
-        ""
-    } else {
-        ", no longer running"
-    };
-    Some(format!("the collector (pid {pid}{gone}) stopped: {}", message.trim()))
-}
-
-/// Forget what a collector that ran before said (this one starts afresh).
-pub fn clear_halted(db: &Path) {
-    let _ = std::fs::remove_file(note_path(db));
 }
 
 /// Create `path` 0600 if absent; make it and its -wal and -shm files 0600 if present.

@@ -3,7 +3,9 @@
 //! registry's auth as registries do it: anonymous, then Basic or a Bearer token fetched with the
 //! pull secret's credentials. Every failure says which registry, and the registry's own words.
 
-use crate::auth::{challenge, Auths, Challenge};
+mod handshake;
+
+use crate::auth::Auths;
 use crate::reference::Reference;
 use futures_util::StreamExt;
 use sha2::{Digest, Sha256};
@@ -174,132 +176,6 @@ impl Client {
 
     fn url(r: &Reference, what: &str) -> String {
         format!("https://{}/v2/{}/{what}", r.registry, r.repository)
-    }
-
-    /// One request with the registry's auth: a cached token or Basic first, else anonymous;
-    /// on 401, answer the challenge once.
-    async fn send(&self, r: &Reference, method: reqwest::Method, what: &str, accept: &str) -> Result<reqwest::Response, Error> {
-        let scope = format!("repository:{}:pull", r.repository);
-        let key = (r.registry.clone(), scope.clone());
-        let build = |auth: Option<String>| {
-            let mut b = self.http.request(method.clone(), Self::url(r, what)).header("Accept", accept);
-            if let Some(a) = auth {
-                b = b.header("Authorization", a);
-            }
-            b
-        };
-        let basic = || {
-            self.auths.get(&r.registry).map(|(u, p)| {
-                use base64::Engine;
-                format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{u}:{p}")))
-            })
-        };
-        let first = match self.tokens.lock().await.get(&key) {
-            Some(t) => Some(format!("Bearer {t}")),
-            None if self.basic.lock().await.contains(&r.registry) => basic(),
-            None => None,
-        };
-        let resp = build(first).send().await.map_err(|e| transport(&r.registry, &e))?;
-        if resp.status() != reqwest::StatusCode::UNAUTHORIZED {
-            return Ok(resp);
-        }
-        let header = resp
-            .headers()
-            .get("www-authenticate")
-            .and_then(|h| h.to_str().ok())
-            .unwrap_or("")
-            .to_string();
-        let auth = match challenge(&header) {
-            Some(Challenge::Basic) => {
-                self.basic.lock().await.insert(r.registry.clone());
-                basic()
-            }
-            Some(Challenge::Bearer {
-                realm,
-                service,
-                scope: asked,
-            }) => {
-                let token = self
-                    .token(r, &realm, service.as_deref(), asked.as_deref().unwrap_or(&scope))
-                    .await?;
-                self.tokens.lock().await.insert(key, token.clone());
-                Some(format!("Bearer {token}"))
-            }
-            None => None,
-        };
-        let Some(auth) = auth else {
-            return Err(Error::Auth {
-                image: r.to_string(),
-                registry: r.registry.clone(),
-                status: 401,
-                said: format!(
-                    "{} (no credentials for {} in the pull secret)",
-                    said(&resp.text().await.unwrap_or_default()),
-                    r.registry
-                ),
-            });
-        };
-        let resp = build(Some(auth.clone())).send().await.map_err(|e| transport(&r.registry, &e))?;
-        if matches!(resp.status().as_u16(), 401 | 403) {
-            let status = resp.status().as_u16();
-            // A HEAD answer has no body: ask the same with GET for the registry's own words.
-            let body = if method == reqwest::Method::HEAD {
-                match self
-                    .http
-                    .get(Self::url(r, what))
-                    .header("Accept", accept)
-                    .header("Authorization", auth)
-                    .send()
-                    .await
-                {
-                    Ok(g) => g.text().await.unwrap_or_default(),
-                    Err(_) => String::new(),
-                }
-            } else {
-                resp.text().await.unwrap_or_default()
-            };
-            return Err(Error::Auth {
-                image: r.to_string(),
-                registry: r.registry.clone(),
-                status,
-                said: said(&body),
-            });
-        }
-        Ok(resp)
-    }
-
-    /// The bearer-token flow: GET realm?service=&scope= with the pull secret's Basic credentials.
-    async fn token(&self, r: &Reference, realm: &str, service: Option<&str>, scope: &str) -> Result<String, Error> {
-        if !realm.starts_with("https://") {
-            return Err(Error::Other(format!(
-                "{}: the registry sends its token realm {realm:?} over plain HTTP: the pull secret's credentials would go in the clear, so it is refused (the registry's token server must use HTTPS)",
-                r.registry
-            )));
-        }
-        let mut req = self.http.get(realm).query(&[("scope", scope)]);
-        if let Some(s) = service {
-            req = req.query(&[("service", s)]);
-        }
-        if let Some((u, p)) = self.auths.get(&r.registry) {
-            req = req.basic_auth(u, Some(p));
-        }
-        let resp = req.send().await.map_err(|e| transport(&r.registry, &e))?;
-        let status = resp.status().as_u16();
-        let body = resp.text().await.unwrap_or_default();
-        if status != 200 {
-            return Err(Error::Auth {
-                image: r.to_string(),
-                registry: r.registry.clone(),
-                status,
-                said: format!("token server {realm}: {}", said(&body)),
-            });
-        }
-        let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
-        v["token"]
-            .as_str()
-            .or(v["access_token"].as_str())
-            .map(String::from)
-            .ok_or_else(|| Error::Other(format!("{}: the token server {realm} sent no token", r.registry)))
     }
 
     fn status_error(r: &Reference, status: u16, body: &str) -> Error {

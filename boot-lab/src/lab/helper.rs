@@ -1,0 +1,190 @@
+//! What the helper serves, made from the bundle's lab files: its addresses on the bridge, the
+//! HTTP root (Ignition configs, the iPXE script for the test image, the image), dnsmasq's config.
+
+use crate::lab::parts::{Machine, Options};
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+/// The helper's addresses on the bridge (its own, the API and ingress VIPs, the collector's and
+/// the HTTP server's, each once, with the machine network's prefix), and the HTTP server's
+/// address and port.
+pub(super) fn helper_addresses(c: &hardshift_generator::cluster::Cluster) -> Result<(Vec<String>, (IpAddr, u16)), String> {
+    let prefix = c
+        .machine_networks
+        .iter()
+        .find(|n| n.contains(&c.helper_ip))
+        .map(|n| n.prefix_len())
+        .ok_or_else(|| format!("the helper {} is in no machine network", c.helper_ip))?;
+    let (http_ip, http_port) = http_endpoint(&c.lab.http_base_url)?;
+    let collector_ip: IpAddr = c.collector_address.parse().map_err(|_| {
+        format!(
+            "collector.address {:?} is a name: the boot lab puts the collector on the helper's bridge and needs an IP",
+            c.collector_address
+        )
+    })?;
+    let mut addrs: Vec<String> = Vec::new();
+    for ip in [c.helper_ip, c.api_vip, c.ingress_vip, collector_ip, http_ip] {
+        let a = format!("{ip}/{prefix}");
+        if !addrs.contains(&a) {
+            addrs.push(a);
+        }
+    }
+    Ok((addrs, (http_ip, http_port)))
+}
+
+/// WORK/www/, what the helper's HTTP server serves: each machine's Ignition config, the iPXE
+/// script for the test image, its kernel and initramfs, and what the bundle says to serve from
+/// the helper (the agent for --agent-url).
+pub(super) fn serve_root(o: &Options, c: &hardshift_generator::cluster::Cluster, machines: &[Machine]) -> Result<PathBuf, String> {
+    let www = o.work.join("www");
+    for f in ["ignition", "pxe", "image", "tftp"] {
+        let p = www.join(f);
+        hardshift_generator::fsio::make_dir_all(&p, 0o755).map_err(|e| format!("{}: {e}", p.display()))?;
+    }
+    for m in machines {
+        let src = o.dir.join(format!("ignition/{}.ign", m.name));
+        std::fs::copy(&src, www.join(format!("ignition/{}.ign", m.name))).map_err(|e| format!("{}: {e}", src.display()))?;
+    }
+    let ipxe = read_text(&o.dir.join("lab/pxe/boot.ipxe"))?;
+    write(&www.join("pxe/boot.ipxe"), ipxe_for_image(&ipxe, &c.lab.http_base_url)?.as_bytes())?;
+    for f in ["vmlinuz", "initramfs.img"] {
+        link(&o.image.join(f), &www.join("image").join(f))?;
+    }
+    if let Ok(entries) = std::fs::read_dir(o.dir.join("http")) {
+        for e in entries.flatten() {
+            link(&e.path(), &www.join(e.file_name()))?;
+        }
+    }
+    Ok(www)
+}
+
+/// The generated DHCP config, as is but for its TFTP root (the iPXE ROM asks for the script over
+/// HTTP at once, so TFTP serves nothing); the generated DNS config beside it, less any name the
+/// caller drops, with the lab's faults applied.
+pub(super) fn dnsmasq_conf(o: &Options, cluster: &str, www: &Path) -> Result<String, String> {
+    let dns_dir = o.dir.join("lab/dnsmasq");
+    let dhcp = read_text(&dns_dir.join(format!("{cluster}-dhcp.conf")))?;
+    let dhcp = replace_line(&dhcp, "tftp-root=", &format!("tftp-root={}", www.join("tftp").display()));
+    let dhcp = crate::fault::apply_dhcp(&dhcp, &o.faults)?;
+    let dns = read_text(&dns_dir.join(format!("{cluster}-dns.conf")))?;
+    let dropped = |l: &str| {
+        o.drop_dns
+            .iter()
+            .any(|n| l.contains(&format!("/{n}/")) || l.contains(&format!("={n},")))
+    };
+    let dns: String = dns.lines().filter(|l| !dropped(l)).map(|l| format!("{l}\n")).collect();
+    let dns = crate::fault::apply_dns(&dns, &o.faults)?;
+    Ok(format!("{dhcp}{dns}"))
+}
+
+fn read_text(p: &Path) -> Result<String, String> {
+    std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))
+}
+
+/// `http://IP:PORT[/…]` → (IP, PORT): the helper address the HTTP server binds.
+fn http_endpoint(url: &str) -> Result<(IpAddr, u16), String> {
+    let bad = || format!("lab.httpBaseURL {url:?}: the boot lab serves it on the helper's bridge and needs http://IP[:PORT]");
+    let rest = url.strip_prefix("http://").ok_or_else(bad)?;
+    let host = rest.split('/').next().unwrap_or_default();
+    let (ip, port) = match host.rsplit_once(':') {
+        Some((ip, port)) => (ip, port.parse().map_err(|_| bad())?),
+        None => (host, 80),
+    };
+    Ok((ip.parse().map_err(|_| bad())?, port))
+}
+
+/// The generated iPXE script with the test image in place of RHCOS's live images: the kernel and
+/// initramfs come from the image; `coreos.live.rootfs_url` and `coreos.inst.install_dev` go (no
+/// installer: the disk is ready, so the live rootfs is not fetched and Ignition runs on the disk's
+/// first boot, not the installed system's); the node's `coreos.inst.ignition_url` becomes
+/// `ignition.config.url`; the rest (the static `ip=`, `nameserver=`, consoles) is the bundle's.
+/// Added: the root disk, Ignition's first-boot flags, journal errors on the serial console.
+/// Not on this machine, unlike RHCOS: rpm-ostree, SELinux, the kubelet and CRI-O; Debian's
+/// Ignition is 2.14 (config spec up to 3.3.0).
+pub fn ipxe_for_image(generated: &str, base: &str) -> Result<String, String> {
+    let mut kernels = 0;
+    let out: Vec<String> = generated
+        .lines()
+        .map(|l| {
+            if let Some(args) = l.strip_prefix("kernel ") {
+                kernels += 1;
+                let mut a = vec![format!("kernel {base}/image/vmlinuz")];
+                for w in args.split_whitespace().skip(1) {
+                    if w.starts_with("coreos.live.rootfs_url=") || w.starts_with("coreos.inst.install_dev=") {
+                        continue;
+                    }
+                    match w.strip_prefix("coreos.inst.ignition_url=") {
+                        Some(url) => a.push(format!("ignition.config.url={url}")),
+                        None => a.push(w.to_string()),
+                    }
+                }
+                a.push("root=LABEL=root rw rd.neednet=1 ignition.firstboot ignition.platform.id=metal".into());
+                a.push("systemd.journald.forward_to_console=1 systemd.journald.max_level_console=err".into());
+                a.join(" ")
+            } else if l.starts_with("initrd ") {
+                format!("initrd --name main {base}/image/initramfs.img")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect();
+    if kernels == 0 {
+        return Err(format!("no kernel line in the bundle's boot.ipxe:\n{generated}"));
+    }
+    if out.iter().any(|l| l.contains("rhcos")) {
+        return Err(format!("RHCOS left in the iPXE script:\n{}", out.join("\n")));
+    }
+    Ok(out.join("\n") + "\n")
+}
+
+fn replace_line(text: &str, prefix: &str, with: &str) -> String {
+    text.lines()
+        .map(|l| {
+            if l.starts_with(prefix) {
+                format!("{with}\n")
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect()
+}
+
+pub(super) fn write(p: &Path, bytes: &[u8]) -> Result<(), String> {
+    std::fs::write(p, bytes).map_err(|e| format!("{}: {e}", p.display()))
+}
+
+fn link(from: &Path, to: &Path) -> Result<(), String> {
+    let _ = std::fs::remove_file(to);
+    std::os::unix::fs::symlink(from, to).map_err(|e| format!("{} → {}: {e}", to.display(), from.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_http_endpoint_is_an_ip_and_port() {
+        assert_eq!(
+            http_endpoint("http://192.168.126.1:8080").unwrap(),
+            ("192.168.126.1".parse().unwrap(), 8080)
+        );
+        assert_eq!(http_endpoint("http://10.0.0.1/x").unwrap().1, 80);
+        assert!(http_endpoint("https://10.0.0.1").is_err());
+        assert!(http_endpoint("http://helper.lab:8080").is_err());
+    }
+
+    #[test]
+    fn the_ipxe_script_boots_the_image_with_the_bundles_arguments() {
+        let gen = "#!ipxe\nkernel http://h:8080/rhcos-kernel initrd=main coreos.live.rootfs_url=http://h:8080/rhcos-rootfs.img coreos.inst.install_dev=/dev/vda coreos.inst.ignition_url=http://h:8080/ignition/m.ign ip=192.168.126.101::192.168.126.1:255.255.255.0:m:enp1s0:none nameserver=192.168.126.1\ninitrd --name main http://h:8080/rhcos-initramfs.img\nboot\n";
+        let out = ipxe_for_image(gen, "http://h:8080").unwrap();
+        assert!(
+            out.contains(
+                "kernel http://h:8080/image/vmlinuz initrd=main ignition.config.url=http://h:8080/ignition/m.ign ip=192.168.126.101::"
+            ),
+            "{out}"
+        );
+        assert!(out.contains("initrd --name main http://h:8080/image/initramfs.img"), "{out}");
+        assert!(!out.contains("rootfs") && !out.contains("install_dev"), "{out}");
+        assert!(ipxe_for_image("#!ipxe\nboot\n", "x").is_err());
+    }
+}
