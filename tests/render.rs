@@ -705,6 +705,16 @@ fn a_render_step_has_a_deadline() {
         assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
         assert!(err.contains("--step-timeout") && err.contains(bad), "{bad}: {err}");
     }
+    // An image for no render, or not TAG=PULLSPEC.
+    for (bad, said) in [
+        ("etcd-operator=x/y:1", "no render runs the \"etcd-operator\" image"),
+        ("cluster-etcd-operator", "expected TAG=PULLSPEC"),
+    ] {
+        let out = hardshift(&["render", "--dir", dir, "--image", bad]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
+        assert!(err.contains("--image") && err.contains(said), "{bad}: {err}");
+    }
 }
 
 /// With OpenShift 4.18's own renders (built by hand into `HARDSHIFT_OCP_BIN`, run by

@@ -744,6 +744,27 @@ pub fn diagnose(node: &str, role: &str, r: &NodeReport, seen_ago_ms: i64) -> Vec
     out
 }
 
+/// None when `n` reported or is in the inventory; else what to tell the user, with the nodes
+/// there are and the likeliest one meant.
+pub fn unknown_node(n: &str, rows: &[crate::store::NodeRow], inventory: &[(String, String)]) -> Option<String> {
+    if rows.iter().any(|r| r.node == n) || inventory.iter().any(|(name, _)| name == n) {
+        return None;
+    }
+    let mut names: Vec<&str> = inventory.iter().map(|(name, _)| name.as_str()).collect();
+    names.extend(
+        rows.iter()
+            .map(|r| r.node.as_str())
+            .filter(|r| !inventory.iter().any(|(n, _)| n == r)),
+    );
+    let hint = hardshift_generator::config::schema::did_you_mean(n, &names)
+        .map(|m| format!("; did you mean {m:?}?"))
+        .unwrap_or_default();
+    Some(format!(
+        "{n:?} is not a node of this bundle and never reported (its nodes: {}){hint}",
+        names.join(", ")
+    ))
+}
+
 /// Every finding of the store's rows (only node `only`'s when given), then the inventory's nodes
 /// (name, role) that never reported.
 pub fn findings(rows: &[crate::store::NodeRow], inventory: &[(String, String)], only: Option<&str>, now_ms: i64) -> Vec<Finding> {
@@ -768,6 +789,32 @@ pub fn findings(rows: &[crate::store::NodeRow], inventory: &[(String, String)], 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unknown_node_is_refused_with_the_nodes_there_are_and_the_likeliest() {
+        let inventory = vec![
+            ("master-0".to_string(), "master".to_string()),
+            ("worker-0".to_string(), "worker".to_string()),
+        ];
+        let row = crate::store::NodeRow {
+            node: "stray-1".into(),
+            role: "worker".into(),
+            boot_id: String::new(),
+            last_seq: 1,
+            last_seen_ms: 0,
+            reports: 1,
+            dropped: 0,
+            last: None,
+        };
+        let rows = [row];
+        assert_eq!(unknown_node("master-0", &rows, &inventory), None);
+        assert_eq!(unknown_node("stray-1", &rows, &inventory), None, "it reported");
+        let said = unknown_node("mastre-0", &rows, &inventory).unwrap();
+        assert!(
+            said.contains("master-0, worker-0, stray-1") && said.contains("did you mean \"master-0\""),
+            "{said}"
+        );
+    }
     use hardshift_proto::v1::ContainerInfo;
 
     fn c(name: &str, h: Health, state: &str, reason: &str) -> ComponentState {

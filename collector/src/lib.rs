@@ -6,6 +6,7 @@ pub mod agents;
 pub mod api;
 pub mod approver;
 pub mod approving;
+pub mod bundle;
 pub mod daemon;
 pub mod diagnose;
 pub mod events;

@@ -28,4 +28,5 @@ pub mod summary;
 #[cfg(test)]
 pub(crate) mod testing;
 pub mod verify;
+pub mod verifying;
 pub mod yamlout;

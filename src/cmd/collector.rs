@@ -3,10 +3,9 @@
 
 use super::parse_duration;
 use crate::failure::Failure;
-use hardshift_collector::{daemon, metrics, phase::Member, server, web};
-use hardshift_generator::collector_side as side;
+use hardshift_collector::{bundle, daemon};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(clap::Args)]
@@ -63,12 +62,6 @@ fn parse_retention(s: &str) -> Result<Retention, String> {
 
 /// Serve the agents with the bundle's collector certificate until Ctrl-C.
 pub fn run(a: Args) -> Result<u8, Failure> {
-    let pem = side::agent_tls(&a.dir)?;
-    side::check_fips(&a.dir)?;
-    let members = side::Members::load(&a.dir)?;
-    let db = super::db_path(&a.dir, a.db);
-    let admin = super::logs::admin_socket(&a.dir);
-    let _lock = side::state(&a.dir, &db, &admin, &format!("collector on {}", a.listen))?;
     let limits = hardshift_collector::listener::Limits {
         handshake_timeout: a.handshake_timeout,
         hello_timeout: a.hello_timeout,
@@ -77,83 +70,25 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         // The agents' door refuses over its caps (agents retry); the dashboard's sheds.
         ..Default::default()
     };
-    let opts = server::Options {
+    let (setup, _lock) = bundle::setup(bundle::Serve {
+        db: super::db_path(&a.dir, a.db),
+        admin: super::logs::admin_socket(&a.dir),
+        dir: a.dir,
+        listen: a.listen,
         limits,
         retain: a.retain.0,
-        web: (!a.no_web).then(|| web_options(&a.dir, a.web, &db, &members)).transpose()?,
-        nodes: Some(members.names()),
-        ..Default::default()
-    };
-    let kubeconfig = match (&a.kubeconfig, a.no_api_watch) {
-        (_, true) => None,
-        (Some(k), _) => Some(k.clone()),
-        (None, _) => Some(a.dir.join(hardshift_generator::layout::ADMIN_KUBECONFIG)).filter(|k| k.exists()),
-    };
-    let setup = daemon::Setup {
-        listen: a.listen,
-        tls: server::Tls {
-            cert: pem.cert,
-            key: pem.key,
-            client_ca: pem.client_ca,
-        },
-        what: format!("collector on {} for {}", a.listen, a.dir.display()),
-        db,
-        admin,
-        kubeconfig,
-        opts,
-    };
-    daemon::run(setup).map_err(|e| match e {
-        daemon::Error::Input(m) => Failure::input(m),
-        daemon::Error::Other(m) => Failure::other(m),
-    })?;
+        web: (!a.no_web).then_some(a.web),
+        kubeconfig: a.kubeconfig,
+        no_api_watch: a.no_api_watch,
+    })
+    .map_err(failure)?;
+    daemon::run(setup).map_err(failure)?;
     Ok(0)
 }
 
-/// The dashboard's address, inventory (for the phases and the nodes not yet reporting), the
-/// bundle's identity and certificates for /metrics, and, beyond loopback, its TLS.
-fn web_options(dir: &Path, addr: SocketAddr, db: &Path, members: &side::Members) -> Result<web::Options, Failure> {
-    let inventory = match members {
-        side::Members::Inputs(m) => Some(
-            m.iter()
-                .map(|(name, role)| Member {
-                    name: name.clone(),
-                    role: role.clone(),
-                })
-                .collect(),
-        ),
-        side::Members::Certificates(_) => None,
-    };
-    let tls = match addr.ip().is_loopback() {
-        true => None,
-        false => side::web_tls(dir, &addr.to_string())
-            .map(|p| web::Tls {
-                cert: p.cert,
-                key: p.key,
-                client_ca: p.client_ca,
-            })
-            .map(Some)?,
-    };
-    let id = side::identity(dir)?;
-    let certificates = side::certificates(dir).into_iter().map(|c| metrics::BundleCert {
-        file: c.file,
-        cn: c.cn,
-        not_after_s: c.not_after_s,
-    });
-    let bundle = metrics::Bundle {
-        identity: metrics::Identity {
-            cluster: id.cluster,
-            base_domain: id.base_domain,
-            bundle: id.bundle,
-        },
-        certificates: certificates.collect(),
-    };
-    let secrets = hardshift_generator::reload::secrets(dir);
-    Ok(web::Options {
-        addr,
-        tls,
-        inventory,
-        db: db.to_path_buf(),
-        secrets,
-        bundle,
-    })
+fn failure(e: daemon::Error) -> Failure {
+    match e {
+        daemon::Error::Input(m) => Failure::input(m),
+        daemon::Error::Other(m) => Failure::other(m),
+    }
 }

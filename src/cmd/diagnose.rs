@@ -3,7 +3,6 @@
 
 use crate::failure::Failure;
 use hardshift_collector::diagnose::{self, Finding};
-use hardshift_collector::store::NodeRow;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -58,8 +57,8 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     // The bundle's nodes (name, role), when its inputs are here: those that never reported are
     // findings too.
     let inventory = hardshift_generator::reload::nodes(&a.store.dir);
-    if let Some(n) = &a.node {
-        known(n, &rows, &inventory)?;
+    if let Some(said) = a.node.as_deref().and_then(|n| diagnose::unknown_node(n, &rows, &inventory)) {
+        return Err(Failure::input(said));
     }
     let findings = diagnose::findings(&rows, &inventory, a.node.as_deref(), now);
     if a.output == super::Output::Json {
@@ -68,26 +67,6 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     }
     print(&findings);
     Ok(0)
-}
-
-/// `node` reported, or is in the inventory; else an input error listing the nodes there are.
-fn known(n: &str, rows: &[NodeRow], inventory: &[(String, String)]) -> Result<(), Failure> {
-    if rows.iter().any(|r| r.node == n) || inventory.iter().any(|(name, _)| name == n) {
-        return Ok(());
-    }
-    let mut names: Vec<&str> = inventory.iter().map(|(name, _)| name.as_str()).collect();
-    names.extend(
-        rows.iter()
-            .map(|r| r.node.as_str())
-            .filter(|r| !inventory.iter().any(|(n, _)| n == r)),
-    );
-    let hint = hardshift_generator::config::schema::did_you_mean(n, &names)
-        .map(|m| format!("; did you mean {m:?}?"))
-        .unwrap_or_default();
-    Err(Failure::input(format!(
-        "{n:?} is not a node of this bundle and never reported (its nodes: {}){hint}",
-        names.join(", ")
-    )))
 }
 
 /// The findings for a terminal, each with its evidence and fix.

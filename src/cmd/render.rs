@@ -6,7 +6,6 @@
 use crate::failure::Failure;
 use hardshift_generator::pipeline::render::{self, Options};
 use hardshift_generator::pipeline::rendered;
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -37,9 +36,14 @@ fn parse_step_timeout(s: &str) -> Result<std::time::Duration, String> {
     }
 }
 
+/// `TAG=PULLSPEC`, the tag one a render runs.
 fn parse_image(s: &str) -> Result<(String, String), String> {
+    let known = hardshift_generator::render::steps::TAGS;
     match s.split_once('=') {
-        Some((t, p)) if !t.is_empty() && !p.is_empty() => Ok((t.to_string(), p.to_string())),
+        Some((t, p)) if known.contains(&t) && !p.is_empty() => Ok((t.to_string(), p.to_string())),
+        Some((t, p)) if !t.is_empty() && !p.is_empty() => {
+            Err(format!("no render runs the {t:?} image; the renders run {}", known.join(", ")))
+        }
         _ => Err(format!(
             "{s:?}: expected TAG=PULLSPEC, e.g. cluster-etcd-operator=localhost/etcd-operator:dev"
         )),
@@ -66,22 +70,11 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         }
         return Ok(0);
     }
-    let known: Vec<&str> = hardshift_generator::render::steps::TAGS.to_vec();
-    let mut images = BTreeMap::new();
-    for (tag, pullspec) in a.images {
-        if !known.contains(&tag.as_str()) {
-            return Err(Failure::input(format!(
-                "--image {tag}={pullspec}: no render runs the {tag:?} image; the renders run {}",
-                known.join(", ")
-            )));
-        }
-        images.insert(tag, pullspec);
-    }
     let opts = Options {
         podman: std::env::var_os("PODMAN")
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from("podman")),
-        images,
+        images: a.images.into_iter().collect(),
         step_timeout: a.step_timeout,
     };
     let progress = crate::progress::Progress::new(crate::progress::Mode::pick(false));
