@@ -130,7 +130,7 @@ pub struct Live {
 const HEALTH_CODES: &str = "0 unknown, 1 ok, 2 warning, 3 failing, 4 absent";
 
 /// The whole exposition: counters, then the view's gauges, then `# EOF`.
-pub fn render(m: &Metrics, view: &View, live: &Live, bundle: &Bundle) -> String {
+pub fn exposition(m: &Metrics, view: &View, live: &Live, bundle: &Bundle) -> String {
     let mut reg = Registry::with_prefix_and_labels("hardshift", bundle.identity.labels());
     m.register(reg.sub_registry_with_prefix("collector"));
     nodes(&mut reg, view);
@@ -464,7 +464,7 @@ mod tests {
                 not_after_s: 2_000_000_000,
             }],
         };
-        let text = render(&m, &view, &live, &bundle);
+        let text = exposition(&m, &view, &live, &bundle);
         let id = r#"cluster="ocp4",base_domain="example.com",bundle="0f0e""#;
         for want in [
             format!("hardshift_collector_reports_stored_total{{{id}}} 1"),

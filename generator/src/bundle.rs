@@ -70,7 +70,7 @@ pub fn assemble(
     }
     b.files.extend(pki_files(pki));
     for k in kubeconfig::plan(c) {
-        let text = kubeconfig::render(&k, pki);
+        let text = kubeconfig::to_yaml(&k, pki);
         b.add(k.path, SECRET, text);
     }
     let sums = sums_with(&b, &known);
@@ -78,7 +78,7 @@ pub fn assemble(
     b
 }
 
-/// Hostname → SHA-256 of its config, as `lab::render` takes them.
+/// Hostname → SHA-256 of its config, as `lab::files` takes them.
 pub fn config_hashes(nodes: &[crate::assets::NodeIgnition]) -> BTreeMap<String, String> {
     nodes.iter().map(|n| (n.hostname.clone(), n.sha256.clone())).collect()
 }
@@ -161,7 +161,7 @@ pub fn cluster_json(c: &Cluster) -> String {
 pub fn add_lab(b: &mut Bundle, c: &Cluster, hashes: &BTreeMap<String, String>) {
     b.files.retain(|p, _| !p.starts_with("lab/"));
     b.add(CLUSTER_JSON, PUBLIC, cluster_json(c));
-    for (path, mode, text) in crate::lab::render(c, hashes) {
+    for (path, mode, text) in crate::lab::files(c, hashes) {
         b.add(path, mode, text);
     }
 }

@@ -70,7 +70,7 @@ pub fn plan(c: &Cluster) -> Vec<Kubeconfig> {
 }
 
 /// The kubeconfig's YAML. Every string is a JSON-quoted scalar, which YAML reads verbatim.
-pub fn render(k: &Kubeconfig, pki: &Pki) -> String {
+pub fn to_yaml(k: &Kubeconfig, pki: &Pki) -> String {
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s.as_bytes());
     let q = |s: &str| serde_json::to_string(s).expect("string");
     let client = pki.get(&k.cert);

@@ -308,7 +308,7 @@ pub fn record_boot(mut boots: Vec<(i64, String)>, boot_id: &str, booted_s: i64) 
     boots
 }
 
-pub fn render_boots(boots: &[(i64, String)]) -> String {
+pub fn boots_text(boots: &[(i64, String)]) -> String {
     boots.iter().map(|(t, b)| format!("{t} {b}\n")).collect()
 }
 
@@ -319,7 +319,7 @@ pub fn remember_boot(dir: &Path, boot_id: &str, booted_s: i64) -> Result<Vec<(i6
     let boots = record_boot(parse_boots(&old), boot_id, booted_s);
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let tmp = dir.join(".boots.tmp");
-    std::fs::write(&tmp, render_boots(&boots)).map_err(|e| format!("{}: {e}", tmp.display()))?;
+    std::fs::write(&tmp, boots_text(&boots)).map_err(|e| format!("{}: {e}", tmp.display()))?;
     std::fs::rename(&tmp, &path).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(boots)
 }

@@ -233,7 +233,7 @@ pub fn probe_config(node: &str) -> hardshift_agent_config::AgentConfig {
 
 /// Write `c` at `path`, as the generator writes a node's.
 pub fn write_agent_config(path: &Path, c: &hardshift_agent_config::AgentConfig) {
-    std::fs::write(path, hardshift_agent_config::render(c).unwrap()).unwrap();
+    std::fs::write(path, hardshift_agent_config::to_toml(c).unwrap()).unwrap();
 }
 
 /// Set top-level keys of an agent config file (the node's generated one, say) as TOML: a key

@@ -396,7 +396,7 @@ async fn metrics_text(State(s): State<Arc<Shared>>, headers: axum::http::HeaderM
         dashboard_open: s.deps.web_gate.open(),
         dashboard_refused: every(&s.deps.web_gate),
     };
-    let text = metrics::render(&s.deps.metrics, &snap.view, &live, &s.bundle);
+    let text = metrics::exposition(&s.deps.metrics, &snap.view, &live, &s.bundle);
     if open {
         typed("application/openmetrics-text; version=1.0.0; charset=utf-8", text)
     } else {

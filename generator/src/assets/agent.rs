@@ -192,7 +192,7 @@ fn peers_of(nodes: &[Node], n: &Node) -> Vec<Peer> {
 
 pub fn config(c: &Cluster, n: &Node) -> String {
     // Every field is a plain string, number, path or address: serializing cannot fail.
-    hardshift_agent_config::render(&settings(c, n)).expect("agent config serializes")
+    hardshift_agent_config::to_toml(&settings(c, n)).expect("agent config serializes")
 }
 
 /// The images a node pulls first (the release, the pause image), HEADed through the mirrors with

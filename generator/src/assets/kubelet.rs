@@ -77,7 +77,7 @@ pub fn bootstrap_config() -> Value {
     )
 }
 
-pub fn render(v: &Value) -> String {
+pub fn to_yaml(v: &Value) -> String {
     crate::yamlout::to_yaml(v)
 }
 

@@ -362,6 +362,6 @@ pub fn fips_machine_config(role: &str) -> Value {
         "spec": {"config": {"ignition": {"version": crate::ignition::VERSION}}, "fips": true}})
 }
 
-pub fn render(objs: &[Value]) -> String {
+pub fn to_yaml(objs: &[Value]) -> String {
     yamlout::documents(objs)
 }

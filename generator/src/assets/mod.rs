@@ -49,7 +49,7 @@ pub struct Extras {
 pub struct NodeIgnition {
     pub hostname: String,
     pub role: Role,
-    /// The config, its large data URLs shared with the other nodes' (see `ignition::render_body`).
+    /// The config, its large data URLs shared with the other nodes' (see `ignition::to_json_body`).
     pub body: crate::body::Body,
     /// Size of the config (kept when the body moves into the bundle).
     pub size: usize,
@@ -99,7 +99,7 @@ pub fn ignitions_of(c: &Cluster, pki: &Pki, extras: &Extras, which: &(dyn Fn(&cr
             let add = parts::node_config(&shared, n);
             let base = bases.get(&n.role);
             let (cfg, report) = ignition::build_with(&add, base, &encode);
-            let body = ignition::render_body(&cfg, &pieces);
+            let body = ignition::to_json_body(&cfg, &pieces);
             NodeIgnition {
                 hostname: n.hostname.clone(),
                 role: n.role,

@@ -254,7 +254,7 @@ pub fn kubeconfigs(x: &Ctx, _: &Node) -> Placed {
         kubeconfig::plan(x.cluster)
             .iter()
             .filter_map(|k| Some((k.path.strip_prefix("kubeconfigs/")?, k)))
-            .map(|(file, k)| NodeFile::new(format!("{KUBECONFIGS_DIR}/{file}"), SECRET, kubeconfig::render(k, x.pki)))
+            .map(|(file, k)| NodeFile::new(format!("{KUBECONFIGS_DIR}/{file}"), SECRET, kubeconfig::to_yaml(k, x.pki)))
             .collect(),
     );
     p.config.directories.push((KUBECONFIGS_DIR.to_string(), 0o700));
@@ -295,7 +295,7 @@ pub fn after_cvo(x: &Ctx, _: &Node) -> Placed {
     files(
         manifests::after_cvo(x.cluster)
             .into_iter()
-            .map(|(name, objs)| NodeFile::new(format!("{ASSET_DIR}/{AFTER_CVO}/{name}"), PUBLIC, manifests::render(&objs)))
+            .map(|(name, objs)| NodeFile::new(format!("{ASSET_DIR}/{AFTER_CVO}/{name}"), PUBLIC, manifests::to_yaml(&objs)))
             .collect(),
     )
 }
@@ -347,7 +347,7 @@ pub fn bootstrap_kubelet(_: &Ctx, n: &Node) -> Placed {
     let mut p = files(vec![NodeFile::new(
         KUBELET_CONFIG,
         PUBLIC,
-        kubelet::render(&kubelet::bootstrap_config()),
+        kubelet::to_yaml(&kubelet::bootstrap_config()),
     )]);
     p.config.units.push(unit("kubelet.service", kubelet::bootstrap_unit(n)));
     p
@@ -359,7 +359,7 @@ const KUBELET_BOOTSTRAP: &str = "kubeconfigs/kubelet-bootstrap.kubeconfig";
 pub fn kubelet_kubeconfig(x: &Ctx, _: &Node) -> Placed {
     let kc = kubeconfig::plan(x.cluster);
     let k = kc.iter().find(|k| k.path == KUBELET_BOOTSTRAP).expect("planned kubeconfig");
-    files(vec![NodeFile::new(NODE_KUBECONFIG, SECRET, kubeconfig::render(k, x.pki))])
+    files(vec![NodeFile::new(NODE_KUBECONFIG, SECRET, kubeconfig::to_yaml(k, x.pki))])
 }
 
 pub fn kubelet_client_ca(x: &Ctx, _: &Node) -> Placed {
@@ -383,7 +383,7 @@ pub fn kubelet(x: &Ctx, n: &Node) -> Placed {
     let mut p = files(vec![NodeFile::new(
         KUBELET_CONFIG,
         PUBLIC,
-        kubelet::render(&kubelet::node_config(x.cluster, n)),
+        kubelet::to_yaml(&kubelet::node_config(x.cluster, n)),
     )]);
     p.config.units.push(unit("kubelet.service", kubelet::node_unit(n)));
     p

@@ -280,7 +280,7 @@ impl Manifest {
                 } else {
                     PUBLIC
                 };
-                NodeFile::new(self.path, mode, super::manifests::render(&objs))
+                NodeFile::new(self.path, mode, super::manifests::to_yaml(&objs))
             }
             Objects::Given(bytes) => NodeFile::new(self.path, PUBLIC, bytes),
         }

@@ -4,7 +4,7 @@ use super::Config;
 use std::sync::Arc;
 
 /// The config as bytes: compact JSON, fields and lists in a fixed order, newline-terminated.
-pub fn render(cfg: &Config) -> Vec<u8> {
+pub fn to_json(cfg: &Config) -> Vec<u8> {
     let mut out = serde_json::to_vec(cfg).expect("config serializes");
     out.push(b'\n');
     out
@@ -31,9 +31,9 @@ impl Pieces {
     }
 }
 
-/// `render`'s bytes exactly, with every data URL of `splice::MIN` bytes or more as a shared piece:
+/// `to_json`'s bytes exactly, with every data URL of `splice::MIN` bytes or more as a shared piece:
 /// a thousand configs merged into one base hold the base's files once.
-pub fn render_body(cfg: &Config, pieces: &Pieces) -> crate::body::Body {
+pub fn to_json_body(cfg: &Config, pieces: &Pieces) -> crate::body::Body {
     let (mut out, taken) = splice::collecting(|| serde_json::to_vec(cfg).expect("config serializes"));
     out.push(b'\n');
     if taken.is_empty() {
@@ -48,7 +48,7 @@ pub fn render_body(cfg: &Config, pieces: &Pieces) -> crate::body::Body {
     }
     // A user's string that happens to hold the marker: no pieces, the plain bytes.
     if cuts.len() != taken.len() {
-        return crate::body::Body::from(render(cfg));
+        return crate::body::Body::from(to_json(cfg));
     }
     let mut parts: Vec<Arc<[u8]>> = Vec::with_capacity(2 * cuts.len() + 1);
     let mut last = 0;
@@ -77,7 +77,7 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     None
 }
 
-/// While `render_body` serializes, each large `source` is written as a marker and its string set
+/// While `to_json_body` serializes, each large `source` is written as a marker and its string set
 /// aside, in order; any other serialization writes the string itself.
 pub(super) mod splice {
     use serde::Serializer;

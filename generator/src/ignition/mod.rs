@@ -9,7 +9,7 @@ mod merge;
 
 pub use base::{machine_config_of, parse_base};
 pub use data_url::{compact, decode, encode};
-pub use json::{render, render_body, Pieces};
+pub use json::{to_json, to_json_body, Pieces};
 pub use merge::{build, build_with, MergeReport};
 
 use json::splice;
@@ -271,11 +271,11 @@ mod tests {
             compact(&mut c);
             c
         };
-        assert_eq!(render(&again), render(&cfg), "deterministic");
+        assert_eq!(to_json(&again), to_json(&cfg), "deterministic");
     }
 
     #[test]
-    fn render_body_is_render_with_shared_pieces() {
+    fn the_json_body_is_the_json_with_shared_pieces() {
         let big: String = format!("data:;base64,{}", "QUJD".repeat(splice::MIN));
         let mut cfg = Config::default();
         cfg.ignition.version = VERSION.into();
@@ -283,9 +283,9 @@ mod tests {
         // The same string in two files, as a base and a node's copy of it are.
         cfg.storage.files[2].contents = cfg.storage.files[0].contents.clone();
         let pieces = Pieces::default();
-        let body = render_body(&cfg, &pieces);
-        assert_eq!(body.to_vec(), render(&cfg));
-        let twice = render_body(&cfg.clone(), &pieces);
+        let body = to_json_body(&cfg, &pieces);
+        assert_eq!(body.to_vec(), to_json(&cfg));
+        let twice = to_json_body(&cfg.clone(), &pieces);
         // Both large URLs of both configs are one allocation.
         let large: Vec<&Arc<[u8]>> = body
             .pieces()
@@ -298,8 +298,8 @@ mod tests {
         // A user's string that holds the marker is written as it is.
         let mut odd = cfg.clone();
         odd.storage.files.push(file("/etc/d", splice::MARKER));
-        assert_eq!(render_body(&odd, &pieces).to_vec(), render(&odd));
-        assert!(String::from_utf8(render(&odd)).unwrap().contains("hardshift:shared-piece"));
+        assert_eq!(to_json_body(&odd, &pieces).to_vec(), to_json(&odd));
+        assert!(String::from_utf8(to_json(&odd)).unwrap().contains("hardshift:shared-piece"));
     }
 
     #[test]

@@ -31,7 +31,7 @@ use std::net::IpAddr;
 pub type LabFile = (String, u32, String);
 
 /// Every lab file. `hashes`: hostname → SHA-256 of its Ignition config (see `ignition_hashes`).
-pub fn render(c: &Cluster, hashes: &BTreeMap<String, String>) -> Vec<LabFile> {
+pub fn files(c: &Cluster, hashes: &BTreeMap<String, String>) -> Vec<LabFile> {
     let d = c.domain();
     let r = dns::records(c);
     let ipxe_url = format!("{}/pxe/boot.ipxe", c.lab.http_base_url);

@@ -285,7 +285,7 @@ pub fn layout(c: &Cluster, pki: &Pki) -> Result<Vec<Asset>, String> {
         out.push(Asset {
             path: k.path.clone(),
             mode: 0o600,
-            bytes: kubeconfig::render(&k, pki).into_bytes(),
+            bytes: kubeconfig::to_yaml(&k, pki).into_bytes(),
         });
     }
     for (file, mut v) in config_crs(c, pki)? {
