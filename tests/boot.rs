@@ -296,10 +296,12 @@ fn bundle_boots_and_reports() {
     );
     let (_, diag) = hs(&["diagnose", "master-0", "--dir", s]);
     assert!(!diag.contains("HS106"), "{diag}");
-    // Latency and loss between the nodes, made in the bootstrap's own kernel (this host's has no
-    // netem; Debian's has): a prio qdisc whose third band, where only master-0's address goes,
-    // delays by 250 ms and drops a third. The bootstrap measures master-0 as a master does: over
-    // 100 ms or any loss fails (HS105).
+    // Latency between the nodes, made in the bootstrap's own kernel (this host's has no netem;
+    // Debian's has): a prio qdisc whose third band, where only master-0's address goes, delays by
+    // 250 ms. The bootstrap measures master-0 as a master does: over 100 ms fails (HS105). No loss
+    // here: on the same path it also takes the small echoes the MTU verdict (HS106) needs (a run
+    // with a third lost missed HS106 in a report); loss is judged by the same code, on recorded
+    // samples.
     let boot_ip = lab.machine("bootstrap").unwrap().ip.clone();
     let m0_ip = lab.machine("master-0").unwrap().ip.clone();
     let (ok, out) = ssh(
@@ -308,19 +310,21 @@ fn bundle_boots_and_reports() {
         &boot_ip,
         &format!(
             "sudo sh -c 'set -e; modprobe sch_netem; dev=$(ip -o route get {m0_ip} | sed -n \"s/.* dev \\([^ ]*\\).*/\\1/p\"); \
-             tc qdisc add dev $dev root handle 1: prio; tc qdisc add dev $dev parent 1:3 handle 30: netem delay 250ms loss 33%; \
+             tc qdisc add dev $dev root handle 1: prio; tc qdisc add dev $dev parent 1:3 handle 30: netem delay 250ms; \
              tc filter add dev $dev parent 1: protocol ip u32 match ip dst {m0_ip}/32 flowid 1:3; tc qdisc show dev $dev'"
         ),
     );
     assert!(ok && out.contains("netem"), "{out}");
     let netem = Instant::now();
-    let diag = diagnose_until(s, "bootstrap", Duration::from_secs(120), |d| d.contains("HS105"));
-    eprintln!("boot: latency and loss named {:.0?} after netem:\n{diag}", netem.elapsed());
+    let diag = diagnose_until(s, "bootstrap", Duration::from_secs(120), |d| {
+        d.contains("HS105") && d.contains("HS106")
+    });
+    eprintln!("boot: latency named {:.0?} after netem:\n{diag}", netem.elapsed());
     assert!(
-        diag.contains("HS105") && diag.contains("master-0") && (diag.contains("ms round trip") || diag.contains("packet loss")),
+        diag.contains("HS105") && diag.contains("master-0") && diag.contains("ms round trip"),
         "{diag}"
     );
-    // Named first: the lab's three faults on the bootstrap (its MTU, the loss, the wildcard)
+    // Named first: the lab's three faults on the bootstrap (its MTU, the latency, the wildcard)
     // lead its findings, before all that this image lacks (kubelet, CRI-O, etcd, a big disk).
     assert_eq!(ids(&diag, "bootstrap")[..3], ["HS106", "HS105", "HS107"], "{diag}");
     let (ok, table) = hs(&["status", "--dir", s]);
