@@ -361,7 +361,10 @@ fn field_notes_lessons() {
         assert_eq!(kc["kind"], "KubeletConfiguration", "{n}");
         assert_eq!(kc["authentication"]["anonymous"]["enabled"], false, "{n}");
         assert_eq!(kc["authentication"]["webhook"]["enabled"], true, "{n}");
-        assert_eq!(kc["authentication"]["x509"]["clientCAFile"], "/etc/kubernetes/ca.crt", "{n}");
+        assert_eq!(
+            kc["authentication"]["x509"]["clientCAFile"], "/etc/kubernetes/kubelet-ca.crt",
+            "{n}"
+        );
         assert_eq!(kc["authorization"]["mode"], "Webhook", "{n}");
         assert_eq!(kc["serverTLSBootstrap"], true, "{n}");
         assert_eq!(kc["rotateCertificates"], true, "{n}");
@@ -512,24 +515,16 @@ fn field_notes_lessons() {
     assert_eq!(cv["spec"]["channel"], "stable-4.18");
     assert_eq!(m("04-featuregate.yaml")[0]["kind"], "FeatureGate");
 
-    // kube-proxy: masters only, the kube-proxy image, privileged, RBAC for system:bootstrapper.
-    for n in ["master-0", "master-1", "master-2"] {
+    // No kube-proxy: OVN-Kubernetes serves services, and the nodes reach the API before it runs
+    // through apiserver-url.env, as the installer's do.
+    for n in ["master-0", "master-1", "master-2", "worker-0", "worker-1"] {
         let cfg = load(d.path(), n);
-        let p = pod(&file_text(&cfg, "/etc/kubernetes/manifests/kube-proxy.yaml"));
-        let c = &p.spec.as_ref().unwrap().containers[0];
-        assert_eq!(c.image.as_deref(), Some(tag("kube-proxy").as_str()));
-        assert_ne!(c.image.as_deref(), Some(tag("hyperkube").as_str()));
-        assert_eq!(c.security_context.as_ref().unwrap().privileged, Some(true));
+        assert!(!files(&cfg).contains_key("/etc/kubernetes/manifests/kube-proxy.yaml"), "{n}");
         assert!(file_text(&cfg, "/etc/kubernetes/apiserver-url.env").contains("KUBERNETES_SERVICE_HOST=api-int.ocp4.example.com"));
         assert!(file_text(&cfg, "/etc/kubernetes/kubeconfig").contains("https://api-int.ocp4.example.com:6443"));
     }
-    for n in ["worker-0", "worker-1"] {
-        assert!(!files(&load(d.path(), n)).contains_key("/etc/kubernetes/manifests/kube-proxy.yaml"));
-    }
     let rbac = m("01-rbac.yaml");
-    assert!(rbac
-        .iter()
-        .any(|b| b["roleRef"]["name"] == "system:node-proxier" && b["subjects"][0]["name"] == "system:bootstrapper"));
+    assert!(!rbac.iter().any(|b| b["roleRef"]["name"] == "system:node-proxier"));
     assert!(rbac
         .iter()
         .any(|b| b["roleRef"]["name"] == "system:node-bootstrapper" && b["subjects"][0]["name"] == "system:bootstrapper"));
@@ -576,16 +571,13 @@ fn a_release_without_a_needed_image_is_an_input_error() {
     edit(
         d.path(),
         "release/image-references",
-        "\"name\": \"kube-proxy\"",
-        "\"name\": \"kube-proxy-renamed\"",
+        "\"name\": \"pod\"",
+        "\"name\": \"pod-renamed\"",
     );
     let out = hardshift(&["create", "--dir", d.path().to_str().unwrap()]);
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains("release/image-references: the release has no \"kube-proxy\" image"),
-        "{err}"
-    );
+    assert!(err.contains("release/image-references: the release has no \"pod\" image"), "{err}");
     assert!(!d.path().join(".hardshift").exists());
 
     let d = example_copy();
@@ -678,7 +670,6 @@ fn a_single_master_cluster_reports_single_replica_control_plane() {
     let status: Value = serde_json::from_str(&file_text(&boot, "/opt/openshift/infrastructure-status.json")).unwrap();
     assert_eq!(status["status"]["controlPlaneTopology"], "SingleReplica");
     assert_eq!(status["status"]["infrastructureTopology"], "HighlyAvailable");
-    assert!(!files(&load(d.path(), "master-1")).contains_key("/etc/kubernetes/manifests/kube-proxy.yaml"));
 }
 
 /// A cluster with no compute nodes can finish: the masters are schedulable (the Scheduler config
@@ -953,4 +944,106 @@ fn configs_merged_into_a_3_4_base_validate_with_an_ignition_that_knows_3_4() {
     std::fs::write(&bad, serde_json::to_vec(&broken).unwrap()).unwrap();
     let (ok, out) = run_validate(&bad);
     assert!(!ok && out.contains("path not absolute"), "{out}");
+}
+
+/// What the machine-config operator needs from the installer (machine-config-operator
+/// release-4.18): the root CA in `kube-system/root-ca` (its sync stops without it), the server's
+/// certificate in `machine-config-server-tls` and at /etc/ssl/mcs on the bootstrap, and the SSH
+/// key in `99-<role>-ssh` MachineConfigs (the daemon manages `core`'s keys from the rendered
+/// config). No kube-proxy, no `/etc/kubernetes/ca.crt`: the kubelet trusts the MCS's
+/// `kubelet-ca.crt`; with an MCO base, the MCO's crio.conf sets the pause image.
+#[test]
+fn what_the_machine_config_operator_takes_from_the_installer_is_in_the_bundle() {
+    let d = example_copy();
+    create(d.path(), &["--key-algorithm", "ecdsa-p256"]);
+    let boot = load(d.path(), "bootstrap");
+    let bf = files(&boot);
+    let root_ca = std::fs::read_to_string(pki(d.path(), "root-ca.crt")).unwrap();
+
+    // The server's certificate: the root CA's, for api-int, a server's only.
+    let cert = file_text(&boot, "/etc/ssl/mcs/tls.crt");
+    assert_eq!(bf["/etc/ssl/mcs/tls.key"].0, 0o600);
+    let crt = d.path().join("mcs.crt");
+    std::fs::write(&crt, &cert).unwrap();
+    let out = std::process::Command::new("openssl")
+        .args(["verify", "-purpose", "sslserver", "-CAfile"])
+        .arg(pki(d.path(), "root-ca.crt"))
+        .arg(&crt)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stdout) + &text(&out.stderr));
+    let out = std::process::Command::new("openssl")
+        .args(["x509", "-noout", "-subject", "-ext", "subjectAltName", "-in"])
+        .arg(&crt)
+        .output()
+        .unwrap();
+    let facts = text(&out.stdout);
+    assert!(
+        facts.contains("CN=system:machine-config-server") || facts.contains("CN = system:machine-config-server"),
+        "{facts}"
+    );
+    assert!(facts.contains("DNS:api-int.ocp4.example.com"), "{facts}");
+
+    let seeds = docs(&file_text(&boot, "/opt/openshift/manifests/10-operator-seeds.yaml"));
+    let find = |kind: &str, ns: &str, name: &str| {
+        seeds
+            .iter()
+            .find(|o| o["kind"] == kind && o["metadata"]["namespace"] == ns && o["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("{kind} {ns}/{name} is not among the seeds"))
+            .clone()
+    };
+    let tls = find("Secret", "openshift-machine-config-operator", "machine-config-server-tls");
+    assert_eq!(tls["type"], "kubernetes.io/tls");
+    let b64 = |v: &Value| {
+        use base64::Engine;
+        String::from_utf8(base64::engine::general_purpose::STANDARD.decode(v.as_str().unwrap()).unwrap()).unwrap()
+    };
+    assert_eq!(b64(&tls["data"]["tls.crt"]), cert);
+    assert_eq!(b64(&tls["data"]["tls.key"]), file_text(&boot, "/etc/ssl/mcs/tls.key"));
+    assert_eq!(find("ConfigMap", "kube-system", "root-ca")["data"]["ca.crt"], root_ca.as_str());
+
+    // The SSH key in both pools' MachineConfigs, applied once the CVO has the MachineConfig CRD.
+    let ic = yaml(&std::fs::read_to_string(d.path().join("install-config.yaml")).unwrap());
+    let key = ic["sshKey"].as_str().unwrap().trim();
+    let ssh = docs(&file_text(&boot, "/opt/openshift/manifests-after-cvo/99-machineconfig-ssh.yaml"));
+    for (mc, role) in ssh.iter().zip(["master", "worker"]) {
+        assert_eq!(mc["metadata"]["name"], format!("99-{role}-ssh"));
+        assert_eq!(mc["metadata"]["labels"]["machineconfiguration.openshift.io/role"], role);
+        let user = &mc["spec"]["config"]["passwd"]["users"][0];
+        assert_eq!(
+            (user["name"].as_str(), user["sshAuthorizedKeys"][0].as_str()),
+            (Some("core"), Some(key))
+        );
+    }
+    assert_eq!(ssh.len(), 2);
+    // The MCO's bootstrap renders them too.
+    let out = hardshift(&["mco", "--dir", d.path().to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(d
+        .path()
+        .join("mco/manifests/99_openshift-machineconfig_99-master-ssh.yaml")
+        .exists());
+
+    // The kubelet's client CA is the one the MCS serves; no second copy.
+    for n in ["master-0", "worker-0"] {
+        let cfg = load(d.path(), n);
+        let f = files(&cfg);
+        assert!(!f.contains_key("/etc/kubernetes/ca.crt"), "{n}");
+        assert!(f.contains_key("/etc/kubernetes/kubelet-ca.crt"), "{n}");
+        assert!(
+            f.contains_key("/etc/crio/crio.conf.d/00-pause.conf"),
+            "{n}: without a base, hardshift sets the pause image"
+        );
+        let kubelet = yaml(&file_text(&cfg, "/etc/kubernetes/kubelet.conf"));
+        assert_eq!(kubelet["authentication"]["x509"]["clientCAFile"], "/etc/kubernetes/kubelet-ca.crt");
+    }
+    let bases = format!("master={MCO}/master.ign,worker={MCO}/worker-machineconfig.json");
+    create(d.path(), &["--mco-base", &bases]);
+    for n in ["master-0", "worker-0"] {
+        assert!(
+            !files(&load(d.path(), n)).contains_key("/etc/crio/crio.conf.d/00-pause.conf"),
+            "{n}: the base's crio.conf sets it"
+        );
+    }
+    assert!(files(&load(d.path(), "bootstrap")).contains_key("/etc/crio/crio.conf.d/00-pause.conf"));
 }

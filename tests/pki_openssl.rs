@@ -127,6 +127,14 @@ fn wants() -> Vec<Want> {
         w("front-proxy-client", "CN=front-proxy-client", false, true, &[]),
         w("admin", "O=system:masters, CN=system:admin", false, true, &[]),
         w("kubelet-bootstrap", "CN=system:bootstrapper", false, true, &[]),
+        // Under root-ca directly, as the installer's: the nodes' pointer configs trust root-ca.
+        w(
+            "machine-config-server",
+            "CN=system:machine-config-server",
+            true,
+            false,
+            &["DNS:api-int.ocp4.example.com"],
+        ),
     ]
 }
 
@@ -340,7 +348,7 @@ fn check_bundle(dir: &Path, key_word: &str) {
                 n += 1;
             }
         }
-        assert_eq!(n, if sub == "pki" { 29 } else { 8 }, "{sub}: certificate count");
+        assert_eq!(n, if sub == "pki" { 30 } else { 8 }, "{sub}: certificate count");
     }
 
     // The operators' signers: CAs of their own, which the cluster's root does not vouch for;

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::renders::{self, full_release};
+use common::renders::{self, strip_render_inputs};
 use common::*;
 use serde_json::Value;
 use std::path::Path;
@@ -125,7 +125,6 @@ fn the_releases_renders_run_in_bootkubes_order_over_the_bundle() {
     let _one = one_at_a_time();
     let d = example_copy();
     let dir = d.path().to_str().unwrap();
-    full_release(d.path());
     create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
 
     let work = tempfile::tempdir().unwrap();
@@ -140,6 +139,7 @@ fn the_releases_renders_run_in_bootkubes_order_over_the_bundle() {
 
     // Before a bundle's renders can run, the release must name what they need.
     let bare = example_copy();
+    strip_render_inputs(bare.path());
     create(bare.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
     let out = render(bare.path().to_str().unwrap(), &env, None);
     let err = text(&out.stderr);
@@ -492,7 +492,6 @@ fn a_renders_output_is_data_never_a_path_to_follow() {
     let _one = one_at_a_time();
     let d = example_copy();
     let dir = d.path().to_str().unwrap();
-    full_release(d.path());
     create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
     let work = tempfile::tempdir().unwrap();
     let w = work.path();
@@ -668,7 +667,6 @@ fn a_render_step_has_a_deadline() {
     let _one = one_at_a_time();
     let d = example_copy();
     let dir = d.path().to_str().unwrap();
-    full_release(d.path());
     create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
     let w = tempfile::tempdir().unwrap();
     let started = w.path().join("started");
@@ -726,7 +724,6 @@ fn the_releases_own_renders_run_on_the_bundle() {
     let bin = std::env::var("HARDSHIFT_OCP_BIN").expect("HARDSHIFT_OCP_BIN (see hack/tiers)");
     let d = example_copy();
     let dir = d.path().to_str().unwrap();
-    full_release(d.path());
     create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
     let out = renders::render_with_release_programs(d.path(), &bin);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));

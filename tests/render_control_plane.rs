@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::renders::{full_release, render_with_release_programs};
+use common::renders::render_with_release_programs;
 use common::*;
 
 #[test]
@@ -19,7 +19,6 @@ fn the_renders_control_plane_runs_and_bootkube_completes() {
         "this test also needs HARDSHIFT_KUBE_BIN (see hack/tiers)"
     );
     let d = example_copy();
-    full_release(d.path());
     common::control_plane::release_crds_into(d.path());
     create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
     let out = render_with_release_programs(d.path(), &bin);

@@ -16,6 +16,12 @@ pub const DIR: &str = crate::layout::MCO;
 pub const RENDERED_MASTER: &str = "mco/rendered/master.yaml";
 pub const RENDERED_WORKER: &str = "mco/rendered/worker.yaml";
 
+/// The MCO render's copies of what bootkube applies after the CVO (`manifests::after_cvo`), named
+/// as the installer's openshift/ manifests are.
+const AFTER_CVO_PREFIX: &str = "99_openshift-machineconfig_";
+/// The same, as a bundle path's prefix (`verify` knows their CRDs come from the release).
+pub const AFTER_CVO_INPUTS: &str = "mco/manifests/99_openshift-machineconfig_";
+
 /// (path inside the bundle directory, mode, contents)
 pub type McoFile = (String, u32, Vec<u8>);
 
@@ -35,7 +41,7 @@ pub fn inputs(c: &Cluster, pki: &Pki) -> Result<Vec<McoFile>, String> {
     // installer's openshift/99_openshift-machineconfig_*.yaml.
     for mc in manifests::after_cvo(c).iter().flat_map(|(_, o)| o) {
         let name = mc["metadata"]["name"].as_str().unwrap_or_default();
-        add(&format!("manifests/99_openshift-machineconfig_{name}.yaml"), 0o644, yaml(mc));
+        add(&format!("manifests/{AFTER_CVO_PREFIX}{name}.yaml"), 0o644, yaml(mc));
     }
     add("tls/root-ca.crt", 0o644, pki.get("pki/root-ca").cert_pem.clone().into_bytes());
     add(
@@ -165,4 +171,26 @@ echo "render.sh: wrote $here/rendered/master.yaml and worker.yaml (release $VERS
         release = sh_quote(&c.release.image),
         version = sh_quote(&version),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_after_cvo_inputs_are_where_verify_looks_for_them() {
+        let c = crate::testing::example_cluster(None);
+        let p = crate::pki::issue(
+            &crate::pki::plan(&c),
+            &Default::default(),
+            time::OffsetDateTime::now_utc(),
+            &crate::pki::keys::SystemKeys,
+            Default::default(),
+        )
+        .unwrap();
+        let paths: Vec<String> = inputs(&c, &p).unwrap().into_iter().map(|(p, _, _)| p).collect();
+        let ssh: Vec<&String> = paths.iter().filter(|p| p.starts_with(AFTER_CVO_INPUTS)).collect();
+        assert_eq!(ssh.len(), 2, "{paths:?}");
+        assert!(ssh.iter().all(|p| p.ends_with("-ssh.yaml")), "{ssh:?}");
+    }
 }

@@ -18,7 +18,6 @@ pub const REQUIRED: &[(&str, &str)] = &[
     ("etcd", "the etcd static pod"),
     ("hyperkube", "kube-apiserver, kube-controller-manager and kube-scheduler"),
     ("pod", "CRI-O's pause image"),
-    ("kube-proxy", "the masters' kube-proxy static pod"),
 ];
 
 /// Tags the machine-config-operator's bootstrap stops without (`findImageOrDie` in its

@@ -25,21 +25,18 @@ pub fn example_cluster(refs: Option<String>) -> Cluster {
     config::build(&example_sources(refs), &overrides).expect("the example reads")
 }
 
-/// The example's release as a real one names it: with the cluster-policy-controller image and
-/// the Kubernetes version on its hyperkube tag.
-pub fn full_release_refs() -> String {
+/// The example's release without what the renders need that an older example lacked: the
+/// cluster-policy-controller image and the Kubernetes version on its hyperkube tag.
+pub fn release_lacking_render_inputs() -> String {
     let mut v: serde_json::Value =
         serde_json::from_str(include_str!("../../examples/ocp4/release/image-references")).expect("the example's references");
     let tags = v["spec"]["tags"].as_array_mut().expect("tags");
-    for t in tags.iter_mut() {
-        if t["name"] == "hyperkube" {
-            t["annotations"]["io.openshift.build.versions"] = "kubernetes=1.31.5".into();
-        }
+    tags.retain(|t| t["name"] != "cluster-policy-controller");
+    for t in tags.iter_mut().filter(|t| t["name"] == "hyperkube") {
+        t["annotations"]
+            .as_object_mut()
+            .expect("annotations")
+            .remove("io.openshift.build.versions");
     }
-    let mut cpc = tags[0].clone();
-    cpc["name"] = "cluster-policy-controller".into();
-    cpc["from"]["name"] =
-        "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:0000000000000000000000000000000000000000000000000000000000000c9c".into();
-    tags.push(cpc);
     v.to_string()
 }

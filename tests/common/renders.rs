@@ -1,4 +1,4 @@
-//! The release's own renders over a copy of the example: the release as a real one names it, and
+//! The release's own renders over a copy of the example (whose release names what they need), and
 //! `hardshift render` run with the programs built by hand (`HARDSHIFT_OCP_BIN`) in place of the
 //! images (tests/fixtures/podman-ocp-bin).
 
@@ -6,20 +6,16 @@ use serde_json::Value;
 use std::path::Path;
 use std::process::Output;
 
-/// The example's release as a real one names it: the cluster-policy-controller image, and the
-/// Kubernetes version on the hyperkube tag (what `oc adm release info` reads).
-pub fn full_release(dir: &Path) {
+/// The example's release without what the renders need beyond the tags every bundle needs: the
+/// cluster-policy-controller image and the Kubernetes version on the hyperkube tag.
+pub fn strip_render_inputs(dir: &Path) {
     let p = dir.join("release/image-references");
     let mut v: Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
     let tags = v["spec"]["tags"].as_array_mut().unwrap();
-    for t in tags.iter_mut() {
-        if t["name"] == "hyperkube" {
-            t["annotations"]["io.openshift.build.versions"] = "kubernetes=1.31.5".into();
-        }
+    tags.retain(|t| t["name"] != "cluster-policy-controller");
+    for t in tags.iter_mut().filter(|t| t["name"] == "hyperkube") {
+        t["annotations"].as_object_mut().unwrap().remove("io.openshift.build.versions");
     }
-    let mut cpc = tags[0].clone();
-    cpc["name"] = "cluster-policy-controller".into();
-    tags.push(cpc);
     std::fs::write(&p, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
 }
 

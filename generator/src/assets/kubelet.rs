@@ -47,7 +47,7 @@ pub fn node_config(c: &Cluster, n: &Node) -> Value {
         "authentication": {
             "anonymous": {"enabled": false},
             "webhook": {"enabled": true, "cacheTTL": "0s"},
-            "x509": {"clientCAFile": NODE_CA},
+            "x509": {"clientCAFile": super::mcs::KUBELET_CA},
         },
         "authorization": {"mode": "Webhook"},
         "clusterDNS": [cluster_dns(c).to_string()],

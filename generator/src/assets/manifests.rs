@@ -199,8 +199,6 @@ fn rbac() -> Vec<Value> {
     vec![
         // Kubelets bootstrap with system:bootstrapper: it may create CSRs, nothing approves them.
         crb("system:bootstrapper", "system:node-bootstrapper", "system:bootstrapper"),
-        // The masters' kube-proxy uses the same kubeconfig.
-        crb("system:bootstrapper-node-proxier", "system:node-proxier", "system:bootstrapper"),
         crb("system:node-admin", "system:node-admin", "system:admin"),
         // kube-apiserver's kubelet client (logs, exec, proxy): kubelets authorize it by webhook.
         crb(
@@ -347,6 +345,10 @@ fn image_digest_mirror_set(c: &Cluster) -> Value {
 /// installer's `openshift/` manifests until their CRDs exist.
 pub fn after_cvo(c: &Cluster) -> Vec<(String, Vec<Value>)> {
     let mut out = Vec::new();
+    if !c.ssh_keys.is_empty() {
+        let mcs = ["master", "worker"].iter().map(|r| ssh_machine_config(r, &c.ssh_keys)).collect();
+        out.push(("99-machineconfig-ssh.yaml".to_string(), mcs));
+    }
     if c.fips {
         let mcs = ["master", "worker"].iter().map(|r| fips_machine_config(r)).collect();
         out.push(("99-machineconfig-fips.yaml".to_string(), mcs));
@@ -360,6 +362,16 @@ pub fn fips_machine_config(role: &str) -> Value {
     json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
         "metadata": {"name": format!("99-{role}-fips"), "labels": {"machineconfiguration.openshift.io/role": role}},
         "spec": {"config": {"ignition": {"version": crate::ignition::VERSION}}, "fips": true}})
+}
+
+/// The installer's `99-<role>-ssh` MachineConfig: the machine-config daemon manages `core`'s
+/// authorized keys from the rendered config, so a key that is only in the node's own config is
+/// dropped at its first update (and the admin loses SSH, a stuck install's lifeline).
+pub fn ssh_machine_config(role: &str, keys: &[String]) -> Value {
+    json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+        "metadata": {"name": format!("99-{role}-ssh"), "labels": {"machineconfiguration.openshift.io/role": role}},
+        "spec": {"config": {"ignition": {"version": crate::ignition::VERSION},
+                            "passwd": {"users": [{"name": "core", "sshAuthorizedKeys": keys}]}}}})
 }
 
 pub fn to_yaml(objs: &[Value]) -> String {

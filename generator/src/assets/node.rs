@@ -1,6 +1,6 @@
 //! The parts of a node's config (`parts::PARTS` says who gets each, what it reads and writes):
 //! identity and network for all, the bootstrap control plane for the bootstrap node, kubelet
-//! bootstrapping (and kube-proxy on masters) for the others.
+//! bootstrapping for the others.
 
 use super::paths::*;
 use super::Extras;
@@ -177,14 +177,25 @@ pub fn static_pod_dir(_: &Ctx, _: &Node) -> Placed {
 
 pub fn crio(x: &Ctx, _: &Node) -> Placed {
     let c = x.cluster;
-    let mut f = vec![
-        NodeFile::new(PAUSE_CONF, PUBLIC, pause_conf(c)),
-        NodeFile::new(PULL_SECRET, SECRET, c.pull_secret.clone()),
-    ];
+    let mut f = vec![NodeFile::new(PULL_SECRET, SECRET, c.pull_secret.clone())];
     if let Some(r) = registries_conf(c) {
         f.push(NodeFile::new(REGISTRIES_CONF, PUBLIC, r));
     }
     files(f)
+}
+
+pub fn pause(x: &Ctx, _: &Node) -> Placed {
+    files(vec![NodeFile::new(PAUSE_CONF, PUBLIC, pause_conf(x.cluster))])
+}
+
+/// Where the bootstrap's machine-config server reads its serving certificate, as bootkube.sh
+/// copies the installer's `tls/machine-config-server.{crt,key}`.
+pub fn mcs_tls(x: &Ctx, _: &Node) -> Placed {
+    let e = x.pki.get("pki/machine-config-server");
+    files(vec![
+        NodeFile::new(MCS_TLS_CERT, PUBLIC, e.cert_pem.clone()),
+        NodeFile::new(MCS_TLS_KEY, SECRET, e.key_pem.as_bytes().to_vec()),
+    ])
 }
 
 pub fn trust_anchor(x: &Ctx, _: &Node) -> Placed {
@@ -362,8 +373,10 @@ pub fn kubelet_kubeconfig(x: &Ctx, _: &Node) -> Placed {
     files(vec![NodeFile::new(NODE_KUBECONFIG, SECRET, kubeconfig::to_yaml(k, x.pki))])
 }
 
+/// The kubelet's clientCAFile, as the MCS serves it (the ControllerConfig's kube CA: the API
+/// servers' complete client CA bundle).
 pub fn kubelet_client_ca(x: &Ctx, _: &Node) -> Placed {
-    files(vec![NodeFile::new(NODE_CA, PUBLIC, crate::pki::trust::kubelet_client_ca(x.pki))])
+    files(vec![NodeFile::new(mcs::KUBELET_CA, PUBLIC, crate::pki::trust::client_ca(x.pki))])
 }
 
 pub fn apiserver_url(x: &Ctx, _: &Node) -> Placed {
@@ -372,11 +385,6 @@ pub fn apiserver_url(x: &Ctx, _: &Node) -> Placed {
         x.cluster.domain()
     );
     files(vec![NodeFile::new(APISERVER_URL_ENV, PUBLIC, env)])
-}
-
-pub fn kube_proxy(x: &Ctx, _: &Node) -> Placed {
-    let pod = static_pods::to_yaml(&static_pods::kube_proxy(x.cluster));
-    files(vec![NodeFile::new(format!("{STATIC_PODS}/kube-proxy.yaml"), PUBLIC, pod)])
 }
 
 pub fn kubelet(x: &Ctx, n: &Node) -> Placed {

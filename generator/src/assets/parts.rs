@@ -13,7 +13,7 @@ use super::paths::*;
 use super::{agent, mcs, Extras};
 use crate::cluster::{Cluster, Node, Role};
 use crate::ignition::{NodeConfig, NodeFile, PUBLIC, SECRET};
-use crate::pki::trust::{API_SERVER_CA, CLIENT_CA, CSR_SIGNER_CA, KUBELET_CLIENT_CA};
+use crate::pki::trust::{API_SERVER_CA, CLIENT_CA, CSR_SIGNER_CA};
 use crate::pki::{CertSpec, Pki, OPENSHIFT_DIR};
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -61,14 +61,15 @@ pub enum Replaced {
 const ALL: &[Role] = &[Role::Bootstrap, Role::Master, Role::Worker];
 const BOOTSTRAP: &[Role] = &[Role::Bootstrap];
 const NODES: &[Role] = &[Role::Master, Role::Worker];
-const MASTERS: &[Role] = &[Role::Master];
 
 /// Every part, in the order they are placed (of two files at one path, the later wins).
 #[rustfmt::skip]
 pub const PARTS: &[Part] = &[
     Part { name: "hostname and network", roles: ALL, reads: &[], writes: &["/etc/hostname", "/etc/NetworkManager/system-connections/*"], units: &[], replaced_by: Replaced::Never, once: false, make: node::host },
     Part { name: "static pod directory", roles: ALL, reads: &[], writes: &[STATIC_PODS], units: &[], replaced_by: Replaced::Never, once: true, make: node::static_pod_dir },
-    Part { name: "CRI-O: pause image, pull secret, mirrors", roles: ALL, reads: &[], writes: &[PAUSE_CONF, PULL_SECRET, REGISTRIES_CONF], units: &[], replaced_by: Replaced::Never, once: true, make: node::crio },
+    Part { name: "CRI-O: pull secret, mirrors", roles: ALL, reads: &[], writes: &[PULL_SECRET, REGISTRIES_CONF], units: &[], replaced_by: Replaced::Never, once: true, make: node::crio },
+    // The MCO's crio.conf sets the pause image (`pause_image`) on the nodes it configures.
+    Part { name: "CRI-O: pause image", roles: ALL, reads: &[], writes: &[PAUSE_CONF], units: &[], replaced_by: Replaced::ByBase, once: true, make: node::pause },
     Part { name: "additional trust bundle", roles: ALL, reads: &[], writes: &[TRUST_ANCHOR], units: &[], replaced_by: Replaced::Never, once: true, make: node::trust_anchor },
     // The bootstrap's control plane.
     Part { name: "the bootstrap's certificates", roles: BOOTSTRAP, reads: &[Read::Dir(OPENSHIFT_DIR)], writes: &["/etc/kubernetes/bootstrap-secrets*"], units: &[], replaced_by: Replaced::ByIdentity, once: true, make: node::certificates },
@@ -76,6 +77,7 @@ pub const PARTS: &[Part] = &[
     Part { name: "CA bundles", roles: BOOTSTRAP, reads: &[Read::Entries(CLIENT_CA), Read::Entries(CSR_SIGNER_CA), Read::Entries(API_SERVER_CA)], writes: &["/etc/kubernetes/bootstrap-secrets/*"], units: &[], replaced_by: Replaced::ByIdentity, once: true, make: node::ca_bundles },
     Part { name: "kubeconfigs", roles: BOOTSTRAP, reads: &[Read::Dir(OPENSHIFT_DIR)], writes: &["/etc/kubernetes/kubeconfigs*"], units: &[], replaced_by: Replaced::ByIdentity, once: true, make: node::kubeconfigs },
     Part { name: "hardshift's static pods", roles: BOOTSTRAP, reads: &[], writes: &["/etc/kubernetes/manifests/*"], units: &[], replaced_by: Replaced::ByRenders, once: true, make: node::own_static_pods },
+    Part { name: "the machine-config server's certificate", roles: BOOTSTRAP, reads: &[Read::Entries(&["pki/machine-config-server"])], writes: &[MCS_TLS_CERT, MCS_TLS_KEY], units: &[], replaced_by: Replaced::Never, once: true, make: node::mcs_tls },
     Part { name: "cluster-version-operator", roles: BOOTSTRAP, reads: &[], writes: &[CVO_STAGED], units: &[], replaced_by: Replaced::Never, once: true, make: node::cvo },
     Part { name: "manifests", roles: BOOTSTRAP, reads: &[Read::Dir(OPENSHIFT_DIR)], writes: &["/opt/openshift/manifests/*"], units: &[], replaced_by: Replaced::ByIdentity, once: true, make: node::manifests },
     Part { name: "manifests after the CVO", roles: BOOTSTRAP, reads: &[], writes: &["/opt/openshift/manifests-after-cvo/*"], units: &[], replaced_by: Replaced::Never, once: true, make: node::after_cvo },
@@ -85,9 +87,9 @@ pub const PARTS: &[Part] = &[
     Part { name: "the bootstrap's kubelet", roles: BOOTSTRAP, reads: &[], writes: &[KUBELET_CONFIG], units: &["kubelet.service"], replaced_by: Replaced::Never, once: false, make: node::bootstrap_kubelet },
     // Masters and workers.
     Part { name: "the kubelet's bootstrap kubeconfig", roles: NODES, reads: &[Read::Entries(&["pki/kubelet-bootstrap"]), Read::Entries(API_SERVER_CA)], writes: &[NODE_KUBECONFIG], units: &[], replaced_by: Replaced::Never, once: true, make: node::kubelet_kubeconfig },
-    Part { name: "the kubelet's client CA", roles: NODES, reads: &[Read::Entries(KUBELET_CLIENT_CA)], writes: &[NODE_CA], units: &[], replaced_by: Replaced::Never, once: true, make: node::kubelet_client_ca },
+    // Where the MCS puts it (the same bundle): with an MCO base, the MCS's files part places it.
+    Part { name: "the kubelet's client CA", roles: NODES, reads: &[Read::Entries(CLIENT_CA)], writes: &[mcs::KUBELET_CA], units: &[], replaced_by: Replaced::ByBase, once: true, make: node::kubelet_client_ca },
     Part { name: "the API's address", roles: NODES, reads: &[], writes: &[APISERVER_URL_ENV], units: &[], replaced_by: Replaced::Never, once: true, make: node::apiserver_url },
-    Part { name: "kube-proxy", roles: MASTERS, reads: &[], writes: &["/etc/kubernetes/manifests/kube-proxy.yaml"], units: &[], replaced_by: Replaced::Never, once: true, make: node::kube_proxy },
     Part { name: "the kubelet", roles: NODES, reads: &[], writes: &[KUBELET_CONFIG], units: &["kubelet.service"], replaced_by: Replaced::ByBase, once: false, make: node::kubelet },
     // Every node.
     Part { name: "FIPS mode", roles: ALL, reads: &[], writes: &[], units: &[], replaced_by: Replaced::ByBase, once: true, make: node::fips },

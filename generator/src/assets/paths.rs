@@ -17,9 +17,12 @@ pub const AFTER_CVO: &str = "manifests-after-cvo";
 pub const CVO_STAGED: &str = "/opt/openshift/cvo/cvo-bootstrap.yaml";
 pub const BOOTKUBE: &str = "/usr/local/bin/bootkube.sh";
 pub const BOOTKUBE_PROGRESS: &str = "/var/lib/hardshift/bootkube.json";
-/// The kubelet's bootstrap kubeconfig on masters and workers (also kube-proxy's).
+/// The kubelet's bootstrap kubeconfig on masters and workers.
 pub const NODE_KUBECONFIG: &str = "/etc/kubernetes/kubeconfig";
-pub const NODE_CA: &str = "/etc/kubernetes/ca.crt";
+/// The machine-config server's serving certificate on the bootstrap (the MCO's bootstrap pod
+/// mounts /etc/ssl/mcs).
+pub const MCS_TLS_CERT: &str = "/etc/ssl/mcs/tls.crt";
+pub const MCS_TLS_KEY: &str = "/etc/ssl/mcs/tls.key";
 pub const APISERVER_URL_ENV: &str = "/etc/kubernetes/apiserver-url.env";
 pub const PULL_SECRET: &str = "/var/lib/kubelet/config.json";
 pub const PAUSE_CONF: &str = "/etc/crio/crio.conf.d/00-pause.conf";

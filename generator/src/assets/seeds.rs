@@ -95,9 +95,32 @@ pub fn seeds(pki: &Pki) -> Seeds {
     let mut secrets = etcd_secrets(pki);
     secrets.push(service_account_key(pki));
     secrets.extend(operator_signers(pki));
-    Seeds {
-        secrets,
-        config_maps: config_maps(pki),
+    secrets.push(machine_config_server_tls(pki));
+    let mut config_maps = config_maps(pki);
+    config_maps.push(root_ca(pki));
+    Seeds { secrets, config_maps }
+}
+
+/// The machine-config server DaemonSet's certificate (the installer's
+/// `machine-config-server-tls-secret.yaml`): without it the operator's server pods never start,
+/// and a node booted from a pointer config to api-int:22623 is never served.
+fn machine_config_server_tls(pki: &Pki) -> Secret {
+    tls(
+        "machine-config-server-tls",
+        "openshift-machine-config-operator",
+        pki,
+        "pki/machine-config-server",
+    )
+}
+
+/// The root CA the nodes' pointer configs trust the machine-config server by (the installer's
+/// `kube-system-configmap-root-ca.yaml`): the machine-config operator's sync fails until it
+/// exists ("sync up CAs", machine-config-operator `pkg/operator/sync.go`).
+fn root_ca(pki: &Pki) -> ConfigMap {
+    ConfigMap {
+        metadata: meta("root-ca", "kube-system"),
+        data: Some(BTreeMap::from([("ca.crt".to_string(), pki.get("pki/root-ca").cert_pem.clone())])),
+        ..Default::default()
     }
 }
 

@@ -1,4 +1,4 @@
-//! The bootstrap control plane and the masters' kube-proxy as typed static pods (k8s-openapi),
+//! The bootstrap control plane as typed static pods (k8s-openapi),
 //! flags as in the tutorial's stage 07 with this bundle's paths.
 
 use super::paths::*;
@@ -333,39 +333,6 @@ pub fn cluster_version_operator(c: &Cluster) -> Pod {
         .get_or_insert_with(BTreeMap::new)
         .insert("k8s-app".into(), "cluster-version-operator".into());
     pod(m, container, vec![host_path("kubeconfigs", KUBECONFIGS_DIR, None)])
-}
-
-/// kube-proxy on masters, so operators reach the API at the service IP before OVN runs.
-/// Uses the bootstrap kubeconfig: `system:bootstrapper` is bound to `system:node-proxier`.
-pub fn kube_proxy(c: &Cluster) -> Pod {
-    let cluster_cidr = c.cluster_networks.iter().map(|n| n.cidr.to_string()).collect::<Vec<_>>().join(",");
-    let container = Container {
-        name: "kube-proxy".into(),
-        image: Some(c.release.tag("kube-proxy").into()),
-        command: args(&[
-            "/usr/bin/kube-proxy".into(),
-            format!("--kubeconfig={NODE_KUBECONFIG}"),
-            format!("--cluster-cidr={cluster_cidr}"),
-            "--v=2".into(),
-        ]),
-        security_context: Some(SecurityContext {
-            privileged: Some(true),
-            ..Default::default()
-        }),
-        volume_mounts: Some(vec![
-            mount("kubeconfig", NODE_KUBECONFIG, true),
-            mount("lib-modules", "/lib/modules", true),
-        ]),
-        ..Default::default()
-    };
-    pod(
-        meta("kube-proxy", "kube-system", "kube-proxy"),
-        container,
-        vec![
-            host_path("kubeconfig", NODE_KUBECONFIG, Some("File")),
-            host_path("lib-modules", "/lib/modules", None),
-        ],
-    )
 }
 
 /// The bootstrap's static pods, by file name (the CVO is placed separately, see above).

@@ -129,9 +129,11 @@ pub fn checks(
             continue;
         };
         let subject = super::object_name(obj);
-        // Applied after the CVO installs the release's CRDs: the bundle's own (the bootstrap's
-        // crds/) need not hold its CRD; the release's (`--crds`) do.
-        if r.crd_file.is_none() && place.contains(&format!("/{AFTER_CVO}/")) {
+        // Applied after the CVO installs the release's CRDs (and their copies among the MCO
+        // render's inputs): the bundle's own (the bootstrap's crds/) need not hold its CRD; the
+        // release's (`--crds`) do.
+        let after_cvo = place.contains(&format!("/{AFTER_CVO}/")) || place.starts_with(crate::mco::AFTER_CVO_INPUTS);
+        if r.crd_file.is_none() && after_cvo {
             let detail = format!(
                 "{place}: not judged: {source} hold no CRD for it (the cluster-version-operator installs it from the release); judge it with `verify --crds DIR` holding the release's CRDs"
             );

@@ -218,6 +218,21 @@ fn api_servers(c: &Cluster, m: &Maker) -> Vec<CertSpec> {
         vec![format!("api-int.{domain}")],
         vec![],
     ));
+    // The machine-config server's (22623, behind api-int), under the root CA the nodes' pointer
+    // configs trust. Ten years, as the installer's: nothing in 4.18 rotates it, and a node that
+    // joins in year two must still be served.
+    out.push(CertSpec {
+        days: m.ca_days,
+        ..m.leaf(
+            "machine-config-server",
+            "system:machine-config-server",
+            "root-ca",
+            true,
+            false,
+            vec![format!("api-int.{domain}")],
+            vec![],
+        )
+    });
     out
 }
 

@@ -24,10 +24,6 @@ pub const API_SERVER_CA: &[&str] = &[
 
 /// Whom a kubelet accepts client certificates from: the bootstrap API server's kubelet client
 /// (kubernetes-ca) and, after the pivot, the operator's (kube-apiserver-to-kubelet-signer).
-pub fn kubelet_client_ca(pki: &Pki) -> String {
-    concat(pki, KUBELET_CLIENT_CA)
-}
-
 pub const KUBELET_CLIENT_CA: &[&str] = &["pki/kubernetes-ca", "pki/root-ca", "pki/kube-apiserver-to-kubelet-signer"];
 
 /// What verifies kubelet certificates: signed by kube-controller-manager with kubelet-signer on

@@ -2,14 +2,14 @@
 
 use super::{layout, steps, Net};
 use crate::pki::{self, keys::SystemKeys, trust};
-use crate::testing::{example_cluster, full_release_refs};
+use crate::testing::{example_cluster, release_lacking_render_inputs};
 use std::collections::BTreeMap;
 
 /// The layout's files by path: (mode, bytes).
 type Files = BTreeMap<String, (u32, Vec<u8>)>;
 
 fn laid_out() -> (crate::cluster::Cluster, pki::Pki, Files) {
-    let c = example_cluster(Some(full_release_refs()));
+    let c = example_cluster(None);
     let p = pki::issue(
         &pki::plan(&c),
         &Default::default(),
@@ -24,14 +24,14 @@ fn laid_out() -> (crate::cluster::Cluster, pki::Pki, Files) {
 
 #[test]
 fn a_release_that_lacks_what_the_renders_need_is_named_whole() {
-    let e = steps(&example_cluster(None)).unwrap_err();
+    let e = steps(&example_cluster(Some(release_lacking_render_inputs()))).unwrap_err();
     assert!(e.contains("no \"cluster-policy-controller\" image"), "{e}");
     assert!(e.contains("Kubernetes version is unknown"), "{e}");
 }
 
 #[test]
 fn every_flag_given_is_one_its_program_declares_and_every_required_one_is_given() {
-    for s in steps(&example_cluster(Some(full_release_refs()))).unwrap() {
+    for s in steps(&example_cluster(None)).unwrap() {
         let given = s.flags();
         let unknown: Vec<_> = given.iter().filter(|f| !s.declared.contains(f)).collect();
         assert!(unknown.is_empty(), "{}: {unknown:?} not declared by its program", s.name);
@@ -73,7 +73,7 @@ fn every_input_file_a_flag_names_is_checked_before_the_run() {
         "manifest-dir",
         "cluster-auth-file",
     ];
-    for s in steps(&example_cluster(Some(full_release_refs()))).unwrap() {
+    for s in steps(&example_cluster(None)).unwrap() {
         for a in &s.args {
             let Some((flag, path)) = a.strip_prefix("--").and_then(|a| a.split_once("=/assets/")) else {
                 continue;
@@ -109,7 +109,7 @@ fn the_bundles_pki_stands_under_the_installers_names() {
 
 #[test]
 fn the_etcd_render_runs_at_the_bootstraps_name_and_address() {
-    let c = example_cluster(Some(full_release_refs()));
+    let c = example_cluster(None);
     let b = c.nodes.iter().find(|n| n.role == crate::cluster::Role::Bootstrap).unwrap();
     let etcd = steps(&c).unwrap().into_iter().find(|s| s.name == "etcd").unwrap();
     let Net::Bootstrap { hostname, ip, subnet } = etcd.net else {
