@@ -238,7 +238,15 @@ fn render_sh_runs_both_renders_with_real_podman_and_create_merges_the_result() {
     for pool in ["master", "worker"] {
         let mc = yaml(&d.path().join(format!("mco/rendered/{pool}.yaml")));
         assert_eq!(mc["metadata"]["name"], format!("rendered-{pool}-standin"));
+        // What the bootstrap's machine-config server serves from is kept.
+        let served = d.path().join("mco/rendered/mcs-bootstrap");
+        assert!(served.join(format!("machine-pools/{pool}.yaml")).is_file());
+        assert!(served.join(format!("machine-configs/rendered-{pool}-standin.yaml")).is_file());
     }
+    assert!(d
+        .path()
+        .join("mco/rendered/mcs-bootstrap/controller-config/machine-config-controller.yaml")
+        .is_file());
     let leftovers: Vec<_> = std::fs::read_dir(d.path().join("mco"))
         .unwrap()
         .flatten()
@@ -418,6 +426,77 @@ fn the_releases_own_mco_renders_the_bundle_and_create_merges_it() {
         assert_eq!(enc["spec"]["osImageURL"], os);
         assert!(got.contains_key("/etc/kubernetes/kubelet-ca.crt") && got.contains_key("/usr/local/bin/configure-ovs.sh"));
     }
+    // The 99-<role>-ssh MachineConfigs went into the render: the rendered configs carry the key
+    // (the machine-config daemon keeps core's keys from them).
+    let ic = yaml(&d.path().join("install-config.yaml"));
+    let key = ic["sshKey"].as_str().unwrap().trim();
+    for pool in ["master", "worker"] {
+        let mc = yaml(&d.path().join(format!("mco/rendered/{pool}.yaml")));
+        let users = mc["spec"]["config"]["passwd"]["users"].as_array().cloned().unwrap_or_default();
+        let core = users
+            .iter()
+            .find(|u| u["name"] == "core")
+            .unwrap_or_else(|| panic!("{pool}: no core user: {users:?}"));
+        assert!(
+            core["sshAuthorizedKeys"].as_array().unwrap().iter().any(|k| k == key),
+            "{pool}: {core}"
+        );
+    }
+
+    // The release's machine-config server in bootstrap mode, as the bootstrap runs it (the
+    // controller's pools and configs, the kubelet's bootstrap kubeconfig, the bundle's MCS
+    // certificate), serves each pool: every master and worker holds what it serves.
+    let (port, plain) = (free_port(), free_port());
+    let mut server = std::process::Command::new(format!("{bin}/machine-config-server"));
+    server
+        .arg("bootstrap")
+        .arg(format!(
+            "--server-basedir={}",
+            d.path().join("mco/rendered/mcs-bootstrap").display()
+        ))
+        .arg(format!(
+            "--bootstrap-kubeconfig={}",
+            d.path().join("kubeconfigs/kubelet-bootstrap.kubeconfig").display()
+        ))
+        .arg(format!("--cert={}", pki(d.path(), "machine-config-server.crt").display()))
+        .arg(format!("--key={}", pki(d.path(), "machine-config-server.key").display()))
+        .arg(format!("--secure-port={port}"))
+        .arg(format!("--insecure-port={plain}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(d.path().join("mcs.log")).unwrap());
+    let _server = Kill(server.spawn().unwrap());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        let log = std::fs::read_to_string(d.path().join("mcs.log")).unwrap_or_default();
+        assert!(std::time::Instant::now() < deadline, "machine-config-server never listened:\n{log}");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let url = format!("https://api-int.ocp4.example.com:{port}");
+    let out = hardshift(&[
+        "verify",
+        "--dir",
+        dir,
+        "--against-mcs",
+        &url,
+        "--mcs-address",
+        "127.0.0.1",
+        "-o",
+        "json",
+    ]);
+    let checks: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out.stderr)));
+    let mcs: Vec<&Value> = checks.iter().filter(|c| c["name"] == "mcs").collect();
+    assert_eq!(mcs.len(), 5, "{checks:?}");
+    let log = std::fs::read_to_string(d.path().join("mcs.log")).unwrap_or_default();
+    for c in &mcs {
+        eprintln!("{}: {}", c["subject"], c["detail"]);
+        if c["subject"].as_str().unwrap().starts_with("worker") {
+            // The bootstrap's server refuses the worker pool: said, not failed.
+            assert_eq!(c["status"], "warn", "{c}\nmachine-config-server:\n{log}");
+            assert!(c["detail"].as_str().unwrap().contains("serves only the master pool"), "{c}");
+        } else {
+            assert_eq!(c["status"], "ok", "{c}\nmachine-config-server:\n{log}");
+        }
+    }
 }
 
 /// `hardshift` under umask 000 (the mode a process gets is its own to set: `sh -c 'umask 000; exec'`).
@@ -489,4 +568,130 @@ fn under_umask_000_nothing_create_or_mco_makes_is_writable_by_others() {
     }
     assert_eq!(mode(&d.path().join("mco")), 0o755);
     assert!(d.path().join("mco/render.sh").is_file());
+}
+
+/// `verify --against-mcs`: a server (real `openssl s_server`, with the bundle's MCS certificate,
+/// standing in for the machine-config server) serves the pools' configs; every master and worker
+/// holds what it serves byte for byte, and beyond it only its own parts. A byte changed in what
+/// is served, or a file on the node that no part places, is named. (The release's own server
+/// is the judge in the HARDSHIFT_OCP_BIN tier; this keeps the comparison honest.)
+#[test]
+fn verify_against_a_machine_config_server_names_every_difference() {
+    let d = example_copy();
+    let dir = d.path().to_str().unwrap();
+    let bases = format!("master={MCO_FIXTURES}/master.ign,worker={MCO_FIXTURES}/worker-machineconfig.json");
+    let out = create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent", "--mco-base", &bases]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let served = tempfile::tempdir().unwrap();
+    std::fs::create_dir(served.path().join("config")).unwrap();
+    std::fs::copy(format!("{MCO_FIXTURES}/master.ign"), served.path().join("config/master")).unwrap();
+    // From a rendered MachineConfig the server serves /etc/kubernetes/kubelet-ca.crt as the
+    // ControllerConfig's kube CA: what `hardshift mco` gives the MCO as --kube-ca.
+    let out = hardshift(&["mco", "--dir", dir]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let kube_ca = std::fs::read(d.path().join("mco/tls/kube-apiserver-complete-client-ca-bundle.crt")).unwrap();
+    let worker: Value = serde_json::from_slice(&std::fs::read(format!("{MCO_FIXTURES}/worker-machineconfig.json")).unwrap()).unwrap();
+    let mut config = worker["spec"]["config"].clone();
+    for f in config["storage"]["files"].as_array_mut().unwrap() {
+        if f["path"] == "/etc/kubernetes/kubelet-ca.crt" {
+            use base64::Engine;
+            f["contents"] =
+                serde_json::json!({"source": format!("data:;base64,{}", base64::engine::general_purpose::STANDARD.encode(&kube_ca))});
+        }
+    }
+    std::fs::write(served.path().join("config/worker"), config.to_string()).unwrap();
+
+    let port = free_port();
+    let _server = Kill(
+        std::process::Command::new("openssl")
+            .args(["s_server", "-quiet", "-WWW", "-accept", &port.to_string(), "-cert"])
+            .arg(pki(d.path(), "machine-config-server.crt"))
+            .arg("-key")
+            .arg(pki(d.path(), "machine-config-server.key"))
+            .current_dir(served.path())
+            .stdin(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(std::time::Instant::now() < deadline, "openssl s_server never listened");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    // The certificate names api-int, not the address: verified for the name, connected by address.
+    let url = format!("https://api-int.ocp4.example.com:{port}");
+    let verify = || {
+        let out = hardshift(&[
+            "verify",
+            "--dir",
+            dir,
+            "--against-mcs",
+            &url,
+            "--mcs-address",
+            "127.0.0.1",
+            "-o",
+            "json",
+        ]);
+        let checks: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out.stderr)));
+        let mcs: Vec<Value> = checks.into_iter().filter(|c| c["name"] == "mcs").collect();
+        (out.status.code(), mcs)
+    };
+    let (code, mcs) = verify();
+    let names: Vec<&str> = mcs.iter().map(|c| c["subject"].as_str().unwrap()).collect();
+    assert_eq!(names, ["master-0", "master-1", "master-2", "worker-0", "worker-1"]);
+    for c in &mcs {
+        assert_eq!(c["status"], "ok", "{c}");
+        let detail = c["detail"].as_str().unwrap();
+        assert!(detail.contains("byte for byte") && detail.contains("/etc/hostname"), "{detail}");
+    }
+    assert_eq!(code, Some(0));
+    // Worker nodes also hold what the MCS adds to a rendered MachineConfig: a part places it.
+    let w = mcs[3]["detail"].as_str().unwrap();
+    assert!(w.contains("/etc/ignition-machine-config-encapsulated.json"), "{w}");
+
+    // A byte changed in what the master pool is served.
+    let mut master: Value = serde_json::from_slice(&std::fs::read(served.path().join("config/master")).unwrap()).unwrap();
+    let changed = master["storage"]["files"][0]["path"].as_str().unwrap().to_string();
+    master["storage"]["files"][0]["contents"]["source"] = "data:,changed".into();
+    std::fs::write(served.path().join("config/master"), master.to_string()).unwrap();
+    let (code, mcs) = verify();
+    assert_eq!(code, Some(1));
+    for c in &mcs[..3] {
+        assert_eq!(c["status"], "fail", "{c}");
+        assert!(
+            c["detail"].as_str().unwrap().contains(&format!("{changed}: contents differ")),
+            "{c}"
+        );
+    }
+    assert!(mcs[3..].iter().all(|c| c["status"] == "ok"), "{mcs:?}");
+
+    // An unknown server is refused: the bundle's root CA does not sign another certificate.
+    let (code, mcs) = {
+        let out = hardshift(
+            &[
+                "verify",
+                "--dir",
+                dir,
+                "--against-mcs",
+                &url,
+                "--mcs-address",
+                "127.0.0.1",
+                "--mcs-ca",
+            ]
+            .into_iter()
+            .chain([pki(d.path(), "etcd-ca.crt").to_str().unwrap(), "-o", "json"])
+            .collect::<Vec<_>>(),
+        );
+        let checks: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+        (
+            out.status.code(),
+            checks.into_iter().filter(|c| c["name"] == "mcs").collect::<Vec<_>>(),
+        )
+    };
+    assert_eq!(code, Some(1));
+    assert!(
+        mcs.iter()
+            .all(|c| c["status"] == "fail" && c["detail"].as_str().unwrap().contains("certificate")),
+        "{mcs:?}"
+    );
 }

@@ -205,7 +205,7 @@ fn the_releases_renders_run_in_bootkubes_order_over_the_bundle() {
         "{stderr}"
     );
     assert_eq!(record["version"], "4.18.0");
-    assert_eq!(record["kubernetes"], "1.31.5");
+    assert_eq!(record["kubernetes"], "1.31.6");
     for s in record["steps"].as_array().unwrap() {
         let argv: Vec<&str> = s["argv"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
         assert_eq!(argv[..2], ["podman", "run"], "{argv:?}");

@@ -15,6 +15,9 @@ pub const DIR: &str = crate::layout::MCO;
 /// Where render.sh leaves the rendered MachineConfigs; `create` merges nodes into them.
 pub const RENDERED_MASTER: &str = "mco/rendered/master.yaml";
 pub const RENDERED_WORKER: &str = "mco/rendered/worker.yaml";
+/// The controller's pools and rendered MachineConfigs, as the bootstrap's machine-config server
+/// serves them (`machine-config-server bootstrap --server-basedir`).
+pub const MCS_BOOTSTRAP: &str = "mco/rendered/mcs-bootstrap";
 
 /// The MCO render's copies of what bootkube applies after the CVO (`manifests::after_cvo`), named
 /// as the installer's openshift/ manifests are.
@@ -138,6 +141,11 @@ mkdir -p "$work/mcc-input"
 cp "$work"/mco-bootstrap/bootstrap/manifests/* "$work/mcc-input/"
 cp "$work/manifests/featuregate.yaml" "$work/image-references" "$work/mcc-input/"
 [ -f "$work/manifests/image-digest-mirror-set.yaml" ] && cp "$work/manifests/image-digest-mirror-set.yaml" "$work/mcc-input/"
+# And the MachineConfigs bootkube applies (99-<role>-ssh, -fips), as bootkube.sh copies the
+# installer's openshift/: the rendered names are then the ones the cluster's controller makes.
+for f in "$work"/manifests/99_openshift-machineconfig_*.yaml; do
+  [ -e "$f" ] && cp "$f" "$work/mcc-input/"
+done
 
 echo "render.sh: machine-config-controller bootstrap"
 "$PODMAN" run --rm --net=none --user 0 --authfile "$here/pull-secret.json" \
@@ -153,6 +161,9 @@ for pool in master worker; do
   [ -n "$f" ] || {{ echo "render.sh: no rendered-$pool MachineConfig in the controller's output" >&2; exit 1; }}
   cp "$f" "$here/rendered.new/$pool.yaml"
 done
+# What the bootstrap's machine-config server serves from (its --server-basedir, /etc/mcs/bootstrap).
+mkdir -p "$here/rendered.new/mcs-bootstrap"
+cp -r "$work/mcc-output/machine-pools" "$work/mcc-output/machine-configs" "$work/mcc-output/controller-config" "$here/rendered.new/mcs-bootstrap/"
 rm -rf "$here/rendered" && mv "$here/rendered.new" "$here/rendered"
 echo "render.sh: wrote $here/rendered/master.yaml and worker.yaml (release $VERSION); now run hardshift create again"
 "#,

@@ -21,6 +21,8 @@ pub struct Request {
     pub agent_binary: Option<PathBuf>,
     /// The running hardshift (the agent is looked for beside it).
     pub exe: PathBuf,
+    /// What a machine-config server served each pool (`--against-mcs`).
+    pub mcs: Option<verify::mcs::Served>,
 }
 
 /// Every check, in the order they are printed, and the rebuild's notes.
@@ -39,6 +41,9 @@ pub fn whole(r: &Request) -> Result<(Vec<Check>, Vec<String>), Error> {
     checks.extend(verify::agents(&b, reference.as_ref(), &beside));
     checks.push(crypto_check(built.cluster.fips, &pipeline::recorded(&r.dir)));
     checks.extend(crd_checks(r, &built.cluster, &b)?);
+    if let Some(served) = &r.mcs {
+        checks.extend(verify::mcs::checks(&built.cluster, &b, served));
+    }
     Ok((checks, notes))
 }
 

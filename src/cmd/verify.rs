@@ -19,6 +19,18 @@ pub struct Args {
     /// built beside hardshift.
     #[arg(long, value_name = "PATH")]
     agent_binary: Option<std::path::PathBuf>,
+    /// Compare every master's and worker's config with what this machine-config server serves its
+    /// pool (`/config/master`, `/config/worker`), e.g. https://api-int.CLUSTER:22623.
+    #[arg(long, value_name = "URL")]
+    against_mcs: Option<String>,
+    /// The CA that verifies the machine-config server (default: the bundle's root CA, which signs
+    /// its certificate).
+    #[arg(long, value_name = "FILE", requires = "against_mcs")]
+    mcs_ca: Option<std::path::PathBuf>,
+    /// Connect to this address for the URL's host (a workstation outside the lab's DNS), still
+    /// verifying the certificate for the host.
+    #[arg(long, value_name = "IP", requires = "against_mcs")]
+    mcs_address: Option<std::net::IpAddr>,
 }
 
 pub fn run(a: Args) -> Result<u8, Failure> {
@@ -29,6 +41,10 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         crds: a.crds.clone(),
         agent_binary: a.agent_binary.clone(),
         exe: std::env::current_exe().map_err(Failure::other)?,
+        mcs: match &a.against_mcs {
+            Some(url) => Some(mcs::served(url, &mcs::ca(&a.input.dir, a.mcs_ca.as_deref())?, a.mcs_address)?),
+            None => None,
+        },
     })?;
     for n in &notes {
         eprintln!("note: {n}");
@@ -38,6 +54,103 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     let warned = checks.iter().filter(|c| c.status == Status::Warn).count();
     eprintln!("{} checks: {} failed, {} warnings", checks.len(), failed, warned);
     Ok(if failed > 0 { 1 } else { 0 })
+}
+
+/// A machine-config server's answers, fetched as an RHCOS node's Ignition asks for them.
+mod mcs {
+    use crate::failure::Failure;
+    use hardshift_generator::verify::mcs::Served;
+    use std::path::Path;
+    use std::time::Duration;
+
+    /// The most a pool's config may be (the MCS serves a few MiB; a real one is ~1 MiB).
+    const LIMIT: u64 = 64 << 20;
+
+    pub fn ca(dir: &Path, given: Option<&Path>) -> Result<String, Failure> {
+        let path = given.map(Path::to_path_buf).unwrap_or_else(|| dir.join("pki/root-ca.crt"));
+        std::fs::read_to_string(&path).map_err(|e| {
+            Failure::input(format!(
+                "{}: {e} (--mcs-ca names the CA that verifies the machine-config server)",
+                path.display()
+            ))
+        })
+    }
+
+    pub fn served(url: &str, ca_pem: &str, address: Option<std::net::IpAddr>) -> Result<Served, Failure> {
+        use rustls::pki_types::{pem::PemObject, CertificateDer};
+        let parsed = reqwest::Url::parse(url).map_err(|e| Failure::input(format!("--against-mcs {url:?}: {e}")))?;
+        let host = match (parsed.scheme(), parsed.host_str()) {
+            ("https", Some(h)) => h.to_string(),
+            _ => {
+                return Err(Failure::input(format!(
+                    "--against-mcs {url:?}: the machine-config server is https://HOST:22623"
+                )))
+            }
+        };
+        let mut roots = rustls::RootCertStore::empty();
+        for c in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
+            roots
+                .add(c.map_err(|e| Failure::input(format!("--mcs-ca: {e}")))?)
+                .map_err(|e| Failure::input(format!("--mcs-ca: {e}")))?;
+        }
+        if roots.is_empty() {
+            return Err(Failure::input("--mcs-ca holds no PEM certificate"));
+        }
+        let tls = rustls::ClientConfig::builder_with_provider(hardshift_crypto::provider())
+            .with_safe_default_protocol_versions()
+            .map_err(Failure::other)?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let mut http = reqwest::blocking::Client::builder()
+            .use_preconfigured_tls(tls)
+            .timeout(Duration::from_secs(30));
+        if let Some(ip) = address {
+            // The port is the URL's.
+            http = http.resolve(&host, std::net::SocketAddr::new(ip, 0));
+        }
+        let http = http.build().map_err(Failure::other)?;
+        let base = url.trim_end_matches('/');
+        let pools = ["master", "worker"]
+            .into_iter()
+            .map(|p| (p.to_string(), get(&http, &format!("{base}/config/{p}"))))
+            .collect();
+        Ok(Served {
+            url: base.to_string(),
+            pools,
+        })
+    }
+
+    /// One pool's config, in the Ignition spec the bundle writes (without the header the server
+    /// answers in spec 2).
+    fn get(http: &reqwest::blocking::Client, url: &str) -> Result<Vec<u8>, String> {
+        use std::io::Read;
+        let accept = format!(
+            "application/vnd.coreos.ignition+json;version={}, */*;q=0.1",
+            hardshift_generator::ignition::VERSION
+        );
+        let r = http.get(url).header("Accept", accept).send().map_err(|e| chain(&e))?;
+        if !r.status().is_success() {
+            return Err(format!("HTTP {}", r.status()));
+        }
+        let mut body = Vec::new();
+        r.take(LIMIT + 1).read_to_end(&mut body).map_err(|e| e.to_string())?;
+        if body.len() as u64 > LIMIT {
+            return Err(format!("more than {} MiB", LIMIT >> 20));
+        }
+        Ok(body)
+    }
+
+    /// An error and its causes (reqwest's own says only "error sending request").
+    fn chain(e: &dyn std::error::Error) -> String {
+        let mut out = e.to_string();
+        let mut cause = e.source();
+        while let Some(c) = cause {
+            out.push_str(": ");
+            out.push_str(&c.to_string());
+            cause = c.source();
+        }
+        out
+    }
 }
 
 /// The checks as a table, or as JSON with `-o json`.

@@ -27,16 +27,97 @@ pub fn served_files(mc: &Value, kubelet_ca: &str) -> Vec<NodeFile> {
         "machineconfiguration.openshift.io/desiredConfig": name,
         "machineconfiguration.openshift.io/state": "Done",
     });
+    let mc = &go_order(mc);
     let mut content = serde_json::to_vec_pretty(mc).expect("a JSON value serializes");
-    content = reindent(&content);
+    content = go_escape(&reindent(&content));
     let mut encapsulated = mc.clone();
     encapsulated["spec"]["config"] = json!({"ignition": {"version": ENCAPSULATED_VERSION}});
     vec![
         NodeFile::new(KUBELET_CA, 0o644, kubelet_ca.to_string()).over_base(),
         NodeFile::new(NODE_ANNOTATIONS, 0o644, serde_json::to_vec(&annotations).expect("serializes")).over_base(),
         NodeFile::new(CONTENT, 0o644, content).over_base(),
-        NodeFile::new(ENCAPSULATED, 0o644, serde_json::to_vec(&encapsulated).expect("serializes")).over_base(),
+        NodeFile::new(
+            ENCAPSULATED,
+            0o644,
+            go_escape(&serde_json::to_vec(&encapsulated).expect("serializes")),
+        )
+        .over_base(),
     ]
+}
+
+/// The server decodes the MachineConfig into its Go types and encodes it again: keys in the
+/// order the types declare them, a zero `creationTimestamp` left out. `spec.config` is raw JSON
+/// to the server: kept as it is. (Found by comparing with what the release's server serves.)
+fn go_order(mc: &Value) -> Value {
+    const TOP: &[&str] = &["kind", "apiVersion", "metadata", "spec", "status"];
+    const META: &[&str] = &[
+        "name",
+        "generateName",
+        "namespace",
+        "selfLink",
+        "uid",
+        "resourceVersion",
+        "generation",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "labels",
+        "annotations",
+        "ownerReferences",
+        "finalizers",
+        "managedFields",
+    ];
+    const OWNER: &[&str] = &["apiVersion", "kind", "name", "uid", "controller", "blockOwnerDeletion"];
+    const SPEC: &[&str] = &[
+        "osImageURL",
+        "baseOSExtensionsContainerImage",
+        "config",
+        "kernelArguments",
+        "extensions",
+        "fips",
+        "kernelType",
+    ];
+    fn ordered(v: &Value, order: &[&str], inner: &dyn Fn(&str, &Value) -> Value) -> Value {
+        let Some(m) = v.as_object() else { return v.clone() };
+        let mut out = serde_json::Map::new();
+        let known = order.iter().filter_map(|k| m.get_key_value(*k));
+        let rest = m.iter().filter(|(k, _)| !order.contains(&k.as_str()));
+        for (k, v) in known.chain(rest) {
+            if k == "creationTimestamp" && v.is_null() {
+                continue;
+            }
+            out.insert(k.clone(), inner(k, v));
+        }
+        Value::Object(out)
+    }
+    let owners = |v: &Value| match v.as_array() {
+        Some(a) => Value::Array(a.iter().map(|o| ordered(o, OWNER, &|_, v| v.clone())).collect()),
+        None => v.clone(),
+    };
+    let meta = |k: &str, v: &Value| if k == "ownerReferences" { owners(v) } else { v.clone() };
+    ordered(mc, TOP, &|k, v| match k {
+        "metadata" => ordered(v, META, &meta),
+        "spec" => ordered(v, SPEC, &|_, v| v.clone()),
+        _ => v.clone(),
+    })
+}
+
+/// Go's encoding/json escapes HTML's characters and two line separators inside strings (which is
+/// the only place they can be in JSON).
+fn go_escape(json: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(json);
+    let mut out = String::with_capacity(text.len());
+    for ch in text.chars() {
+        match ch {
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c => out.push(c),
+        }
+    }
+    out.into_bytes()
 }
 
 /// serde_json's two-space indent as the server's four (Go's MarshalIndent with "    ").

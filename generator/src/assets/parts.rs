@@ -98,6 +98,19 @@ pub const PARTS: &[Part] = &[
     Part { name: "the machine-config server's files", roles: NODES, reads: &[Read::Entries(CLIENT_CA)], writes: &[mcs::KUBELET_CA, mcs::NODE_ANNOTATIONS, mcs::CONTENT, mcs::ENCAPSULATED], units: &[], replaced_by: Replaced::Never, once: true, make: node::mcs },
 ];
 
+/// The part of `role` that places `path` (a file) or unit `path` (a unit name), if one does.
+pub fn placing(role: Role, path: &str) -> Option<&'static str> {
+    let covers = |w: &str| match w.strip_suffix('*') {
+        Some(prefix) => path.starts_with(prefix),
+        None => path == w,
+    };
+    PARTS
+        .iter()
+        .filter(|p| p.roles.contains(&role))
+        .find(|p| p.writes.iter().any(|w| covers(w)) || p.units.contains(&path))
+        .map(|p| p.name)
+}
+
 impl Read {
     /// Whether this read takes entry `s`, for nodes named `hosts`.
     fn covers(&self, s: &CertSpec, hosts: &BTreeSet<String>) -> bool {

@@ -301,6 +301,15 @@ pub fn layout(c: &Cluster, pki: &Pki) -> Result<Vec<Asset>, String> {
             bytes: crate::yamlout::to_yaml(&v).into_bytes(),
         });
     }
+    // The installer's openshift/99_openshift-machineconfig_*.yaml: the controller renders them in.
+    for mc in crate::assets::manifests::after_cvo(c).iter().flat_map(|(_, o)| o) {
+        let name = mc["metadata"]["name"].as_str().unwrap_or_default();
+        out.push(Asset {
+            path: format!("openshift/99_openshift-machineconfig_{name}.yaml"),
+            mode: 0o644,
+            bytes: crate::yamlout::to_yaml(mc).into_bytes(),
+        });
+    }
     let mut refs = serde_json::to_string_pretty(&image_references(c)).unwrap_or_default();
     refs.push('\n');
     out.push(Asset {

@@ -5,6 +5,7 @@
 
 mod agents;
 mod certs;
+pub mod mcs;
 mod regeneration;
 mod renders;
 mod sums;

@@ -35,7 +35,8 @@ const MCO_DECLARED: &[&str] = &[
 ];
 
 /// The machine-config-operator's bootstrap: the controller's inputs and its own manifests.
-pub(super) fn mco(v: &str, release: &str, operator: &str, oscontent: &str, infra: &str) -> Step {
+/// `machine_configs`: the layout has MachineConfigs in `openshift/` (99-<role>-ssh, -fips).
+pub(super) fn mco(v: &str, release: &str, operator: &str, oscontent: &str, infra: &str, machine_configs: bool) -> Step {
     let mut args = strings(&[
         "bootstrap",
         "--root-ca=/assets/tls/root-ca.crt",
@@ -76,11 +77,13 @@ pub(super) fn mco(v: &str, release: &str, operator: &str, oscontent: &str, infra
         net: Net::None,
         // bootkube hands the controller the operator's manifests and everything rendered so far
         // (/etc/mcc/bootstrap), then adds the operator's own manifests to bootkube's.
-        then: vec![
-            cp("mco-bootstrap/bootstrap/manifests", "mcc-input"),
-            cp("manifests", "mcc-input"),
-            cp("mco-bootstrap/manifests", "manifests"),
-        ],
+        // The installer's openshift/ MachineConfigs go in too, so the controller's rendered names
+        // are the ones the cluster's controller makes from the same MachineConfigs.
+        then: [cp("mco-bootstrap/bootstrap/manifests", "mcc-input"), cp("manifests", "mcc-input")]
+            .into_iter()
+            .chain(machine_configs.then(|| cp("openshift", "mcc-input")))
+            .chain([cp("mco-bootstrap/manifests", "manifests")])
+            .collect(),
         declared: MCO_DECLARED.to_vec(),
         required: &[
             "dest-dir",

@@ -146,7 +146,14 @@ pub fn steps(c: &Cluster) -> Result<Vec<Step>, String> {
         kube_apiserver(&v, &hyperkube, &kas_op, &kubernetes),
         kube_controller_manager(&v, &hyperkube, &cpc),
         kube_scheduler(&hyperkube),
-        mco(&v, &r.image, &mco_image, &oscontent, &infra),
+        mco(
+            &v,
+            &r.image,
+            &mco_image,
+            &oscontent,
+            &infra,
+            !crate::assets::manifests::after_cvo(c).is_empty(),
+        ),
         mcc(&v),
     ])
 }
