@@ -49,7 +49,7 @@ fn the_bench_agents_are_the_inventory_and_every_report_is_stored_once() {
     let port = free_port();
     let collector = collector_with(dir, port, &["--no-api-watch"]);
     let addr = format!("127.0.0.1:{port}");
-    wait_for("the collector to listen", 60, || std::net::TcpStream::connect(&addr).is_ok());
+    wait_for("the collector to listen", 180, || std::net::TcpStream::connect(&addr).is_ok());
 
     let nodes = simulate::nodes(dir, AGENTS).unwrap();
     let ca = std::fs::read_to_string(dir.join("agent-pki/agent-ca.crt")).unwrap();

@@ -178,7 +178,7 @@ impl Browser {
             .build()
             .unwrap();
         let root = format!("http://127.0.0.1:{port}");
-        wait_for("chromedriver", 30, || {
+        wait_for("chromedriver", 120, || {
             http.get(format!("{root}/status"))
                 .send()
                 .ok()
@@ -306,7 +306,7 @@ fn lab() -> (tempfile::TempDir, Kill, u16, String) {
     let (port, web) = (free_port(), free_port());
     let collector = collector_with(d.path(), port, &["--web", &format!("127.0.0.1:{web}"), "--no-api-watch"]);
     let site = format!("http://127.0.0.1:{web}");
-    wait_for("the dashboard", 30, || reqwest::blocking::get(format!("{site}/metrics")).is_ok());
+    wait_for("the dashboard", 120, || reqwest::blocking::get(format!("{site}/metrics")).is_ok());
     (d, collector, port, site)
 }
 
@@ -328,7 +328,7 @@ fn the_dashboard_shows_each_node_and_turns_a_failed_kubelet_red_live() {
     for (n, role) in NODES {
         rt.spawn(agent(dir.clone(), format!("127.0.0.1:{port}"), n, role, sim.clone()));
     }
-    wait_for("every node's reports on /api/view.json", 60, || {
+    wait_for("every node's reports on /api/view.json", 180, || {
         let (_, _, v) = get(&format!("{site}/api/view.json"));
         let v: Value = serde_json::from_str(&v).unwrap();
         v["nodes"]
@@ -343,10 +343,10 @@ fn the_dashboard_shows_each_node_and_turns_a_failed_kubelet_red_live() {
     let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("dashboard");
     let b = Browser::start();
     b.go(&format!("{site}/"));
-    wait_for("the page's live stream", 30, || {
+    wait_for("the page's live stream", 120, || {
         b.js("return document.getElementById('conn').textContent") == "live"
     });
-    wait_for("every node's kubelet ok in the page", 30, || {
+    wait_for("every node's kubelet ok in the page", 120, || {
         b.js("return document.querySelectorAll('td[data-component=\"kubelet\"][data-health=\"ok\"]').length") == json!(NODES.len())
     });
     for (n, role) in NODES {
@@ -366,7 +366,7 @@ fn the_dashboard_shows_each_node_and_turns_a_failed_kubelet_red_live() {
             if (c && c.dataset.health === 'failing' && !window.__red) window.__red = Date.now(); \
           }).observe(document.getElementById('live'), {childList: true, subtree: true}); return 1");
     sim.kubelet.lock().unwrap().insert("master-1".into(), Health::Failing);
-    wait_for("master-1's kubelet cell turning red", 30, || {
+    wait_for("master-1's kubelet cell turning red", 120, || {
         b.js("return window.__red").is_number()
     });
     let red_at = b.js("return window.__red").as_i64().unwrap();
@@ -405,7 +405,7 @@ fn the_dashboard_shows_each_node_and_turns_a_failed_kubelet_red_live() {
     let text = b.js("return document.body.innerText");
     assert!(text.as_str().unwrap().contains("HS021"), "{text}");
     b.js("document.querySelector('a.fetch[href$=\"unit=kubelet\"]').click(); return 1");
-    wait_for("the fetched journal", 30, || {
+    wait_for("the fetched journal", 120, || {
         b.js("return document.getElementById('logs').textContent")
             .as_str()
             .is_some_and(|t| t.contains("Started Kubernetes Kubelet"))
@@ -468,7 +468,7 @@ fn promtool_passes_a_live_scrape_and_the_metrics_follow_the_reports() {
         "cluster=\"ocp4\",base_domain=\"example.com\",bundle=\"{}\"",
         hardshift_generator::assets::manifests::cluster_id_of_root_ca(&root_ca)
     );
-    wait_for("worker-1's kubelet failing in /metrics", 60, || {
+    wait_for("worker-1's kubelet failing in /metrics", 180, || {
         scrape().contains(&format!(
             "hardshift_component_health{{{id},node=\"worker-1\",role=\"worker\",component=\"kubelet\"}} 3"
         ))
@@ -513,7 +513,7 @@ fn promtool_passes_a_live_scrape_and_the_metrics_follow_the_reports() {
             .unwrap()
     };
     let before = stored(&body);
-    wait_for("more reports counted", 30, || stored(&scrape()) > before);
+    wait_for("more reports counted", 120, || stored(&scrape()) > before);
     // Prometheus asks for OpenMetrics, and gets it.
     let r = reqwest::blocking::Client::new()
         .get(format!("{site}/metrics"))
@@ -544,7 +544,7 @@ fn beyond_loopback_the_dashboard_is_https_for_the_admin_certificate_only() {
         let o = Command::new("curl").args(&args).output().unwrap();
         (o.status.success(), text(&o.stdout), text(&o.stderr))
     };
-    wait_for("the HTTPS dashboard", 30, || {
+    wait_for("the HTTPS dashboard", 120, || {
         std::net::TcpStream::connect(("127.0.0.1", web)).is_ok()
     });
     // The admin's certificate (the one in auth/kubeconfig).
@@ -606,7 +606,7 @@ fn beyond_loopback_the_dashboard_is_https_for_the_admin_certificate_only() {
     assert!(ok2, "{e2}");
     let (ok, body, _) = curl(&["--cert", crt.to_str().unwrap(), "--key", key.to_str().unwrap()]);
     assert!(!ok || body.is_empty(), "a node's certificate read the dashboard: {body}");
-    wait_for("the refusal logged", 10, || {
+    wait_for("the refusal logged", 180, || {
         std::fs::read_to_string(dir.join("collector.log"))
             .unwrap_or_default()
             .contains("client certificate is not the admin's")
@@ -765,7 +765,7 @@ fn an_idle_flood_beyond_loopback_cannot_lock_the_admin_out() {
     create(&dir, &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
     let (port, web) = (free_port(), free_port());
     let _collector = collector_with(&dir, port, &["--web", &format!("0.0.0.0:{web}"), "--no-api-watch"]);
-    wait_for("the HTTPS dashboard", 30, || {
+    wait_for("the HTTPS dashboard", 120, || {
         std::net::TcpStream::connect(("127.0.0.1", web)).is_ok()
     });
     let to: std::net::SocketAddr = format!("127.0.0.1:{web}").parse().unwrap();

@@ -177,7 +177,7 @@ fn deb_installs_and_runs_the_collector_under_systemd() {
         "sed -i -e 's/^HARDSHIFT_WEB=.*/HARDSHIFT_WEB={WEB}/' -e 's/^HARDSHIFT_ARGS=.*/HARDSHIFT_ARGS=--no-api-watch/' \
          /etc/hardshift/collector.env && systemctl enable --now {UNIT}"
     ));
-    wait_for("/metrics of the started collector", 60, || c.metrics().is_some());
+    wait_for("/metrics of the started collector", 180, || c.metrics().is_some());
     let metrics = c.metrics().unwrap();
     // The bundle's inventory is what it serves.
     assert!(
@@ -224,13 +224,13 @@ fn deb_installs_and_runs_the_collector_under_systemd() {
 
     // Restart=on-failure: killed, it comes back.
     c.ok(&format!("systemctl kill -s KILL {UNIT}"));
-    wait_for("the collector restarted after SIGKILL", 60, || {
+    wait_for("the collector restarted after SIGKILL", 180, || {
         c.prop("NRestarts") == "1" && c.prop("ActiveState") == "active" && c.metrics().is_some()
     });
     // An upgrade (here the same version again) restarts the running collector on the new files.
     let before = c.prop("MainPID");
     c.ok(&format!("dpkg -i /mnt/deb/{deb_name}"));
-    wait_for("the collector running after the upgrade", 60, || c.metrics().is_some());
+    wait_for("the collector running after the upgrade", 180, || c.metrics().is_some());
     assert_eq!(c.prop("ActiveState"), "active");
     assert_ne!(c.prop("MainPID"), before, "the upgrade did not restart the collector");
     assert_eq!(c.sh(&format!("systemctl is-enabled {UNIT}")).1.trim(), "enabled");
@@ -244,7 +244,7 @@ fn deb_installs_and_runs_the_collector_under_systemd() {
 
     // dpkg -r stops a running collector; the conffile, the bundle and the user stay.
     c.ok(&format!("systemctl start {UNIT}"));
-    wait_for("the collector before removal", 60, || c.metrics().is_some());
+    wait_for("the collector before removal", 180, || c.metrics().is_some());
     c.ok("dpkg -r hardshift");
     assert_eq!(c.prop("ActiveState"), "inactive");
     for gone in [

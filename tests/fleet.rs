@@ -432,14 +432,14 @@ fn prometheus_and_alertmanager_name_the_silent_node_of_the_right_install() {
         ],
     );
     let api = |q: &str| format!("http://127.0.0.1:{prom_port}/api/v1/{q}");
-    wait_for("Alertmanager and Prometheus ready", 60, || {
+    wait_for("Alertmanager and Prometheus ready", 180, || {
         http_get(&format!("http://127.0.0.1:{am_port}/-/ready")).is_some()
             && http_get(&format!("http://127.0.0.1:{prom_port}/-/ready")).is_some()
     });
     let rules = http_get(&api("rules")).unwrap();
     assert!(rules.contains("HardshiftNodeSilent"), "{rules}");
     // Both installs scraped, each node under its own install.
-    wait_for("both collectors' nodes in Prometheus", 60, || {
+    wait_for("both collectors' nodes in Prometheus", 180, || {
         let q = api("query?query=count%20by%20(cluster,bundle)%20(hardshift_node_reported%20==%201)");
         http_get(&q).is_some_and(|r| {
             let v: serde_json::Value = serde_json::from_str(&r).unwrap_or_default();
@@ -451,7 +451,7 @@ fn prometheus_and_alertmanager_name_the_silent_node_of_the_right_install() {
         })
     });
     // The pipeline delivers before anything goes silent: the seeded CSR, 20 min old.
-    wait_for("the pending CSR's alert at the webhook", 60, || {
+    wait_for("the pending CSR's alert at the webhook", 180, || {
         alerts(&got).iter().any(|(_, _, l)| l["alertname"] == "HardshiftCsrPendingTooLong")
     });
     let silent = |l: &serde_json::Value| l["alertname"] == "HardshiftNodeSilent";

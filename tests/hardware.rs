@@ -106,7 +106,7 @@ fn the_machines_problems_reach_diagnose_and_status() {
             .unwrap(),
     );
     let want = ["HS103", "HS110", "HS111", "HS112", "HS113", "HS116", "HS117", "HS118", "HS119"];
-    wait_for("the machine's findings", 60, || {
+    wait_for("the machine's findings", 180, || {
         let ids: Vec<String> = findings(dir).iter().map(|f| f["id"].as_str().unwrap_or("").to_string()).collect();
         want.iter().all(|w| ids.iter().any(|i| i == w))
     });

@@ -74,7 +74,7 @@ fn registry(w: &Path) -> Registry {
             .spawn()
             .unwrap(),
     );
-    wait_for("the registry", 20, || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());
+    wait_for("the registry", 90, || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());
     Registry {
         _proc: p,
         port,
@@ -111,7 +111,7 @@ fn lying_registry_with(w: &Path, token_port: Option<u16>) -> Registry {
             .spawn()
             .unwrap(),
     );
-    wait_for("the lying registry", 20, || {
+    wait_for("the lying registry", 90, || {
         std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
     });
     Registry {
@@ -616,13 +616,13 @@ fn a_node_that_cannot_pull_is_named_with_the_registrys_words() {
         serde_json::from_slice(&out.stdout).unwrap_or_default()
     };
     let has = |f: &[serde_json::Value], id: &str| f.iter().any(|x| x["id"] == id);
-    wait_for("HS044", 30, || has(&findings(), "HS044"));
+    wait_for("HS044", 120, || has(&findings(), "HS044"));
     let f = findings();
     let hs = f.iter().find(|x| x["id"] == "HS044").unwrap().to_string();
     assert!(hs.contains("credentials refused (HTTP 401)") && hs.contains("UNAUTHORIZED"), "{hs}");
     assert!(!hs.contains("not-the-password"), "{hs}");
     write_secret(PASS);
-    wait_for("HS044 to clear", 30, || {
+    wait_for("HS044 to clear", 120, || {
         let f = findings();
         !f.is_empty() && !has(&f, "HS044")
     });
@@ -637,7 +637,7 @@ fn a_token_realm_over_plain_http_gets_no_credentials() {
     let reg = lying_registry_with(w.path(), Some(token_port));
     let challenge = format!("Bearer realm=\"http://127.0.0.1:{token_port}/token\",service=\"lying\"");
     std::fs::write(reg.storage.join("challenge"), challenge).unwrap();
-    wait_for("the token server", 20, || {
+    wait_for("the token server", 90, || {
         std::net::TcpStream::connect(("127.0.0.1", token_port)).is_ok()
     });
     let d = example_copy();
