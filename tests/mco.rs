@@ -21,6 +21,27 @@ fn mode(p: &Path) -> u32 {
     std::fs::metadata(p).unwrap().permissions().mode() & 0o777
 }
 
+/// `hardshift verify --against-mcs` on the server at 127.0.0.1:`port` (verified as api-int, the
+/// name its certificate holds), with `extra` flags: the exit code and the `mcs` checks.
+fn verify_against_mcs(dir: &str, port: u16, extra: &[&str]) -> (Option<i32>, Vec<Value>) {
+    let url = format!("https://api-int.ocp4.example.com:{port}");
+    let mut args = vec![
+        "verify",
+        "--dir",
+        dir,
+        "--against-mcs",
+        &url,
+        "--mcs-address",
+        "127.0.0.1",
+        "-o",
+        "json",
+    ];
+    args.extend_from_slice(extra);
+    let out = hardshift(&args);
+    let checks: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out.stderr)));
+    (out.status.code(), checks.into_iter().filter(|c| c["name"] == "mcs").collect())
+}
+
 #[test]
 fn ovn_without_an_mco_base_is_refused_and_names_hardshift_mco() {
     let d = example_copy();
@@ -465,27 +486,11 @@ fn the_releases_own_mco_renders_the_bundle_and_create_merges_it() {
         .stdout(std::process::Stdio::null())
         .stderr(std::fs::File::create(d.path().join("mcs.log")).unwrap());
     let _server = Kill(server.spawn().unwrap());
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        let log = std::fs::read_to_string(d.path().join("mcs.log")).unwrap_or_default();
-        assert!(std::time::Instant::now() < deadline, "machine-config-server never listened:\n{log}");
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
-    let url = format!("https://api-int.ocp4.example.com:{port}");
-    let out = hardshift(&[
-        "verify",
-        "--dir",
-        dir,
-        "--against-mcs",
-        &url,
-        "--mcs-address",
-        "127.0.0.1",
-        "-o",
-        "json",
-    ]);
-    let checks: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out.stderr)));
-    let mcs: Vec<&Value> = checks.iter().filter(|c| c["name"] == "mcs").collect();
-    assert_eq!(mcs.len(), 5, "{checks:?}");
+    wait_for("machine-config-server to listen", 60, || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    let (_, mcs) = verify_against_mcs(dir, port, &[]);
+    assert_eq!(mcs.len(), 5, "{mcs:?}");
     let log = std::fs::read_to_string(d.path().join("mcs.log")).unwrap_or_default();
     for c in &mcs {
         eprintln!("{}: {}", c["subject"], c["detail"]);
@@ -613,29 +618,11 @@ fn verify_against_a_machine_config_server_names_every_difference() {
             .spawn()
             .unwrap(),
     );
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(std::time::Instant::now() < deadline, "openssl s_server never listened");
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    wait_for("openssl s_server to listen", 120, || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
     // The certificate names api-int, not the address: verified for the name, connected by address.
-    let url = format!("https://api-int.ocp4.example.com:{port}");
-    let verify = || {
-        let out = hardshift(&[
-            "verify",
-            "--dir",
-            dir,
-            "--against-mcs",
-            &url,
-            "--mcs-address",
-            "127.0.0.1",
-            "-o",
-            "json",
-        ]);
-        let checks: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out.stderr)));
-        let mcs: Vec<Value> = checks.into_iter().filter(|c| c["name"] == "mcs").collect();
-        (out.status.code(), mcs)
-    };
+    let verify = || verify_against_mcs(dir, port, &[]);
     let (code, mcs) = verify();
     let names: Vec<&str> = mcs.iter().map(|c| c["subject"].as_str().unwrap()).collect();
     assert_eq!(names, ["master-0", "master-1", "master-2", "worker-0", "worker-1"]);
@@ -666,28 +653,8 @@ fn verify_against_a_machine_config_server_names_every_difference() {
     assert!(mcs[3..].iter().all(|c| c["status"] == "ok"), "{mcs:?}");
 
     // An unknown server is refused: the bundle's root CA does not sign another certificate.
-    let (code, mcs) = {
-        let out = hardshift(
-            &[
-                "verify",
-                "--dir",
-                dir,
-                "--against-mcs",
-                &url,
-                "--mcs-address",
-                "127.0.0.1",
-                "--mcs-ca",
-            ]
-            .into_iter()
-            .chain([pki(d.path(), "etcd-ca.crt").to_str().unwrap(), "-o", "json"])
-            .collect::<Vec<_>>(),
-        );
-        let checks: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
-        (
-            out.status.code(),
-            checks.into_iter().filter(|c| c["name"] == "mcs").collect::<Vec<_>>(),
-        )
-    };
+    let other_ca = pki(d.path(), "etcd-ca.crt");
+    let (code, mcs) = verify_against_mcs(dir, port, &["--mcs-ca", other_ca.to_str().unwrap()]);
     assert_eq!(code, Some(1));
     assert!(
         mcs.iter()
