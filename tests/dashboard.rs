@@ -534,7 +534,7 @@ fn beyond_loopback_the_dashboard_is_https_for_the_admin_certificate_only() {
     let dir = d.path().to_path_buf();
     create(&dir, &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
     let (port, web) = (free_port(), free_port());
-    let _collector = collector_with(&dir, port, &["--web", &format!("0.0.0.0:{web}"), "--no-api-watch"]);
+    let mut collector = collector_with(&dir, port, &["--web", &format!("0.0.0.0:{web}"), "--no-api-watch"]);
     let url = format!("https://127.0.0.1:{web}/metrics");
     let ca = dir.join("agent-pki/agent-ca.crt");
     let curl = |extra: &[&str]| {
@@ -544,9 +544,7 @@ fn beyond_loopback_the_dashboard_is_https_for_the_admin_certificate_only() {
         let o = Command::new("curl").args(&args).output().unwrap();
         (o.status.success(), text(&o.stdout), text(&o.stderr))
     };
-    wait_for("the HTTPS dashboard", 120, || {
-        std::net::TcpStream::connect(("127.0.0.1", web)).is_ok()
-    });
+    wait_listening("the HTTPS dashboard", &mut collector, &dir.join("collector.log"), web);
     // The admin's certificate (the one in auth/kubeconfig).
     let (ok, body, err) = curl(&[
         "--cert",
@@ -764,10 +762,8 @@ fn an_idle_flood_beyond_loopback_cannot_lock_the_admin_out() {
     let dir = d.path().to_path_buf();
     create(&dir, &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
     let (port, web) = (free_port(), free_port());
-    let _collector = collector_with(&dir, port, &["--web", &format!("0.0.0.0:{web}"), "--no-api-watch"]);
-    wait_for("the HTTPS dashboard", 120, || {
-        std::net::TcpStream::connect(("127.0.0.1", web)).is_ok()
-    });
+    let mut collector = collector_with(&dir, port, &["--web", &format!("0.0.0.0:{web}"), "--no-api-watch"]);
+    wait_listening("the HTTPS dashboard", &mut collector, &dir.join("collector.log"), web);
     let to: std::net::SocketAddr = format!("127.0.0.1:{web}").parse().unwrap();
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let floods: Vec<_> = ["127.0.0.2", "127.0.0.3", "127.0.0.4"]

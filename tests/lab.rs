@@ -95,10 +95,9 @@ fn validators_accept_every_generated_config() {
 
 /// A port free for both UDP and TCP (dnsmasq serves both).
 fn free_dns_port() -> u16 {
-    let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-    let port = s.local_addr().unwrap().port();
-    let t = std::net::TcpListener::bind(("127.0.0.1", port));
-    if t.is_err() {
+    // free_port's: outside the ephemeral range, so no outgoing socket takes it meanwhile.
+    let port = free_port();
+    if std::net::UdpSocket::bind(("127.0.0.1", port)).is_err() {
         return free_dns_port();
     }
     port

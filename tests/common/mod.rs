@@ -113,9 +113,25 @@ impl Drop for Kill {
     }
 }
 
-/// A TCP port free on loopback right now.
+/// A TCP port free on every address right now, below the kernel's ephemeral range
+/// (32768-60999 by default). A port from bind(":0") comes from that range, and the flood
+/// tests' and the VM boots' outgoing connections take their source ports from it too: one
+/// of them holding the port before the collector binds it made the collector fail to start.
+/// Each port is handed out once per test process; other processes pick at random.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    use std::hash::{BuildHasher, Hasher};
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|p| p.into_inner());
+    for _ in 0..10_000 {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u32(std::process::id());
+        let port = 15_000 + (h.finish() % 17_000) as u16;
+        if !given.contains(&port) && std::net::TcpListener::bind(("0.0.0.0", port)).is_ok() {
+            given.push(port);
+            return port;
+        }
+    }
+    panic!("no free TCP port in 15000-31999")
 }
 
 /// The hardshift-agent binary of this build (built first: it is another package's).
@@ -185,6 +201,17 @@ pub fn collector_with(dir: &Path, port: u16, extra: &[&str]) -> Kill {
             .spawn()
             .unwrap(),
     )
+}
+
+/// Wait until `child` listens on loopback `port`; if it exits first, fail with its `log`.
+pub fn wait_listening(what: &str, child: &mut Kill, log: &Path, port: u16) {
+    wait_for(what, 120, || {
+        if let Ok(Some(status)) = child.0.try_wait() {
+            let log = std::fs::read_to_string(log).unwrap_or_default();
+            panic!("{what}: the process exited ({status}) before listening:\n{log}");
+        }
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
 }
 
 /// Poll `f` every 100 ms until it holds; fail naming `what` after `secs`.
