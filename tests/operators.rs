@@ -1,0 +1,607 @@
+//! Past bootkube, the release's operators take over (issue 39, item 3): on the bundle's bootstrap
+//! control plane (the release's Kubernetes 1.31, `HARDSHIFT_KUBE_BIN`) after its bootkube.sh
+//! completed, OpenShift 4.18's cluster-kube-apiserver-operator, cluster-kube-controller-manager-
+//! operator and cluster-etcd-operator (`HARDSHIFT_OCP_BIN`) run as operators for minutes, and the
+//! bundle's signers must come out as they went in.
+//!
+//! As a real cluster runs them, but for the pod: what the CVO applies from the payload first (each
+//! operator's own `manifests/`: namespace, operator CR, config, RBAC, service account,
+//! ClusterOperator; `payload/<operator>/` in the tier directory), then each operator as a process
+//! in the bootstrap's network namespace with the Deployment's command, its config from the
+//! payload's ConfigMap and its env from the bundle's release (images, versions), authenticated
+//! as its own service account (a bound token from the TokenRequest API, as a pod's projected
+//! token), not as an admin.
+
+mod common;
+
+use common::control_plane::*;
+use common::*;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The annotations library-go's cert rotation reads to decide whether a signer is kept.
+const VALIDITY: [&str; 3] = [
+    "auth.openshift.io/certificate-not-after",
+    "auth.openshift.io/certificate-not-before",
+    "auth.openshift.io/certificate-issuer",
+];
+
+/// (namespace, service account, binary, the port its metrics listen on in the bootstrap's namespace)
+const OPERATORS: [(&str, &str, &str, u16); 3] = [
+    (
+        "openshift-kube-apiserver-operator",
+        "kube-apiserver-operator",
+        "cluster-kube-apiserver-operator",
+        18443,
+    ),
+    (
+        "openshift-kube-controller-manager-operator",
+        "kube-controller-manager-operator",
+        "cluster-kube-controller-manager-operator",
+        18444,
+    ),
+    ("openshift-etcd-operator", "etcd-operator", "cluster-etcd-operator", 18445),
+];
+
+/// Why a Degraded condition is not the bundle's doing, when it is one a bootstrap without nodes,
+/// without the other operators (service-ca, monitoring, the storage version migrator) and with
+/// the operator out of its pod must show; None for any other.
+fn not_the_bundles(condition: &str, message: &str) -> Option<&'static str> {
+    let every_line = |f: &dyn Fn(&str) -> bool| message.lines().filter(|l| !l.trim().is_empty()).all(f);
+    match condition {
+        "InstallerControllerDegraded" if message.starts_with("missing required resources") => {
+            Some("revision 0 waits for its target config, which waits for a node")
+        }
+        "RevisionControllerDegraded" if message.contains("\"service-ca\" not found") => {
+            Some("the service-ca operator publishes service-ca")
+        }
+        "RevisionControllerDegraded" if message.contains("\"etcd-pod\" not found") => Some("etcd-pod is written from the nodes' addresses"),
+        "EnvVarControllerDegraded" | "ScriptControllerDegraded"
+            if message.contains("NodeStatuses") || message.contains("missing env var values") =>
+        {
+            Some("no node yet")
+        }
+        "EtcdMembersControllerDegraded" | "EtcdEndpointsDegraded" | "ClusterMemberControllerDegraded"
+            if message.contains("cached client") =>
+        {
+            Some("the operator's etcd client reads the pod's mounted etcd-client Secret; a process has no such mount")
+        }
+        c if c.ends_with("StaticResourcesDegraded") && every_line(&|l| l.contains("could not find the requested resource")) => {
+            Some("monitoring's and the storage version migrator's CRDs come with other operators")
+        }
+        _ => None,
+    }
+}
+
+/// The seeded signers that are gone, or whose data or validity annotations changed.
+fn replaced(seeded: &BTreeMap<String, Held>, signers: &BTreeSet<String>, after: &BTreeMap<String, Held>) -> Vec<String> {
+    let mut changed = vec![];
+    for k in signers {
+        let h = &seeded[k];
+        match after.get(k) {
+            None => changed.push(format!("{k}: deleted")),
+            Some(a) if a.data != h.data => changed.push(format!("{k}: data replaced")),
+            Some(a) if a.validity != h.validity => changed.push(format!("{k}: annotations {:?} -> {:?}", h.validity, a.validity)),
+            Some(_) => {}
+        }
+    }
+    changed
+}
+
+/// The kind of a config.openshift.io resource by its plural.
+fn config_kind(plural: &str) -> &'static str {
+    match plural {
+        "apiservers" => "APIServer",
+        "authentications" => "Authentication",
+        "oauths" => "OAuth",
+        "consoles" => "Console",
+        "images" => "Image",
+        "projects" => "Project",
+        _ => panic!("{plural}"),
+    }
+}
+
+fn ocp_bin() -> PathBuf {
+    PathBuf::from(std::env::var("HARDSHIFT_OCP_BIN").expect("HARDSHIFT_OCP_BIN (see hack/tiers)"))
+}
+
+/// A Secret's or ConfigMap's identity and what is compared of it.
+#[derive(Debug, Clone, PartialEq)]
+struct Held {
+    data: BTreeMap<String, String>,
+    validity: BTreeMap<String, String>,
+    tls: bool,
+}
+
+fn held(v: &Value) -> Held {
+    let map = |o: &Value| -> BTreeMap<String, String> {
+        o.as_object()
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let ann = map(&v["metadata"]["annotations"]);
+    Held {
+        data: map(&v["data"]),
+        validity: VALIDITY
+            .iter()
+            .filter_map(|k| ann.get(*k).map(|a| (k.to_string(), a.clone())))
+            .collect(),
+        tls: v["type"] == "kubernetes.io/tls",
+    }
+}
+
+/// Every Secret in the cluster by namespace/name.
+fn secrets(cp: &ControlPlane) -> BTreeMap<String, Held> {
+    let list = cp.kubectl_json(&["get", "secrets", "-A"]);
+    list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                format!(
+                    "{}/{}",
+                    s["metadata"]["namespace"].as_str().unwrap(),
+                    s["metadata"]["name"].as_str().unwrap()
+                ),
+                held(s),
+            )
+        })
+        .collect()
+}
+
+/// Every ConfigMap holding a `ca-bundle.crt`, by namespace/name, with the PEM.
+fn ca_bundles(cp: &ControlPlane) -> BTreeMap<String, String> {
+    let list = cp.kubectl_json(&["get", "configmaps", "-A"]);
+    list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| {
+            let pem = c["data"]["ca-bundle.crt"].as_str()?;
+            Some((
+                format!(
+                    "{}/{}",
+                    c["metadata"]["namespace"].as_str().unwrap(),
+                    c["metadata"]["name"].as_str().unwrap()
+                ),
+                pem.to_string(),
+            ))
+        })
+        .collect()
+}
+
+fn b64(s: &str) -> String {
+    use base64::Engine;
+    String::from_utf8(base64::engine::general_purpose::STANDARD.decode(s).unwrap_or_default()).unwrap_or_default()
+}
+
+/// The PEM certificates of a bundle, each normalised to its base64 body (the comparison key).
+fn certs(pem: &str) -> Vec<String> {
+    pem.split("-----BEGIN CERTIFICATE-----")
+        .skip(1)
+        .filter_map(|c| c.split("-----END CERTIFICATE-----").next())
+        .map(|b| b.split_whitespace().collect::<String>())
+        .collect()
+}
+
+fn pem_of(body: &str) -> String {
+    let lines: Vec<String> = body.as_bytes().chunks(64).map(|c| String::from_utf8_lossy(c).to_string()).collect();
+    format!("-----BEGIN CERTIFICATE-----\n{}\n-----END CERTIFICATE-----\n", lines.join("\n"))
+}
+
+/// Whether the first certificate of `pem` is a CA (basicConstraints CA:TRUE), by openssl.
+fn is_ca(dir: &Path, pem: &str) -> bool {
+    let f = dir.join("is-ca.pem");
+    std::fs::write(&f, pem).unwrap();
+    let (ok, out) = run(
+        "openssl",
+        &["x509", "-in", f.to_str().unwrap(), "-noout", "-ext", "basicConstraints"],
+    );
+    ok && out.contains("CA:TRUE")
+}
+
+/// `openssl verify` of the leaf (first certificate of `pem`, the rest untrusted intermediates)
+/// against the CAs in `cafile`.
+fn chains(dir: &Path, pem: &str, cafile: &Path) -> (bool, String) {
+    let all = certs(pem);
+    let leaf = dir.join("leaf.pem");
+    std::fs::write(&leaf, pem_of(&all[0])).unwrap();
+    let mut args = vec!["verify".to_string(), "-CAfile".into(), cafile.display().to_string()];
+    if all.len() > 1 {
+        let chain = dir.join("chain.pem");
+        std::fs::write(&chain, all[1..].iter().map(|c| pem_of(c)).collect::<String>()).unwrap();
+        args.extend(["-untrusted".into(), chain.display().to_string()]);
+    }
+    args.push(leaf.display().to_string());
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    run("openssl", &a)
+}
+
+/// The release's image for `tag` and, for the hyperkube, the Kubernetes version it carries.
+fn release(bundle: &Path) -> (String, BTreeMap<String, String>, String) {
+    let refs: Value = serde_json::from_str(&std::fs::read_to_string(bundle.join("release/image-references")).unwrap()).unwrap();
+    let version = refs["metadata"]["name"].as_str().unwrap().to_string();
+    let mut images = BTreeMap::new();
+    let mut kube = String::new();
+    for t in refs["spec"]["tags"].as_array().unwrap() {
+        let name = t["name"].as_str().unwrap().to_string();
+        images.insert(name.clone(), t["from"]["name"].as_str().unwrap().to_string());
+        if name == "hyperkube" {
+            let v = t["annotations"]["io.openshift.build.versions"].as_str().unwrap();
+            kube = v.trim_start_matches("kubernetes=").to_string();
+        }
+    }
+    (version, images, kube)
+}
+
+/// Apply one operator's payload manifests (the Deployment aside: it runs as a process). Kinds
+/// whose CRDs a bootstrap has not (Prometheus') are named, not applied.
+fn apply_payload(cp: &ControlPlane, dir: &Path) -> Vec<String> {
+    let mut skipped = vec![];
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    for f in files {
+        let name = f.file_name().unwrap().to_string_lossy().to_string();
+        if !name.ends_with(".yaml") || name.contains("_deployment") {
+            continue;
+        }
+        let (ok, out) = cp.kubectl(&["apply", "--server-side", "--force-conflicts", "-f", f.to_str().unwrap()]);
+        if !ok {
+            assert!(out.contains("ServiceMonitor") || out.contains("PrometheusRule"), "{name}: {out}");
+            skipped.push(name);
+        }
+    }
+    skipped
+}
+
+/// A kubeconfig for `sa` in `ns`: a bound token from the TokenRequest API, the server and CA of
+/// the bundle's admin kubeconfig (api.<domain>, the load balancer's name).
+fn sa_kubeconfig(cp: &ControlPlane, ns: &str, sa: &str, dir: &Path) -> PathBuf {
+    let (ok, token) = cp.kubectl(&["-n", ns, "create", "token", sa, "--duration=2h"]);
+    assert!(ok, "token for {ns}/{sa}: {token}");
+    let admin = std::fs::read_to_string(cp.bundle.path().join("auth/kubeconfig")).unwrap();
+    let field = |k: &str| {
+        admin
+            .lines()
+            .find_map(|l| l.trim().strip_prefix(k).map(|v| v.trim().trim_matches('"').to_string()))
+            .unwrap_or_else(|| panic!("auth/kubeconfig has no {k}"))
+    };
+    let (server, ca) = (field("server:"), field("certificate-authority-data:"));
+    let kc = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {server}\n    certificate-authority-data: {ca}\nusers:\n- name: {sa}\n  user:\n    token: {}\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: {sa}\ncurrent-context: c\n",
+        token.trim()
+    );
+    let p = dir.join(format!("{sa}.kubeconfig"));
+    std::fs::write(&p, kc).unwrap();
+    p
+}
+
+#[test]
+#[ignore = "needs HARDSHIFT_OCP_BIN+HARDSHIFT_KUBE_BIN: OpenShift 4.18's cluster-kube-apiserver-, cluster-kube-controller-manager- and cluster-etcd-operator with their payload manifests (payload/<operator>/), built by hand, and the release's kube-apiserver, kube-controller-manager, kube-scheduler and kubelet"]
+fn the_releases_operators_run_on_the_bundle_and_keep_its_signers() {
+    let bin = ocp_bin();
+    let secs: u64 = std::env::var("HARDSHIFT_OPERATORS_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(180);
+    let mut cp = ControlPlane::start(&["--no-agent"]);
+    let (ok, out) = cp.run_bootkube();
+    assert!(ok, "bootkube.sh failed:\n{out}");
+    let work = cp.work.path().join("operators");
+    std::fs::create_dir_all(&work).unwrap();
+
+    // What the bundle seeded, before any operator ran.
+    let before = secrets(&cp);
+    let seeded: BTreeMap<String, Held> = before
+        .iter()
+        .filter(|(k, h)| k.starts_with("openshift-") && (h.tls || h.data.contains_key("tls.crt")))
+        .map(|(k, h)| (k.clone(), h.clone()))
+        .collect();
+    // The bundle's CAs: every CA certificate the seeds and bootkube's CA bundles hold.
+    let mut bundle_cas: BTreeSet<String> = BTreeSet::new();
+    for h in seeded.values() {
+        let pem = b64(h.data.get("tls.crt").map(String::as_str).unwrap_or_default());
+        if !pem.is_empty() && is_ca(&work, &pem) {
+            bundle_cas.extend(certs(&pem).into_iter().take(1));
+        }
+    }
+    let bundles_before = ca_bundles(&cp);
+    for pem in bundles_before.values() {
+        for c in certs(pem) {
+            if is_ca(&work, &pem_of(&c)) {
+                bundle_cas.insert(c);
+            }
+        }
+    }
+    let seeded_signers: BTreeSet<String> = seeded
+        .iter()
+        .filter(|(_, h)| {
+            let pem = b64(h.data.get("tls.crt").map(String::as_str).unwrap_or_default());
+            !pem.is_empty() && is_ca(&work, &pem)
+        })
+        .map(|(k, _)| k.clone())
+        .collect();
+    eprintln!(
+        "seeded: {} certificates, {} of them signers: {:?}",
+        seeded.len(),
+        seeded_signers.len(),
+        seeded_signers
+    );
+    assert!(seeded_signers.len() >= 9, "the bundle's seeded certificates: {:?}", seeded.keys());
+    for k in &seeded_signers {
+        assert!(seeded[k].validity.len() == 3, "{k}: a signer without its validity annotations");
+    }
+
+    // The CVO's part: each operator's payload manifests.
+    for (_, _, op, _) in OPERATORS {
+        let skipped = apply_payload(&cp, &bin.join("payload").join(op));
+        eprintln!("{op}: payload applied; not applied (no such CRD on a bootstrap): {skipped:?}");
+    }
+
+    // Other operators' parts these three wait on, played here as those operators write them:
+    // the empty `cluster` configs the CVO creates from other operators' payload manifests (the
+    // installer writes only the ones the bundle writes too), and the Network status the cluster
+    // network operator copies from its spec (the kube-apiserver operator's cert rotation panics
+    // without status.serviceNetwork, until the CNO runs on a real cluster too).
+    for kind in ["apiservers", "authentications", "oauths", "consoles", "images", "projects"] {
+        let yaml = format!(
+            "apiVersion: config.openshift.io/v1\nkind: {}\nmetadata:\n  name: cluster\nspec: {{}}\n",
+            config_kind(kind)
+        );
+        let f = work.join(format!("{kind}.yaml"));
+        std::fs::write(&f, yaml).unwrap();
+        let (ok, out) = cp.kubectl(&["create", "-f", f.to_str().unwrap()]);
+        assert!(ok || out.contains("AlreadyExists"), "{kind}: {out}");
+    }
+    let net = cp.kubectl_json(&["get", "networks.config.openshift.io", "cluster"]);
+    let status = serde_json::json!({"status": {
+        "clusterNetwork": net["spec"]["clusterNetwork"],
+        "serviceNetwork": net["spec"]["serviceNetwork"],
+        "networkType": net["spec"]["networkType"],
+        "clusterNetworkMTU": 1400,
+    }});
+    let (ok, out) = cp.kubectl(&[
+        "patch",
+        "networks.config.openshift.io",
+        "cluster",
+        // The release's Network CRD has no status subresource: status is patched in place.
+        "--type=merge",
+        "-p",
+        &status.to_string(),
+    ]);
+    assert!(ok, "network status: {out}");
+
+    // The operators, as their Deployments run them.
+    let (version, images, kube) = release(cp.bundle.path());
+    let image = |t: &str| images.get(t).cloned().unwrap_or_else(|| panic!("the release has no {t}"));
+    let mut pids = BTreeMap::new();
+    for (ns, sa, op, port) in OPERATORS {
+        let (ok, config) = cp.kubectl(&[
+            "-n",
+            ns,
+            "get",
+            "configmap",
+            &format!("{}-config", sa),
+            "-o",
+            "jsonpath={.data.config\\.yaml}",
+        ]);
+        assert!(ok && config.contains("GenericOperatorConfig"), "{ns}: {config}");
+        let cfg = work.join(format!("{op}.yaml"));
+        std::fs::write(&cfg, config).unwrap();
+        let kc = sa_kubeconfig(&cp, ns, sa, &work);
+        let mut env: Vec<(String, String)> = vec![
+            ("OPERATOR_IMAGE".into(), image(op)),
+            ("OPERATOR_IMAGE_VERSION".into(), version.clone()),
+            ("POD_NAME".into(), format!("{sa}-hardshift")),
+        ];
+        match op {
+            "cluster-etcd-operator" => {
+                env.push(("IMAGE".into(), image("etcd")));
+                env.push(("OPERAND_IMAGE_VERSION".into(), version.clone()));
+            }
+            _ => {
+                env.push(("IMAGE".into(), image("hyperkube")));
+                env.push(("OPERAND_IMAGE_VERSION".into(), kube.clone()));
+            }
+        }
+        if op == "cluster-kube-controller-manager-operator" {
+            env.push(("CLUSTER_POLICY_CONTROLLER_IMAGE".into(), image("cluster-policy-controller")));
+            env.push(("TOOLS_IMAGE".into(), image("tools")));
+        }
+        let args: Vec<String> = vec![
+            "operator".into(),
+            format!("--config={}", cfg.display()),
+            format!("--kubeconfig={}", kc.display()),
+            format!("--namespace={ns}"),
+            format!("--listen=0.0.0.0:{port}"),
+        ];
+        let log = cp.log_path(op);
+        let pid = cp.net.spawn_logged("bootstrap", bin.join(op).to_str().unwrap(), &args, &env, &log);
+        pids.insert(op, pid);
+    }
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(secs) {
+        for (op, pid) in &pids {
+            if let Some(status) = cp.net.exited(*pid) {
+                panic!("{op} exited ({status}) after {:?}:\n{}", t0.elapsed(), tail(&cp.log_path(op), 80));
+            }
+        }
+        std::thread::sleep(Duration::from_secs(2));
+    }
+    eprintln!("the three operators ran {:?}", t0.elapsed());
+
+    // 1. Every seeded certificate and its validity annotations are unchanged.
+    let after = secrets(&cp);
+    let changed = replaced(&seeded, &seeded_signers, &after);
+    let leaves_reissued: Vec<&String> = seeded
+        .iter()
+        .filter(|(k, h)| !seeded_signers.contains(*k) && after.get(*k) != Some(h))
+        .map(|(k, _)| k)
+        .collect();
+
+    // 2. What the operators issued: new or re-issued TLS Secrets.
+    let cafile = work.join("bundle-cas.pem");
+    std::fs::write(&cafile, bundle_cas.iter().map(|c| pem_of(c)).collect::<String>()).unwrap();
+    let mut own_signers = BTreeMap::new();
+    let mut issued = vec![];
+    let mut stray = vec![];
+    for (k, a) in &after {
+        if before.get(k) == Some(a) {
+            continue;
+        }
+        let pem = b64(a.data.get("tls.crt").map(String::as_str).unwrap_or_default());
+        if pem.is_empty() || certs(&pem).is_empty() {
+            continue;
+        }
+        if is_ca(&work, &pem) && !chains(&work, &pem, &cafile).0 {
+            own_signers.insert(k.clone(), certs(&pem)[0].clone());
+            continue;
+        }
+        issued.push((k.clone(), pem));
+    }
+    let owncas = work.join("own-and-bundle-cas.pem");
+    std::fs::write(
+        &owncas,
+        bundle_cas.iter().chain(own_signers.values()).map(|c| pem_of(c)).collect::<String>(),
+    )
+    .unwrap();
+    let mut by_bundle = vec![];
+    let mut by_own = vec![];
+    for (k, pem) in &issued {
+        if chains(&work, pem, &cafile).0 {
+            by_bundle.push(k.clone());
+        } else if chains(&work, pem, &owncas).0 {
+            by_own.push(k.clone());
+        } else {
+            stray.push(format!("{k}: {}", chains(&work, pem, &owncas).1));
+        }
+    }
+    eprintln!("seeded leaf certificates the operators re-issued: {leaves_reissued:?}");
+    eprintln!(
+        "issued by the operators, chaining to the bundle's signers ({}): {by_bundle:?}",
+        by_bundle.len()
+    );
+    eprintln!(
+        "the operators' own signers (none seeded by the bundle, as by the installer): {:?}",
+        own_signers.keys()
+    );
+    eprintln!("issued from those: {by_own:?}");
+
+    // 3. The CA bundles they publish hold the bundle's CAs.
+    let bundles_after = ca_bundles(&cp);
+    let mut published = BTreeMap::new();
+    for (k, pem) in &bundles_after {
+        if bundles_before.get(k) == Some(pem) {
+            continue;
+        }
+        let inside: BTreeSet<String> = certs(pem).into_iter().collect();
+        let ours = inside.intersection(&bundle_cas).count();
+        published.insert(k.clone(), (ours, inside.len()));
+    }
+    eprintln!("CA bundles published or changed (bundle CAs held / certificates): {published:?}");
+
+    // 4. ClusterOperators and the operators' own conditions.
+    let cos = cp.kubectl_json(&["get", "clusteroperators"]);
+    let mut degraded = vec![];
+    for co in cos["items"].as_array().unwrap() {
+        let name = co["metadata"]["name"].as_str().unwrap();
+        for c in co["status"]["conditions"].as_array().into_iter().flatten() {
+            eprintln!(
+                "clusteroperator {name}: {}={} {}: {}",
+                c["type"].as_str().unwrap_or_default(),
+                c["status"].as_str().unwrap_or_default(),
+                c["reason"].as_str().unwrap_or_default(),
+                c["message"].as_str().unwrap_or_default()
+            );
+        }
+    }
+    let mut waiting = vec![];
+    for kind in ["kubeapiserver", "kubecontrollermanager", "etcd"] {
+        let cr = cp.kubectl_json(&["get", &format!("{kind}.operator.openshift.io"), "cluster"]);
+        for c in cr["status"]["conditions"].as_array().into_iter().flatten() {
+            let (t, s) = (c["type"].as_str().unwrap_or_default(), c["status"].as_str().unwrap_or_default());
+            if t.ends_with("Degraded") && s == "True" {
+                let message = c["message"].as_str().unwrap_or_default();
+                match not_the_bundles(t, message) {
+                    Some(why) => waiting.push(format!("{kind}: {t} ({why})")),
+                    None => degraded.push(format!("{kind}: {t}: {message}")),
+                }
+            }
+        }
+    }
+    for w in &waiting {
+        eprintln!("degraded for want of what a bootstrap has not: {w}");
+    }
+    for op in pids.keys() {
+        eprintln!("--- {op} (tail):\n{}", tail(&cp.log_path(op), 30));
+    }
+    assert!(changed.is_empty(), "the operators replaced the bundle's seeds: {changed:#?}");
+    assert!(
+        degraded.is_empty(),
+        "degraded, and not for want of nodes or other operators: {degraded:#?}"
+    );
+    // The CA bundles they publish hold the bundle's CAs, where each client looks for them.
+    let cert_of = |k: &str| certs(&b64(&before[k].data["tls.crt"]))[0].clone();
+    let holds = |bundle: &str, want: &[String]| {
+        let pem = bundles_after.get(bundle).unwrap_or_else(|| panic!("{bundle} was not published"));
+        let inside = certs(pem);
+        for w in want {
+            assert!(inside.contains(w), "{bundle} lacks one of the bundle's CAs");
+        }
+    };
+    let kas = |n: &str| cert_of(&format!("openshift-kube-apiserver-operator/{n}"));
+    holds(
+        "openshift-config-managed/kube-apiserver-server-ca",
+        &[
+            kas("localhost-serving-signer"),
+            kas("service-network-serving-signer"),
+            kas("loadbalancer-serving-signer"),
+        ],
+    );
+    let admin_ca = certs(&bundles_before["openshift-config/admin-kubeconfig-client-ca"]);
+    holds("openshift-config-managed/kube-apiserver-client-ca", &admin_ca);
+    holds(
+        "openshift-config-managed/kube-apiserver-client-ca",
+        &[kas("kube-control-plane-signer")],
+    );
+    holds(
+        "openshift-config-managed/kube-apiserver-aggregator-client-ca",
+        &[kas("aggregator-client-signer")],
+    );
+    holds("openshift-etcd-operator/etcd-ca-bundle", &[cert_of("openshift-etcd/etcd-signer")]);
+
+    // The check can fail: a signer without its validity annotations (as a bundle that seeded
+    // none would have it) is replaced by the operator's cert rotation with a CA of its own.
+    let (ns, name) = ("openshift-kube-apiserver-operator", "kube-control-plane-signer");
+    let (ok, out) = cp.kubectl(&["-n", ns, "annotate", "secret", name, &format!("{}-", VALIDITY[0])]);
+    assert!(ok, "{out}");
+    let key = format!("{ns}/{name}");
+    let t = Instant::now();
+    let replaced_now = cp.wait(
+        "the operator to replace a signer without its annotations",
+        Duration::from_secs(120),
+        "cluster-kube-apiserver-operator",
+        |cp| {
+            let now = secrets(cp);
+            let r = replaced(&seeded, &seeded_signers, &now);
+            if r.iter().any(|c| c.starts_with(&format!("{key}: data replaced"))) {
+                Ok(r)
+            } else {
+                Err(format!("{r:?}"))
+            }
+        },
+    );
+    eprintln!("without its annotations, {key} was replaced in {:?}: {replaced_now:?}", t.elapsed());
+    assert!(stray.is_empty(), "certificates chaining to no known signer: {stray:#?}");
+    assert!(
+        !by_bundle.is_empty(),
+        "the operators issued nothing from the bundle's signers in {secs} s"
+    );
+}
