@@ -404,18 +404,7 @@ fn the_releases_own_mco_renders_the_bundle_and_create_merges_it() {
     let d = example_copy();
     let dir = d.path().to_str().unwrap();
     create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
-    let out = hardshift(&["mco", "--dir", dir]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let out = std::process::Command::new("bash")
-        .arg(d.path().join("mco/render.sh"))
-        .env("PODMAN", root.join("tests/fixtures/podman-ocp-bin"))
-        .env("HARDSHIFT_OCP_BIN", &bin)
-        .env("HARDSHIFT_OCP_MANIFESTS", root.join("../shared/openshift-4.18/crds"))
-        .output()
-        .unwrap();
-    let log = format!("{}{}", text(&out.stdout), text(&out.stderr));
-    assert!(out.status.success(), "render.sh with the release's programs failed:\n{log}");
+    common::renders::mco_render_with_release_programs(d.path(), &bin);
     let refs: Value = serde_json::from_str(&std::fs::read_to_string(d.path().join("release/image-references")).unwrap()).unwrap();
     let os = refs["spec"]["tags"]
         .as_array()

@@ -90,17 +90,11 @@ fn replaced(seeded: &BTreeMap<String, Held>, signers: &BTreeSet<String>, after: 
     changed
 }
 
-/// The kind of a config.openshift.io resource by its plural.
-fn config_kind(plural: &str) -> &'static str {
-    match plural {
-        "apiservers" => "APIServer",
-        "authentications" => "Authentication",
-        "oauths" => "OAuth",
-        "consoles" => "Console",
-        "images" => "Image",
-        "projects" => "Project",
-        _ => panic!("{plural}"),
-    }
+/// The empty `cluster` config CRs the CVO creates from the payload (create-only: what exists
+/// is kept), from `payload/empty-resources/` of the tier directory.
+fn cvo_empty_resources(cp: &ControlPlane, bin: &Path) {
+    let n = apply_all(cp, &bin.join("payload/empty-resources"));
+    assert!(n >= 14, "payload/empty-resources holds {n} files");
 }
 
 fn ocp_bin() -> PathBuf {
@@ -346,20 +340,11 @@ fn the_releases_operators_run_on_the_bundle_and_keep_its_signers() {
     }
 
     // Other operators' parts these three wait on, played here as those operators write them:
-    // the empty `cluster` configs the CVO creates from other operators' payload manifests (the
-    // installer writes only the ones the bundle writes too), and the Network status the cluster
-    // network operator copies from its spec (the kube-apiserver operator's cert rotation panics
-    // without status.serviceNetwork, until the CNO runs on a real cluster too).
-    for kind in ["apiservers", "authentications", "oauths", "consoles", "images", "projects"] {
-        let yaml = format!(
-            "apiVersion: config.openshift.io/v1\nkind: {}\nmetadata:\n  name: cluster\nspec: {{}}\n",
-            config_kind(kind)
-        );
-        let f = work.join(format!("{kind}.yaml"));
-        std::fs::write(&f, yaml).unwrap();
-        let (ok, out) = cp.kubectl(&["create", "-f", f.to_str().unwrap()]);
-        assert!(ok || out.contains("AlreadyExists"), "{kind}: {out}");
-    }
+    // the empty `cluster` configs the CVO creates from the payload (openshift/api's
+    // empty-resources: create-only, so the bundle's own stay as they are), and the Network status
+    // the cluster network operator copies from its spec (the kube-apiserver operator's cert
+    // rotation panics without status.serviceNetwork, until the CNO runs on a real cluster too).
+    cvo_empty_resources(&cp, &bin);
     let net = cp.kubectl_json(&["get", "networks.config.openshift.io", "cluster"]);
     let status = serde_json::json!({"status": {
         "clusterNetwork": net["spec"]["clusterNetwork"],
@@ -604,4 +589,187 @@ fn the_releases_operators_run_on_the_bundle_and_keep_its_signers() {
         !by_bundle.is_empty(),
         "the operators issued nothing from the bundle's signers in {secs} s"
     );
+}
+
+/// The objects of every YAML file in `dir` applied (documents split by kubectl itself).
+fn apply_all(cp: &ControlPlane, dir: &Path) -> usize {
+    let mut n = 0;
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    for f in files.iter().filter(|f| f.extension().is_some_and(|e| e == "yaml" || e == "yml")) {
+        let (ok, out) = cp.kubectl(&["create", "-f", f.to_str().unwrap()]);
+        assert!(ok || out.contains("AlreadyExists"), "{}: {out}", f.display());
+        n += 1;
+    }
+    n
+}
+
+/// The names of the MachineConfigs a rendered config was made from (its pool's status source).
+fn sources(pool: &Value) -> Vec<String> {
+    pool["spec"]["configuration"]["source"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s["name"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[test]
+#[ignore = "needs HARDSHIFT_OCP_BIN+HARDSHIFT_KUBE_BIN: OpenShift 4.18's machine-config-operator and -controller (with mcc-templates/) and the cluster-config-api render, built by hand, and the release's kube-apiserver, kube-controller-manager, kube-scheduler and kubelet"]
+fn the_releases_machine_config_controller_renders_in_the_cluster_the_config_each_node_was_told() {
+    let bin = ocp_bin();
+    let d = example_copy();
+    release_crds_into(d.path());
+    create(d.path(), &["--no-agent"]);
+    common::renders::mco_render_with_release_programs(d.path(), bin.to_str().unwrap());
+    create(d.path(), &["--no-agent"]);
+    // What each node was told it runs: the MCS's node annotations in its config. A machine-config
+    // daemon finding no MachineConfig of that name in the cluster degrades the node.
+    let told: BTreeMap<String, String> = ["master-0", "master-1", "master-2", "worker-0", "worker-1"]
+        .iter()
+        .map(|n| {
+            let files = node_files(d.path(), n);
+            let ann: Value = serde_json::from_slice(&files["/etc/machine-config-daemon/node-annotations.json"]).unwrap();
+            let cur = ann["machineconfiguration.openshift.io/currentConfig"].as_str().unwrap().to_string();
+            (n.to_string(), cur)
+        })
+        .collect();
+    let boot = d.path().join("mco/rendered/mcs-bootstrap");
+    let mut boot_mcs: Vec<String> = std::fs::read_dir(boot.join("machine-configs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().trim_end_matches(".yaml").to_string())
+        .collect();
+    boot_mcs.sort();
+    let (version, _, _) = release(d.path());
+
+    let mut cp = ControlPlane::start_from(d, |_| {});
+    let (ok, out) = cp.run_bootkube();
+    assert!(ok, "bootkube.sh failed:\n{out}");
+    // The operator's part, which waits for its controller's Deployment to roll out before it
+    // writes the ControllerConfig (no node here runs it): the pools and the ControllerConfig its
+    // bootstrap render made from the same manifests.
+    cvo_empty_resources(&cp, &bin);
+    // The CVO's status: the release it installs (the registries controller keeps the payload's
+    // repository out of blocked registries by it, and writes nothing until it parses).
+    let cc = std::fs::read_to_string(boot.join("controller-config/machine-config-controller.yaml")).unwrap();
+    let release_image = cc
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("releaseImage:").map(|v| v.trim().to_string()))
+        .expect("the ControllerConfig names the release image");
+    // A JSON patch: a merge patch's null would delete availableUpdates, which is required.
+    let status = serde_json::json!([{"op": "add", "path": "/status", "value": {
+        "desired": {"image": release_image, "version": version},
+        "availableUpdates": null,
+        "observedGeneration": 1,
+        "versionHash": "hardshift-test",
+    }}]);
+    let (ok, out) = cp.kubectl(&[
+        "patch",
+        "clusterversion",
+        "version",
+        "--subresource=status",
+        "--type=json",
+        "-p",
+        &status.to_string(),
+    ]);
+    assert!(ok, "clusterversion status: {out}");
+    let pools = apply_all(&cp, &boot.join("machine-pools"));
+    let ccs = apply_all(&cp, &boot.join("controller-config"));
+    assert!(pools == 2 && ccs == 1, "pools {pools}, controller configs {ccs}");
+    // The operator names the cluster's pull secret in the ControllerConfig it writes (sync.go:
+    // `spec.PullSecret`); the bootstrap's controller was handed the same Secret's file instead.
+    let (ok, out) = cp.kubectl(&[
+        "patch",
+        "controllerconfig",
+        "machine-config-controller",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"pullSecret":{"namespace":"openshift-config","name":"pull-secret"}}}"#,
+    ]);
+    assert!(ok, "controllerconfig: {out}");
+    // The bootstrap controller's pools name its render; the cluster's pools (the MCO's bootstrap
+    // manifests, or the operator's own) name none until the cluster's controller renders.
+    for pool in ["master", "worker"] {
+        let (ok, out) = cp.kubectl(&[
+            "patch",
+            "machineconfigpool",
+            pool,
+            "--type=json",
+            "-p",
+            r#"[{"op":"remove","path":"/spec/configuration"}]"#,
+        ]);
+        assert!(ok, "{pool}: {out}");
+    }
+    let kc = cp.boot.map("/etc/kubernetes/kubeconfigs/localhost.kubeconfig");
+    let args: Vec<String> = vec![
+        "start".into(),
+        format!("--kubeconfig={kc}"),
+        "--resourcelock-namespace=openshift-machine-config-operator".into(),
+        format!("--payload-version={version}"),
+        format!("--templates={}", bin.join("mcc-templates").display()),
+        "--metrics-listen-address=127.0.0.1:18797".into(),
+    ];
+    let log = cp.log_path("machine-config-controller");
+    let pid = cp.net.spawn_logged(
+        "bootstrap",
+        bin.join("machine-config-controller").to_str().unwrap(),
+        &args,
+        &[],
+        &log,
+    );
+    cp.pids.insert("machine-config-controller".into(), pid);
+    let t0 = Instant::now();
+    // The controller renders as each of its sub-controllers (templates, kubelet and node configs,
+    // registries) adds its MachineConfig: wait for the render the nodes were told of, or fail
+    // with the last one and what it was made from.
+    let want = |pool: &str| told[if pool == "master" { "master-0" } else { "worker-0" }].clone();
+    let rendered: BTreeMap<String, Value> = cp.wait(
+        "the cluster's controller to render what each node was told",
+        Duration::from_secs(240),
+        "machine-config-controller",
+        |cp| {
+            let mut got = BTreeMap::new();
+            let (_, names) = cp.kubectl(&["get", "machineconfigs", "-o", "name"]);
+            for pool in ["master", "worker"] {
+                let p = cp.kubectl_json(&["get", "machineconfigpool", pool]);
+                let name = p["spec"]["configuration"]["name"].as_str().unwrap_or_default();
+                if name != want(pool) || !names.contains(&format!("/{name}")) {
+                    return Err(format!(
+                        "{pool}: rendered {name:?} from {:?}, the node was told {}; MachineConfigs: {}",
+                        sources(&p),
+                        want(pool),
+                        names
+                            .replace("machineconfig.machineconfiguration.openshift.io/", "")
+                            .replace('\n', " ")
+                    ));
+                }
+                got.insert(pool.to_string(), p);
+            }
+            Ok(got)
+        },
+    );
+    eprintln!("the controller rendered both pools in {:?}", t0.elapsed());
+    let list = cp.kubectl_json(&["get", "machineconfigs"]);
+    let in_cluster: Vec<String> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["metadata"]["name"].as_str().unwrap().to_string())
+        .collect();
+    eprintln!("MachineConfigs in the cluster: {in_cluster:?}");
+    eprintln!("the bootstrap's: {boot_mcs:?}");
+    for (pool, p) in &rendered {
+        eprintln!("{pool}: {} from {:?}", p["spec"]["configuration"]["name"], sources(p));
+    }
+    for (node, cur) in &told {
+        let pool = if node.starts_with("master") { "master" } else { "worker" };
+        let name = rendered[pool]["spec"]["configuration"]["name"].as_str().unwrap();
+        assert_eq!(
+            cur,
+            name,
+            "{node} was told it runs {cur}; the cluster's controller rendered {name} from {:?}",
+            sources(&rendered[pool])
+        );
+        assert!(in_cluster.contains(cur), "{node}'s currentConfig {cur} is not in the cluster");
+    }
 }

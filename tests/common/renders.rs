@@ -32,3 +32,21 @@ pub fn render_with_release_programs(dir: &Path, bin: &str) -> Output {
         .output()
         .unwrap()
 }
+
+/// `hardshift mco --dir DIR`, then its render.sh with the release's machine-config-operator and
+/// -controller from `bin` (`HARDSHIFT_OCP_BIN`) in place of the images; panics with the log if
+/// either fails.
+pub fn mco_render_with_release_programs(dir: &Path, bin: &str) {
+    let out = super::hardshift(&["mco", "--dir", dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", super::text(&out.stderr));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = std::process::Command::new("bash")
+        .arg(dir.join("mco/render.sh"))
+        .env("PODMAN", root.join("tests/fixtures/podman-ocp-bin"))
+        .env("HARDSHIFT_OCP_BIN", bin)
+        .env("HARDSHIFT_OCP_MANIFESTS", root.join("../shared/openshift-4.18/crds"))
+        .output()
+        .unwrap();
+    let log = format!("{}{}", super::text(&out.stdout), super::text(&out.stderr));
+    assert!(out.status.success(), "render.sh with the release's programs failed:\n{log}");
+}
