@@ -447,47 +447,6 @@ fn forge_csr(cp: &ControlPlane, ns: &str, kubeconfig: &str, name: &str, signer: 
     assert!(ok, "create {name}: {out}");
 }
 
-/// `hardshift approve-csrs` once, on the bootstrap, with its localhost kubeconfig; its output.
-fn approve_csrs(cp: &ControlPlane) -> String {
-    let kc = cp.boot.map("/etc/kubernetes/kubeconfigs/localhost.kubeconfig");
-    let (ok, out) = cp.exec(
-        "bootstrap",
-        env!("CARGO_BIN_EXE_hardshift"),
-        &["approve-csrs", "--dir", cp.bundle.path().to_str().unwrap(), "--kubeconfig", &kc],
-    );
-    assert!(ok, "approve-csrs: {out}");
-    out
-}
-
-/// Is CSR `name` still pending (neither approved nor denied)?
-fn still_pending(cp: &ControlPlane, name: &str) -> bool {
-    cp.kubectl_json(&["get", "csr", name])["status"].get("conditions").is_none()
-}
-
-/// The first pending CSR for `signer`.
-fn pending_csr(cp: &ControlPlane, signer: &str) -> Result<Value, String> {
-    let all = cp.kubectl_json(&["get", "csr"]);
-    all["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["spec"]["signerName"] == signer && c["status"].get("conditions").is_none())
-        .cloned()
-        .ok_or_else(|| format!("no pending {signer} CSR among {}", all["items"].as_array().unwrap().len()))
-}
-
-fn node_condition(cp: &ControlPlane, node: &str, kind: &str) -> Result<Value, String> {
-    let (ok, out) = cp.kubectl(&["get", "node", node, "-o", "json"]);
-    if !ok {
-        return Err(out);
-    }
-    let v: Value = serde_json::from_str(&out).map_err(|e| e.to_string())?;
-    v["status"]["conditions"]
-        .as_array()
-        .and_then(|cs| cs.iter().find(|c| c["type"] == kind).cloned())
-        .ok_or(format!("no {kind} condition yet"))
-}
-
 #[test]
 #[ignore = "needs HARDSHIFT_KUBE_BIN: the release's kube-apiserver, kube-controller-manager, kube-scheduler and kubelet"]
 fn master_0s_real_kubelet_joins_through_its_csrs_and_the_agent_reports_it() {
@@ -760,34 +719,6 @@ fn master_0s_real_kubelet_joins_through_its_csrs_and_the_agent_reports_it() {
     // The node agent in master-0's namespace, with the node's own agent config and certificate
     // (paths mapped; no system bus here, so no systemd units), reports to the collector on the
     // helper over mTLS. The bootstrap's agent reports its etcd.
-    let agent = common::agent_bin();
-    let start_agent = |cp: &mut ControlPlane, node: &str, root: &NodeRoot, extra: Vec<(&str, toml::Value)>| {
-        let main = root.map("/etc/hardshift/agent.toml");
-        let mut text = std::fs::read_to_string(&main).unwrap();
-        for f in [
-            "/etc/hardshift/agent-ca.crt",
-            "/etc/hardshift/agent.crt",
-            "/etc/hardshift/agent.key",
-            "/etc/kubernetes/",
-            "/var/lib/hardshift/",
-            "/var/lib/etcd\"",
-        ] {
-            text = text.replace(&format!("\"{f}"), &format!("\"{}", root.map(f)));
-        }
-        // Report every half second; no systemd bus here.
-        assert!(text.contains("interval_ms = 5000"), "{text}");
-        std::fs::write(&main, text).unwrap();
-        let mut keys: Vec<(&str, toml::Value)> = vec![
-            ("interval_ms", 500.into()),
-            ("units", toml::Value::Array(vec![])),
-            ("state_dir", root.map("/run/hardshift-agent").into()),
-        ];
-        keys.extend(extra);
-        common::set_agent_keys(std::path::Path::new(&main), &keys);
-        let log = cp.log_path(&format!("agent-{node}"));
-        cp.net
-            .spawn_logged(node, agent.to_str().unwrap(), &["--config".into(), main], &[], &log)
-    };
     let m0_agent = start_agent(
         &mut cp,
         "master-0",

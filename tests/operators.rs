@@ -773,3 +773,321 @@ fn the_releases_machine_config_controller_renders_in_the_cluster_the_config_each
         assert!(in_cluster.contains(cur), "{node}'s currentConfig {cur} is not in the cluster");
     }
 }
+
+/// `${VAR}` in `word` from `env` (unset: empty, as systemd expands it).
+fn expand(word: &str, env: &BTreeMap<String, String>) -> String {
+    let mut out = String::new();
+    let mut rest = word;
+    while let Some(i) = rest.find("${") {
+        out.push_str(&rest[..i]);
+        let end = rest[i..].find('}').map(|e| i + e).expect("unclosed ${");
+        out.push_str(env.get(&rest[i + 2..end]).map(String::as_str).unwrap_or(""));
+        rest = &rest[end + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `KEY=VALUE` lines (an EnvironmentFile) into `env`.
+fn env_file(text: &str, env: &mut BTreeMap<String, String>) {
+    for l in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        if let Some((k, v)) = l.split_once('=') {
+            env.insert(k.trim().to_string(), v.trim().trim_matches('"').to_string());
+        }
+    }
+}
+
+/// `Environment="A=1" "B=2"` lines of a unit or drop-in into `env`.
+fn environment_lines(text: &str, env: &mut BTreeMap<String, String>) {
+    for l in text.lines().filter_map(|l| l.trim().strip_prefix("Environment=")) {
+        for kv in l.split("\" \"").map(|s| s.trim_matches('"')) {
+            if let Some((k, v)) = kv.split_once('=') {
+                env.insert(k.to_string(), v.to_string());
+            }
+        }
+    }
+}
+
+/// Issue 39, item 1: master-0 joins from the config the MCO rendered for it, its kubelet started as
+/// the MCO's kubelet.service says, through `hardshift approve-csrs` alone.
+#[test]
+#[ignore = "needs HARDSHIFT_OCP_BIN+HARDSHIFT_KUBE_BIN: OpenShift 4.18's machine-config-operator and -controller (with mcc-templates/) and the cluster-config-api render, built by hand, and the release's kube-apiserver, kube-controller-manager, kube-scheduler and kubelet"]
+fn master_0_joins_from_its_mco_rendered_config_through_approve_csrs() {
+    use common::containerd::Containerd;
+    let bin = ocp_bin();
+    let d = example_copy();
+    release_crds_into(d.path());
+    create(d.path(), &[]);
+    common::renders::mco_render_with_release_programs(d.path(), bin.to_str().unwrap());
+    let out = create(d.path(), &[]);
+    assert!(
+        text(&out.stdout).contains("merged into the MCO master base"),
+        "{}",
+        text(&out.stdout)
+    );
+    let mut cp = ControlPlane::start_from(d, |_| {});
+    let (ok, out) = cp.run_bootkube();
+    assert!(ok, "bootkube.sh failed:\n{out}");
+    let bundle = cp.bundle.path().to_path_buf();
+    let dir = bundle.to_str().unwrap().to_string();
+    // The collector on the helper, watching the API with the admin kubeconfig.
+    let collector_log = cp.log_path("collector");
+    cp.net.spawn_logged(
+        "helper",
+        env!("CARGO_BIN_EXE_hardshift"),
+        &[
+            "collector".into(),
+            "--dir".into(),
+            dir.clone(),
+            "--listen".into(),
+            format!("{HELPER_IP}:9443"),
+        ],
+        &[],
+        &collector_log,
+    );
+
+    // master-0's filesystem from its complete (MCO-merged) config; containerd (Debian's, serving
+    // the CRI that CRI-O serves on RHCOS) answering at CRI-O's socket path.
+    let m0 = NodeRoot::lay(load_ign(&bundle, "master-0"), &cp.work.path().join("master-0"));
+    let ns = cp.net.ns("master-0");
+    let ctd = Containerd::start_in(&cp.work.path().join("ctd"), Some(&ns));
+    ctd.import_pause(cp.work.path());
+    let crio = PathBuf::from(m0.map("/var/run/crio/crio.sock"));
+    std::fs::create_dir_all(crio.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(&ctd.sock, &crio).unwrap();
+
+    // The MCO's kubelet.service: its ExecStart, with the environment systemd would give it.
+    let unit = m0.unit("kubelet.service");
+    let mut env = BTreeMap::new();
+    environment_lines(&unit, &mut env);
+    for path in m0.cfg.storage.files.iter().map(|f| f.path.clone()) {
+        if path.starts_with("/etc/systemd/system/kubelet.service.d/") {
+            environment_lines(&m0.text(&path), &mut env);
+        }
+    }
+    for d in m0
+        .cfg
+        .systemd
+        .units
+        .iter()
+        .filter(|u| u.name == "kubelet.service")
+        .flat_map(|u| u.dropins.iter())
+    {
+        environment_lines(d.contents.as_deref().unwrap_or_default(), &mut env);
+    }
+    // What boot-time units write before the kubelet starts, which do not run here:
+    // - the OS image's /etc/os-release (RHCOS: ID=rhcos);
+    env.insert("ID".into(), "rhcos".into());
+    // - kubelet-auto-node-size.service: its own script, run on the node's sizing inputs;
+    let sizing = PathBuf::from(m0.map("/etc/node-sizing.env"));
+    let script = m0
+        .text("/usr/local/sbin/dynamic-system-reserved-calc.sh")
+        .replace("/etc/node-sizing.env", sizing.to_str().unwrap());
+    let script_path = cp.work.path().join("dynamic-system-reserved-calc.sh");
+    std::fs::write(&script_path, script).unwrap();
+    let mut inputs = BTreeMap::new();
+    env_file(&m0.text("/etc/node-sizing-enabled.env"), &mut inputs);
+    let (ok, out) = run(
+        "bash",
+        &[
+            script_path.to_str().unwrap(),
+            &inputs["NODE_SIZING_ENABLED"],
+            &inputs["SYSTEM_RESERVED_MEMORY"],
+            &inputs["SYSTEM_RESERVED_CPU"],
+            &inputs["SYSTEM_RESERVED_ES"],
+        ],
+    );
+    assert!(ok, "dynamic-system-reserved-calc.sh: {out}");
+    env_file(&std::fs::read_to_string(&sizing).unwrap(), &mut env);
+    // - nodeip-configuration.service (baremetal-runtimecfg's image): the node's address on the
+    //   machine network, in its 20-nodenet.conf drop-in;
+    env.insert("KUBELET_NODE_IP".into(), MASTER0_IP.into());
+    // - the kernel's hostname, which the kubelet takes with no --hostname-override: the config's.
+    env.insert("KUBELET_NODE_NAME".into(), m0.text("/etc/hostname").trim().to_string());
+    for f in ["/etc/kubernetes/kubelet-workaround", "/etc/kubernetes/kubelet-env"] {
+        if m0.cfg.storage.files.iter().any(|x| x.path == f) {
+            env_file(&m0.text(f), &mut env);
+        }
+    }
+    let words: Vec<String> = exec_start(&unit).iter().map(|w| expand(w, &env)).collect();
+    assert_eq!(words[..2], ["/usr/local/bin/kubenswrapper", "/usr/bin/kubelet"], "{words:?}");
+    let config = words
+        .iter()
+        .find_map(|w| w.strip_prefix("--config="))
+        .expect("--config")
+        .to_string();
+    // kubelet.conf as the MCO wrote it, but what this shared host cannot give: cgroupfs for
+    // systemd as PID 1, no systemCgroups (it would move this machine's processes into
+    // /system.slice), no protectKernelDefaults (it demands RHCOS's sysctls of this kernel).
+    let mapped = m0.map(&config);
+    let mut kc = hardshift_generator::config::yaml::parse(&std::fs::read_to_string(&mapped).unwrap())
+        .unwrap()
+        .value;
+    for p in ["/staticPodPath", "/authentication/x509/clientCAFile"] {
+        let f = kc.pointer_mut(p).unwrap_or_else(|| panic!("{config} has no {p}"));
+        *f = Value::String(m0.map(f.as_str().unwrap()));
+    }
+    assert_eq!(kc["cgroupDriver"], "systemd");
+    kc["cgroupDriver"] = "cgroupfs".into();
+    kc["failCgroupV1"] = false.into();
+    kc.as_object_mut().unwrap().remove("systemCgroups");
+    kc["protectKernelDefaults"] = false.into();
+    std::fs::write(&mapped, serde_json::to_string_pretty(&kc).unwrap()).unwrap();
+    let mut args: Vec<String> = vec![m0.map("/usr/local/bin/kubenswrapper"), kube_bin("kubelet").display().to_string()];
+    args.extend(words[2..].iter().filter(|w| !w.is_empty()).map(|w| match w.split_once("=/") {
+        Some((flag, path)) => format!("{flag}={}", m0.map(&format!("/{path}"))),
+        None => w.clone(),
+    }));
+    args.push(format!("--root-dir={}", m0.map("/var/lib/kubelet")));
+    args.push(format!("--cert-dir={}", m0.map("/var/lib/kubelet/pki")));
+    eprintln!("master-0's kubelet: {}", args.join(" "));
+    let kubelet_log = cp.log_path("kubelet");
+    let t0 = Instant::now();
+    let kubelet = cp.net.spawn_logged("master-0", "sh", &args, &[], &kubelet_log);
+    cp.pids.insert("kubelet".into(), kubelet);
+
+    // Its client CSR, approved by hardshift approve-csrs and nothing else.
+    let csr = cp.wait("master-0's client CSR", Duration::from_secs(120), "kubelet", |cp| {
+        pending_csr(cp, "kubernetes.io/kube-apiserver-client-kubelet")
+    });
+    let name = csr["metadata"]["name"].as_str().unwrap().to_string();
+    let out = approve_csrs(&cp);
+    assert!(out.contains(&format!("approved {name}")), "{out}");
+    let node = cp.wait("Node master-0", Duration::from_secs(120), "kubelet", |cp| {
+        let (ok, out) = cp.kubectl(&["get", "node", "master-0", "-o", "json"]);
+        if ok {
+            serde_json::from_str::<Value>(&out).map_err(|e| e.to_string())
+        } else {
+            Err(out)
+        }
+    });
+    eprintln!("master-0 registered {:?} after its kubelet started", t0.elapsed());
+    // The MCO's labels and taint, the node's address.
+    let labels = &node["metadata"]["labels"];
+    for (k, v) in [
+        ("node-role.kubernetes.io/master", ""),
+        ("node-role.kubernetes.io/control-plane", ""),
+        ("node.openshift.io/os_id", "rhcos"),
+        ("kubernetes.io/hostname", "master-0"),
+    ] {
+        assert_eq!(labels[k], v, "{k}: {labels}");
+    }
+    let taints = node["spec"]["taints"].as_array().cloned().unwrap_or_default();
+    assert!(
+        taints
+            .iter()
+            .any(|t| t["key"] == "node-role.kubernetes.io/master" && t["effect"] == "NoSchedule"),
+        "{taints:?}"
+    );
+    let addr = node["status"]["addresses"].as_array().unwrap();
+    assert!(
+        addr.iter().any(|a| a["type"] == "InternalIP" && a["address"] == MASTER0_IP),
+        "{addr:?}"
+    );
+    // Its serving CSR, the same way; then the API server reaches it.
+    let csr = cp.wait("master-0's serving CSR", Duration::from_secs(120), "kubelet", |cp| {
+        pending_csr(cp, "kubernetes.io/kubelet-serving")
+    });
+    let name = csr["metadata"]["name"].as_str().unwrap().to_string();
+    let out = approve_csrs(&cp);
+    assert!(out.contains(&format!("approved {name}")), "{out}");
+    cp.wait("the API server → kubelet proxy", Duration::from_secs(60), "kubelet", |cp| {
+        let (ok, out) = cp.kubectl(&["get", "--raw", "/api/v1/nodes/master-0/proxy/healthz"]);
+        if ok && out.trim() == "ok" {
+            Ok(())
+        } else {
+            Err(out)
+        }
+    });
+    // NotReady, for want of a CNI (the network operator's, which does not run here).
+    let ready = node_condition(&cp, "master-0", "Ready").unwrap();
+    assert_eq!(ready["status"], "False", "{ready}");
+    assert!(
+        ready["message"].as_str().unwrap_or_default().contains("NetworkReady=false"),
+        "{ready}"
+    );
+
+    // The node's agent, from master-0's config, reports; diagnose names the missing CNI (HS041)
+    // and no kubelet or CSR cause.
+    let m0_agent = start_agent(
+        &mut cp,
+        "master-0",
+        &m0,
+        vec![
+            ("cri_socket", crio.display().to_string().into()),
+            ("kubelet_cert", m0.map("/var/lib/kubelet/pki/kubelet-client-current.pem").into()),
+        ],
+    );
+    cp.pids.insert("agent-master-0".into(), m0_agent);
+    let boot_root = NodeRoot {
+        root: cp.boot.root.clone(),
+        cfg: cp.boot.cfg.clone(),
+    };
+    let boot_agent = start_agent(&mut cp, "bootstrap", &boot_root, vec![("cri_socket", "".into())]);
+    cp.pids.insert("agent-bootstrap".into(), boot_agent);
+    let diag = cp.wait(
+        "diagnose to name master-0's missing CNI",
+        Duration::from_secs(90),
+        "agent-master-0",
+        |_| {
+            let (ok, out) = run(
+                env!("CARGO_BIN_EXE_hardshift"),
+                &["diagnose", "master-0", "--dir", &dir, "-o", "json"],
+            );
+            if ok && out.contains("HS041") {
+                Ok(out)
+            } else {
+                Err(out)
+            }
+        },
+    );
+    for not in ["HS020", "HS021", "HS030"] {
+        assert!(!diag.contains(&format!("\"{not}\"")), "{not} in {diag}");
+    }
+    // The phase table: past bootkube and the CSRs, at the masters (master-0 NotReady for want of
+    // its network, the other two never registered); the CVO's step is not met (none runs here).
+    let checks = cp.wait("the phase table at the masters", Duration::from_secs(60), "agent-bootstrap", |_| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_hardshift"))
+            .args([
+                "wait-for",
+                "pivot-ready",
+                "--dir",
+                &dir,
+                "--timeout",
+                "1s",
+                "--interval",
+                "200ms",
+                "-o",
+                "json",
+            ])
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).map_err(|e| format!("{e}: {}", text(&out.stdout)))?;
+        let met = |id: &str| {
+            v["checks"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|c| c["id"] == id && c["met"] == true)
+        };
+        if ["bootstrap-booted", "bootkube", "csrs"].iter().all(|id| met(id)) && !met("masters-ready") {
+            Ok(v)
+        } else {
+            Err(v.to_string())
+        }
+    });
+    let all = checks.to_string();
+    for want in [
+        "masters-ready",
+        "master-0",
+        "master-1: no Node object (its kubelet has not registered)",
+    ] {
+        assert!(all.contains(want), "{want:?} not in {all}");
+    }
+    let (ok, phases) = run(env!("CARGO_BIN_EXE_hardshift"), &["status", "--dir", &dir]);
+    assert!(ok, "{phases}");
+    eprintln!("{phases}");
+    eprintln!("wait-for pivot-ready: {all}");
+    eprintln!("diagnose master-0: {diag}");
+    drop(ctd);
+}

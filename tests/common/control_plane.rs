@@ -12,6 +12,7 @@ use super::netns::Netns;
 use super::{create, example_copy, text};
 use hardshift_generator::ignition::{self, Config};
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -637,4 +638,76 @@ impl ControlPlane {
     pub fn restarts(&self) -> BTreeMap<String, u32> {
         self.supervised.iter().map(|(n, (_, r))| (n.clone(), *r)).collect()
     }
+}
+
+/// `hardshift approve-csrs` once, on the bootstrap, with its localhost kubeconfig; its output.
+pub fn approve_csrs(cp: &ControlPlane) -> String {
+    let kc = cp.boot.map("/etc/kubernetes/kubeconfigs/localhost.kubeconfig");
+    let (ok, out) = cp.exec(
+        "bootstrap",
+        env!("CARGO_BIN_EXE_hardshift"),
+        &["approve-csrs", "--dir", cp.bundle.path().to_str().unwrap(), "--kubeconfig", &kc],
+    );
+    assert!(ok, "approve-csrs: {out}");
+    out
+}
+
+/// Is CSR `name` still pending (neither approved nor denied)?
+pub fn still_pending(cp: &ControlPlane, name: &str) -> bool {
+    cp.kubectl_json(&["get", "csr", name])["status"].get("conditions").is_none()
+}
+
+/// The first pending CSR for `signer`.
+pub fn pending_csr(cp: &ControlPlane, signer: &str) -> Result<Value, String> {
+    let all = cp.kubectl_json(&["get", "csr"]);
+    all["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["spec"]["signerName"] == signer && c["status"].get("conditions").is_none())
+        .cloned()
+        .ok_or_else(|| format!("no pending {signer} CSR among {}", all["items"].as_array().unwrap().len()))
+}
+
+pub fn node_condition(cp: &ControlPlane, node: &str, kind: &str) -> Result<Value, String> {
+    let (ok, out) = cp.kubectl(&["get", "node", node, "-o", "json"]);
+    if !ok {
+        return Err(out);
+    }
+    let v: Value = serde_json::from_str(&out).map_err(|e| e.to_string())?;
+    v["status"]["conditions"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["type"] == kind).cloned())
+        .ok_or(format!("no {kind} condition yet"))
+}
+
+/// The node agent in `node`'s namespace with the node's own agent config and certificate (paths
+/// mapped under `root`; no system bus here, so no systemd units), reporting every half second;
+/// `extra` keys override the config's. Returns its pid.
+pub fn start_agent(cp: &mut ControlPlane, node: &str, root: &NodeRoot, extra: Vec<(&str, toml::Value)>) -> u32 {
+    let agent = super::agent_bin();
+    let main = root.map("/etc/hardshift/agent.toml");
+    let mut text = std::fs::read_to_string(&main).unwrap();
+    for f in [
+        "/etc/hardshift/agent-ca.crt",
+        "/etc/hardshift/agent.crt",
+        "/etc/hardshift/agent.key",
+        "/etc/kubernetes/",
+        "/var/lib/hardshift/",
+        "/var/lib/etcd\"",
+    ] {
+        text = text.replace(&format!("\"{f}"), &format!("\"{}", root.map(f)));
+    }
+    assert!(text.contains("interval_ms = 5000"), "{text}");
+    std::fs::write(&main, text).unwrap();
+    let mut keys: Vec<(&str, toml::Value)> = vec![
+        ("interval_ms", 500.into()),
+        ("units", toml::Value::Array(vec![])),
+        ("state_dir", root.map("/run/hardshift-agent").into()),
+    ];
+    keys.extend(extra);
+    super::set_agent_keys(Path::new(&main), &keys);
+    let log = cp.log_path(&format!("agent-{node}"));
+    cp.net
+        .spawn_logged(node, agent.to_str().unwrap(), &["--config".into(), main], &[], &log)
 }
