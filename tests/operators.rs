@@ -421,6 +421,31 @@ fn the_releases_operators_run_on_the_bundle_and_keep_its_signers() {
         std::thread::sleep(Duration::from_secs(2));
     }
     eprintln!("the three operators ran {:?}", t0.elapsed());
+    // What they cost on this machine's 2 cores: resident memory (now and peak) and CPU time.
+    for (op, pid) in &pids {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        let kb = |k: &str| {
+            status
+                .lines()
+                .find_map(|l| {
+                    l.strip_prefix(k)
+                        .map(|v| v.trim().trim_end_matches(" kB").trim().parse::<f64>().unwrap_or(0.0))
+                })
+                .unwrap_or(0.0)
+        };
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let after_comm = stat.rsplit_once(") ").map(|(_, r)| r).unwrap_or_default();
+        let f: Vec<f64> = after_comm.split(' ').map(|x| x.parse().unwrap_or(0.0)).collect();
+        // utime and stime are fields 14 and 15 of /proc/PID/stat, in clock ticks (100 a second).
+        let cpu = (f.get(11).copied().unwrap_or(0.0) + f.get(12).copied().unwrap_or(0.0)) / 100.0;
+        eprintln!(
+            "measured: {op}: RSS {:.0} MB (peak {:.0} MB), CPU {cpu:.1} s in {:.0} s ({:.1} % of a core)",
+            kb("VmRSS:") / 1024.0,
+            kb("VmHWM:") / 1024.0,
+            t0.elapsed().as_secs_f64(),
+            100.0 * cpu / t0.elapsed().as_secs_f64()
+        );
+    }
 
     // 1. Every seeded certificate and its validity annotations are unchanged.
     let after = secrets(&cp);
@@ -828,6 +853,7 @@ fn master_0_joins_from_its_mco_rendered_config_through_approve_csrs() {
     let mut cp = ControlPlane::start_from(d, |_| {});
     let (ok, out) = cp.run_bootkube();
     assert!(ok, "bootkube.sh failed:\n{out}");
+    let bootkube_done = Instant::now();
     let bundle = cp.bundle.path().to_path_buf();
     let dir = bundle.to_str().unwrap().to_string();
     // The collector on the helper, watching the API with the admin kubeconfig.
@@ -944,6 +970,10 @@ fn master_0_joins_from_its_mco_rendered_config_through_approve_csrs() {
     let kubelet_log = cp.log_path("kubelet");
     let t0 = Instant::now();
     let kubelet = cp.net.spawn_logged("master-0", "sh", &args, &[], &kubelet_log);
+    eprintln!(
+        "measured: bootkube complete → master-0's kubelet started: {:?} (the test's set-up)",
+        bootkube_done.elapsed()
+    );
     cp.pids.insert("kubelet".into(), kubelet);
 
     // Its client CSR, approved by hardshift approve-csrs and nothing else.
@@ -961,7 +991,11 @@ fn master_0_joins_from_its_mco_rendered_config_through_approve_csrs() {
             Err(out)
         }
     });
-    eprintln!("master-0 registered {:?} after its kubelet started", t0.elapsed());
+    eprintln!(
+        "measured: master-0 registered {:?} after its kubelet started, {:?} after bootkube completed",
+        t0.elapsed(),
+        bootkube_done.elapsed()
+    );
     // The MCO's labels and taint, the node's address.
     let labels = &node["metadata"]["labels"];
     for (k, v) in [
