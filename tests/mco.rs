@@ -23,8 +23,8 @@ fn mode(p: &Path) -> u32 {
 
 /// `hardshift verify --against-mcs` on the server at 127.0.0.1:`port` (verified as api-int, the
 /// name its certificate holds), with `extra` flags: the exit code and the `mcs` checks.
-fn verify_against_mcs(dir: &str, port: u16, extra: &[&str]) -> (Option<i32>, Vec<Value>) {
-    let url = format!("https://api-int.ocp4.example.com:{port}");
+fn verify_against_mcs(dir: &str, cluster: &str, port: u16, extra: &[&str]) -> (Option<i32>, Vec<Value>) {
+    let url = format!("https://api-int.{cluster}:{port}");
     let mut args = vec![
         "verify",
         "--dir",
@@ -401,10 +401,25 @@ fn a_rendered_base_gets_what_the_machine_config_server_serves_and_keeps_its_file
 #[ignore = "needs HARDSHIFT_OCP_BIN: OpenShift 4.18's machine-config-operator, machine-config-controller (with its templates as mcc-templates/) and the cluster-config-api render, built by hand"]
 fn the_releases_own_mco_renders_the_bundle_and_create_merges_it() {
     let bin = std::env::var("HARDSHIFT_OCP_BIN").expect("HARDSHIFT_OCP_BIN (see hack/tiers)");
-    let d = example_copy();
+    release_mco_judges(&example_copy(), &bin, "ocp4.example.com", "master-0", "worker-1");
+}
+
+/// The same judges on a lab with other names and addresses (`common::second_lab`).
+#[test]
+#[ignore = "needs HARDSHIFT_OCP_BIN: OpenShift 4.18's machine-config-operator, machine-config-controller (with its templates as mcc-templates/) and the cluster-config-api render, built by hand"]
+fn the_releases_own_mco_judges_a_lab_with_other_names_and_addresses() {
+    let bin = std::env::var("HARDSHIFT_OCP_BIN").expect("HARDSHIFT_OCP_BIN (see hack/tiers)");
+    let (name, domain, _) = SECOND_LAB;
+    release_mco_judges(&second_lab(), &bin, &format!("{name}.{domain}"), "cp-0", "compute-1");
+}
+
+/// The MCO's render with the release's programs over bundle `d` (cluster `cluster`), `create`'s
+/// merge checked on `master` and `worker`, then the release's machine-config server serving what
+/// every master and worker holds.
+fn release_mco_judges(d: &tempfile::TempDir, bin: &str, cluster: &str, master: &str, worker: &str) {
     let dir = d.path().to_str().unwrap();
     create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
-    common::renders::mco_render_with_release_programs(d.path(), &bin);
+    common::renders::mco_render_with_release_programs(d.path(), bin);
     let refs: Value = serde_json::from_str(&std::fs::read_to_string(d.path().join("release/image-references")).unwrap()).unwrap();
     let os = refs["spec"]["tags"]
         .as_array()
@@ -428,7 +443,7 @@ fn the_releases_own_mco_renders_the_bundle_and_create_merges_it() {
         stdout.contains("merged into the MCO master base") && stdout.contains("merged into the MCO worker base"),
         "{stdout}"
     );
-    for (node, name) in [("master-0", &names[0]), ("worker-1", &names[1])] {
+    for (node, name) in [(master, &names[0]), (worker, &names[1])] {
         let got = node_files(d.path(), node);
         let ann: Value = serde_json::from_slice(&got["/etc/machine-config-daemon/node-annotations.json"]).unwrap();
         assert_eq!(&ann["machineconfiguration.openshift.io/currentConfig"], name.as_str());
@@ -478,12 +493,12 @@ fn the_releases_own_mco_renders_the_bundle_and_create_merges_it() {
     wait_for("machine-config-server to listen", 60, || {
         std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
     });
-    let (_, mcs) = verify_against_mcs(dir, port, &[]);
+    let (_, mcs) = verify_against_mcs(dir, cluster, port, &[]);
     assert_eq!(mcs.len(), 5, "{mcs:?}");
     let log = std::fs::read_to_string(d.path().join("mcs.log")).unwrap_or_default();
     for c in &mcs {
         eprintln!("{}: {}", c["subject"], c["detail"]);
-        if c["subject"].as_str().unwrap().starts_with("worker") {
+        if c["subject"].as_str().unwrap().starts_with(worker.trim_end_matches(|c: char| c.is_ascii_digit())) {
             // The bootstrap's server refuses the worker pool: said, not failed.
             assert_eq!(c["status"], "warn", "{c}\nmachine-config-server:\n{log}");
             assert!(c["detail"].as_str().unwrap().contains("serves only the master pool"), "{c}");
@@ -611,7 +626,7 @@ fn verify_against_a_machine_config_server_names_every_difference() {
         std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
     });
     // The certificate names api-int, not the address: verified for the name, connected by address.
-    let verify = || verify_against_mcs(dir, port, &[]);
+    let verify = || verify_against_mcs(dir, "ocp4.example.com", port, &[]);
     let (code, mcs) = verify();
     let names: Vec<&str> = mcs.iter().map(|c| c["subject"].as_str().unwrap()).collect();
     assert_eq!(names, ["master-0", "master-1", "master-2", "worker-0", "worker-1"]);
@@ -643,7 +658,7 @@ fn verify_against_a_machine_config_server_names_every_difference() {
 
     // An unknown server is refused: the bundle's root CA does not sign another certificate.
     let other_ca = pki(d.path(), "etcd-ca.crt");
-    let (code, mcs) = verify_against_mcs(dir, port, &["--mcs-ca", other_ca.to_str().unwrap()]);
+    let (code, mcs) = verify_against_mcs(dir, "ocp4.example.com", port, &["--mcs-ca", other_ca.to_str().unwrap()]);
     assert_eq!(code, Some(1));
     assert!(
         mcs.iter()

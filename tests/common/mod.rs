@@ -14,6 +14,31 @@ use std::process::{Command, Output};
 pub const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/ocp4");
 
 /// A fresh copy of the example inputs (never the generated files).
+/// The cluster name, base domain, address prefix and node-name prefixes of `second_lab`.
+pub const SECOND_LAB: (&str, &str, &str) = ("edge", "lab.internal", "10.20.30.");
+
+/// The example with other names and addresses: cluster `edge.lab.internal` on 10.20.30.0/24,
+/// masters `cp-N` and workers `compute-N`, other MACs (what a test that passes only on the
+/// example's names would miss).
+pub fn second_lab() -> tempfile::TempDir {
+    let t = example_copy();
+    let (name, domain, net) = SECOND_LAB;
+    for f in ["install-config.yaml", "agent-config.yaml", "hardshift.yaml"] {
+        let p = t.path().join(f);
+        let s = std::fs::read_to_string(&p)
+            .unwrap()
+            .replace("ocp4.example.com", &format!("{name}.{domain}"))
+            .replace("baseDomain: example.com", &format!("baseDomain: {domain}"))
+            .replace("  name: ocp4", &format!("  name: {name}"))
+            .replace("192.168.126.", net)
+            .replace("hostname: master-", "hostname: cp-")
+            .replace("hostname: worker-", "hostname: compute-")
+            .replace("52:54:00:00:00:", "52:54:00:20:30:");
+        std::fs::write(&p, s).unwrap();
+    }
+    t
+}
+
 pub fn example_copy() -> tempfile::TempDir {
     let t = tempfile::tempdir().expect("tempdir");
     for f in ["install-config.yaml", "agent-config.yaml", "hardshift.yaml"] {
