@@ -498,7 +498,11 @@ fn release_mco_judges(d: &tempfile::TempDir, bin: &str, cluster: &str, master: &
     let log = std::fs::read_to_string(d.path().join("mcs.log")).unwrap_or_default();
     for c in &mcs {
         eprintln!("{}: {}", c["subject"], c["detail"]);
-        if c["subject"].as_str().unwrap().starts_with(worker.trim_end_matches(|c: char| c.is_ascii_digit())) {
+        if c["subject"]
+            .as_str()
+            .unwrap()
+            .starts_with(worker.trim_end_matches(|c: char| c.is_ascii_digit()))
+        {
             // The bootstrap's server refuses the worker pool: said, not failed.
             assert_eq!(c["status"], "warn", "{c}\nmachine-config-server:\n{log}");
             assert!(c["detail"].as_str().unwrap().contains("serves only the master pool"), "{c}");

@@ -262,7 +262,8 @@ impl ControlPlane {
             &[
                 ("bootstrap", &["192.168.126.100/24"]),
                 ("master-0", &["192.168.126.101/24"]),
-                ("helper", &["192.168.126.1/24"]),
+                // The helper holds the lab's VIPs too, for a test that runs its HAProxy.
+                ("helper", &["192.168.126.1/24", "192.168.126.10/24", "192.168.126.11/24"]),
             ],
         );
         // The load balancer's names point at the bootstrap, as HAProxy does before the pivot.
