@@ -681,14 +681,7 @@ fn master_0s_real_kubelet_joins_through_its_csrs_and_the_agent_reports_it() {
 
     // The API server reaches the kubelet with TLS verified (--kubelet-certificate-authority) and is
     // authorized by the kubelet's webhook (the bundle's RBAC for system:kube-apiserver).
-    cp.wait("the API server → kubelet proxy", Duration::from_secs(60), "kubelet", |cp| {
-        let (ok, out) = cp.kubectl(&["get", "--raw", "/api/v1/nodes/master-0/proxy/healthz"]);
-        if ok && out.trim() == "ok" {
-            Ok(())
-        } else {
-            Err(out)
-        }
-    });
+    wait_kubelet_proxy(&cp, "master-0");
     let (ok, out) = cp.kubectl(&["get", "--raw", "/api/v1/nodes/master-0/proxy/pods"]);
     assert!(ok && out.contains("\"PodList\""), "the kubelet's pods: {out}");
     // Anonymous requests to the kubelet are refused.

@@ -1076,14 +1076,7 @@ fn master_0_joins_from_its_mco_rendered_config_through_approve_csrs() {
     let name = csr["metadata"]["name"].as_str().unwrap().to_string();
     let out = approve_csrs(&cp);
     assert!(out.contains(&format!("approved {name}")), "{out}");
-    cp.wait("the API server → kubelet proxy", Duration::from_secs(60), "kubelet", |cp| {
-        let (ok, out) = cp.kubectl(&["get", "--raw", "/api/v1/nodes/master-0/proxy/healthz"]);
-        if ok && out.trim() == "ok" {
-            Ok(())
-        } else {
-            Err(out)
-        }
-    });
+    wait_kubelet_proxy(&cp, "master-0");
     // NotReady, for want of a CNI (the network operator's, which does not run here).
     let ready = node_condition(&cp, "master-0", "Ready").unwrap();
     assert_eq!(ready["status"], "False", "{ready}");

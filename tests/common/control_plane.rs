@@ -712,3 +712,17 @@ pub fn start_agent(cp: &mut ControlPlane, node: &str, root: &NodeRoot, extra: Ve
     cp.net
         .spawn_logged(node, agent.to_str().unwrap(), &["--config".into(), main], &[], &log)
 }
+
+/// Wait until the API server reaches `node`'s kubelet through its proxy (TLS verified, the
+/// kubelet's webhook authorizing it): `/healthz` answers ok.
+pub fn wait_kubelet_proxy(cp: &ControlPlane, node: &str) {
+    let path = format!("/api/v1/nodes/{node}/proxy/healthz");
+    cp.wait("the API server → kubelet proxy", Duration::from_secs(60), "kubelet", |cp| {
+        let (ok, out) = cp.kubectl(&["get", "--raw", &path]);
+        if ok && out.trim() == "ok" {
+            Ok(())
+        } else {
+            Err(out)
+        }
+    });
+}
