@@ -7,9 +7,13 @@
 # New inputs go to a scratch corpus (the repository's is read only); a crash fails the run and
 # its input is kept in target/fuzz-crashes/<target>/ (add it to the corpus once fixed).
 #   hack/fuzz.sh [TARGET...]      (default: every target)
+#   hack/fuzz.sh --build-only     (the instrumented build alone: hack/test.sh runs it at idle
+#                                  priority beside the tests, which mostly wait)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${HARDSHIFT_FUZZ_SECS:-20}
+build_only=""
+[ "${1:-}" != "--build-only" ] || { build_only=1; shift; }
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(fuzz_manifest_layer_paths fuzz_layer_extraction fuzz_yaml_front_end fuzz_collector_message_path fuzz_agent_config fuzz_crd_files fuzz_cel_rules fuzz_renders_record fuzz_render_outputs)
 export RUSTFLAGS="--cfg fuzzing -Cpasses=sancov-module --cfg fuzzing_libfuzzer -Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-level=4 -Cllvm-args=-sanitizer-coverage-pc-table -Cllvm-args=-sanitizer-coverage-trace-compares -Cllvm-args=-sanitizer-coverage-stack-depth"
@@ -23,6 +27,7 @@ for l in sys.stdin:
     if m.get("reason")=="compiler-artifact" and m.get("executable") and m["target"]["name"]=="targets": print(m["executable"])' | tail -1)
 [ -x "$build" ] || { echo "fuzz.sh: the instrumented build failed" >&2; cargo test --locked --profile fuzz -p hardshift-fuzz-targets --test targets --target "$host" --target-dir target/fuzz-cov --no-run >&2; exit 1; }
 echo "fuzz.sh: the instrumented build took $((SECONDS - t0)) s"
+[ -z "$build_only" ] || exit 0
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 failed=0

@@ -51,6 +51,12 @@ if cargo test --workspace --locked --no-run; then
 else
   failed=1; main=FAILED; boot_tests=""
 fi
+# The fuzz targets' instrumented build (its own target dir, ~330 crates a second time: the
+# longest build of the run) starts now at idle CPU and I/O priority: it takes only what the tests
+# leave, so no test waits on it, and the fuzzing after them finds most of it built.
+fuzz_build_log=$(mktemp)
+chrt --idle 0 ionice -c 3 hack/fuzz.sh --build-only >"$fuzz_build_log" 2>&1 &
+fuzz_build_pid=$!
 skips=()
 boot_pid="" boot_log=$(mktemp)
 if [ -n "$boot_tests" ]; then
@@ -68,6 +74,15 @@ rm -f "$boot_log"
 disk "the tests"
 took "the tests"
 # Coverage-guided fuzzing (libFuzzer through bolero, on stable), HARDSHIFT_FUZZ_SECS per target.
+# The rest of the instrumented build, if any, has the machine to itself now (a build failure
+# shows again below, from fuzz.sh itself).
+wait "$fuzz_build_pid"; cat "$fuzz_build_log"; rm -f "$fuzz_build_log"
+took "the rest of the fuzz build"
+# The FIPS build (the test target dir, which fuzzing does not lock) beside the fuzz runs, which use
+# one core.
+fips_build_log=$(mktemp)
+( gobin=$(hack/setup-fips.sh | tail -1) && PATH="$gobin:$PATH" cargo test --locked --features fips --test fips --test pki_openssl --no-run ) >"$fips_build_log" 2>&1 &
+fips_build_pid=$!
 hack/fuzz.sh || { failed=1; main=FAILED; }
 disk "fuzzing"
 took "fuzzing"
@@ -77,6 +92,8 @@ took "fuzzing"
 # The same keys, bundle and TLS on AWS-LC's FIPS module (`--features fips`: cmake and Go, from
 # hack/setup-fips.sh): fips: true honoured end to end, every key through openssl and FIPS 186-5.
 fips=passed
+wait "$fips_build_pid" || { tail -40 "$fips_build_log"; echo "test.sh: the FIPS build failed" >&2; }
+rm -f "$fips_build_log"
 if gobin=$(hack/setup-fips.sh | tail -1); then
   # RSA-4096 through openssl is checked by the pass above; here the FIPS module's RSA-2048 and
   # ECDSA keys are (a whole RSA-4096 PKI from the FIPS module costs minutes of CI's hour).
