@@ -236,7 +236,8 @@ fn release(bundle: &Path) -> (String, BTreeMap<String, String>, String) {
 }
 
 /// Apply one operator's payload manifests (the Deployment aside: it runs as a process). Kinds
-/// whose CRDs a bootstrap has not (Prometheus') are named, not applied.
+/// whose CRDs a bootstrap has not (Prometheus', the storage version migrator's) are named, not
+/// applied.
 fn apply_payload(cp: &ControlPlane, dir: &Path) -> Vec<String> {
     let mut skipped = vec![];
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
@@ -248,11 +249,45 @@ fn apply_payload(cp: &ControlPlane, dir: &Path) -> Vec<String> {
         }
         let (ok, out) = cp.kubectl(&["apply", "--server-side", "--force-conflicts", "-f", f.to_str().unwrap()]);
         if !ok {
-            assert!(out.contains("ServiceMonitor") || out.contains("PrometheusRule"), "{name}: {out}");
+            assert!(out.contains("no matches for kind"), "{name}: {out}");
             skipped.push(name);
         }
     }
     skipped
+}
+
+const MCO_NS: &str = "openshift-machine-config-operator";
+
+/// A payload's manifests as the release carries them: `oc adm release new` replaces the
+/// placeholder pull specs (`…placeholdernamespace:TAG`) by the release's image of TAG and
+/// `0.0.1-snapshot` by its version; then as `apply_payload`.
+fn apply_release_payload(cp: &ControlPlane, dir: &Path, version: &str, images: &BTreeMap<String, String>) -> Vec<String> {
+    const PLACEHOLDER: &str = "placeholder.url.oc.will.replace.this.org/placeholdernamespace:";
+    let out = cp
+        .work
+        .path()
+        .join(format!("payload-{}", dir.file_name().unwrap().to_string_lossy()));
+    std::fs::create_dir_all(&out).unwrap();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        let mut text = std::fs::read_to_string(&p).unwrap().replace("0.0.1-snapshot", version);
+        // What the CVO deletes, not creates (e.g. an old binding of cluster-admin).
+        if text.contains("release.openshift.io/delete: \"true\"") {
+            continue;
+        }
+        while let Some(i) = text.find(PLACEHOLDER) {
+            let tag: String = text[i + PLACEHOLDER.len()..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                .collect();
+            let image = images
+                .get(&tag)
+                .unwrap_or_else(|| panic!("{}: the release has no {tag} image", p.display()));
+            text.replace_range(i..i + PLACEHOLDER.len() + tag.len(), image);
+        }
+        std::fs::write(out.join(p.file_name().unwrap()), text).unwrap();
+    }
+    apply_payload(cp, &out)
 }
 
 /// A kubeconfig for `sa` in `ns`: a bound token from the TokenRequest API, the server and CA of
@@ -280,12 +315,23 @@ fn sa_kubeconfig(cp: &ControlPlane, ns: &str, sa: &str, dir: &Path) -> PathBuf {
 #[test]
 #[ignore = "needs HARDSHIFT_OCP_BIN+HARDSHIFT_KUBE_BIN: OpenShift 4.18's cluster-kube-apiserver-, cluster-kube-controller-manager- and cluster-etcd-operator with their payload manifests (payload/<operator>/), built by hand, and the release's kube-apiserver, kube-controller-manager, kube-scheduler and kubelet"]
 fn the_releases_operators_run_on_the_bundle_and_keep_its_signers() {
+    operators_keep_signers(example_copy());
+}
+
+/// The same on a lab with other names and addresses (`common::second_lab`).
+#[test]
+#[ignore = "needs HARDSHIFT_OCP_BIN+HARDSHIFT_KUBE_BIN: OpenShift 4.18's cluster-kube-apiserver-, cluster-kube-controller-manager- and cluster-etcd-operator with their payload manifests (payload/<operator>/), built by hand, and the release's kube-apiserver, kube-controller-manager, kube-scheduler and kubelet"]
+fn on_a_second_lab_the_releases_operators_keep_its_signers() {
+    operators_keep_signers(second_lab());
+}
+
+fn operators_keep_signers(inputs: tempfile::TempDir) {
     let bin = ocp_bin();
     let secs: u64 = std::env::var("HARDSHIFT_OPERATORS_SECS")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(180);
-    let mut cp = ControlPlane::start(&["--no-agent"]);
+    let mut cp = ControlPlane::start_inputs(inputs, &["--no-agent"]);
     let (ok, out) = cp.run_bootkube();
     assert!(ok, "bootkube.sh failed:\n{out}");
     let work = cp.work.path().join("operators");
@@ -640,18 +686,31 @@ fn sources(pool: &Value) -> Vec<String> {
 }
 
 #[test]
-#[ignore = "needs HARDSHIFT_OCP_BIN+HARDSHIFT_KUBE_BIN: OpenShift 4.18's machine-config-operator and -controller (with mcc-templates/) and the cluster-config-api render, built by hand, and the release's kube-apiserver, kube-controller-manager, kube-scheduler and kubelet"]
+#[ignore = "needs HARDSHIFT_OCP_BIN+HARDSHIFT_KUBE_BIN: OpenShift 4.18's machine-config-operator and -controller (with mcc-templates/ and the MCO's payload/machine-config-operator/) and the cluster-config-api render, built by hand, and the release's kube-apiserver, kube-controller-manager, kube-scheduler and kubelet"]
 fn the_releases_machine_config_controller_renders_in_the_cluster_the_config_each_node_was_told() {
+    mcc_renders_what_nodes_were_told(example_copy());
+}
+
+/// The same on a lab with other names and addresses (`common::second_lab`).
+#[test]
+#[ignore = "needs HARDSHIFT_OCP_BIN+HARDSHIFT_KUBE_BIN: OpenShift 4.18's machine-config-operator and -controller (with mcc-templates/ and the MCO's payload/machine-config-operator/) and the cluster-config-api render, built by hand, and the release's kube-apiserver, kube-controller-manager, kube-scheduler and kubelet"]
+fn on_a_second_lab_the_clusters_controller_renders_the_config_each_node_was_told() {
+    mcc_renders_what_nodes_were_told(second_lab());
+}
+
+fn mcc_renders_what_nodes_were_told(d: tempfile::TempDir) {
     let bin = ocp_bin();
-    let d = example_copy();
     release_crds_into(d.path());
     create(d.path(), &["--no-agent"]);
     common::renders::mco_render_with_release_programs(d.path(), bin.to_str().unwrap());
     create(d.path(), &["--no-agent"]);
     // What each node was told it runs: the MCS's node annotations in its config. A machine-config
     // daemon finding no MachineConfig of that name in the cluster degrades the node.
-    let told: BTreeMap<String, String> = ["master-0", "master-1", "master-2", "worker-0", "worker-1"]
+    let lab = Lab::of(d.path());
+    let (masters, workers) = (lab.of_role("master"), lab.of_role("worker"));
+    let told: BTreeMap<String, String> = masters
         .iter()
+        .chain(&workers)
         .map(|n| {
             let files = node_files(d.path(), n);
             let ann: Value = serde_json::from_slice(&files["/etc/machine-config-daemon/node-annotations.json"]).unwrap();
@@ -698,32 +757,18 @@ fn the_releases_machine_config_controller_renders_in_the_cluster_the_config_each
         &status.to_string(),
     ]);
     assert!(ok, "clusterversion status: {out}");
-    let pools = apply_all(&cp, &boot.join("machine-pools"));
-    let ccs = apply_all(&cp, &boot.join("controller-config"));
-    assert!(pools == 2 && ccs == 1, "pools {pools}, controller configs {ccs}");
-    // The operator names the cluster's pull secret in the ControllerConfig it writes (sync.go:
-    // `spec.PullSecret`); the bootstrap's controller was handed the same Secret's file instead.
-    let (ok, out) = cp.kubectl(&[
-        "patch",
-        "controllerconfig",
-        "machine-config-controller",
-        "--type=merge",
-        "-p",
-        r#"{"spec":{"pullSecret":{"namespace":"openshift-config","name":"pull-secret"}}}"#,
-    ]);
-    assert!(ok, "controllerconfig: {out}");
-    // The bootstrap controller's pools name its render; the cluster's pools (the MCO's bootstrap
-    // manifests, or the operator's own) name none until the cluster's controller renders.
-    for pool in ["master", "worker"] {
-        let (ok, out) = cp.kubectl(&[
-            "patch",
-            "machineconfigpool",
-            pool,
-            "--type=json",
-            "-p",
-            r#"[{"op":"remove","path":"/spec/configuration"}]"#,
-        ]);
-        assert!(ok, "{pool}: {out}");
+    // The MCO's payload as the CVO applies it (its Deployment aside: the operator runs as a
+    // process), and what it reads of other payloads: the machine API's namespace (its pools'
+    // user-data Secrets go there) and the CVO's admin-gates.
+    let (_, images, _) = release(cp.bundle.path());
+    let skipped = apply_release_payload(&cp, &bin.join("payload/machine-config-operator"), &version, &images);
+    eprintln!("machine-config-operator: payload applied; not applied (no such CRD on a bootstrap): {skipped:?}");
+    for args in [
+        &["create", "namespace", "openshift-machine-api"][..],
+        &["-n", "openshift-config-managed", "create", "configmap", "admin-gates"],
+    ] {
+        let (ok, out) = cp.kubectl(args);
+        assert!(ok, "kubectl {args:?}: {out}");
     }
     let kc = cp.boot.map("/etc/kubernetes/kubeconfigs/localhost.kubeconfig");
     let args: Vec<String> = vec![
@@ -743,11 +788,69 @@ fn the_releases_machine_config_controller_renders_in_the_cluster_the_config_each
         &log,
     );
     cp.pids.insert("machine-config-controller".into(), pid);
+    // The operator, in operator mode, as its Deployment runs it: its images.json from the
+    // ConfigMap the Deployment mounts, its service account's token.
+    let work = cp.work.path().join("mco");
+    std::fs::create_dir_all(&work).unwrap();
+    let cm = cp.kubectl_json(&["-n", MCO_NS, "get", "configmap", "machine-config-operator-images"]);
+    let images_json = work.join("images.json");
+    std::fs::write(&images_json, cm["data"]["images.json"].as_str().unwrap()).unwrap();
+    let kc = sa_kubeconfig(&cp, MCO_NS, "machine-config-operator", &work);
+    let args: Vec<String> = vec![
+        "start".into(),
+        format!("--images-json={}", images_json.display()),
+        format!("--payload-version={version}"),
+        format!("--operator-image={}", images["machine-config-operator"]),
+        format!("--kubeconfig={}", kc.display()),
+        "--metrics-listen-address=127.0.0.1:18798".into(),
+    ];
+    let log = cp.log_path("machine-config-operator");
+    let env = [("RELEASE_VERSION".to_string(), version.clone())];
+    let pid = cp.net.spawn_logged(
+        "bootstrap",
+        bin.join("machine-config-operator").to_str().unwrap(),
+        &args,
+        &env,
+        &log,
+    );
+    cp.pids.insert("machine-config-operator".into(), pid);
+    // The operator writes the ControllerConfig once its controller's Deployment has rolled out
+    // (sync.go, syncMachineConfigController). No node here runs that pod, and the controller runs
+    // as the process above: scale the Deployment to 0 once the operator made it.
+    cp.wait(
+        "the operator's controller Deployment",
+        Duration::from_secs(300),
+        "machine-config-operator",
+        |cp| {
+            let (ok, out) = cp.kubectl(&["-n", MCO_NS, "get", "deployment", "machine-config-controller"]);
+            if ok {
+                Ok(())
+            } else {
+                Err(out)
+            }
+        },
+    );
+    let (ok, out) = cp.kubectl(&["-n", MCO_NS, "scale", "deployment", "machine-config-controller", "--replicas=0"]);
+    assert!(ok, "scale: {out}");
+    let cc = cp.wait(
+        "the operator's ControllerConfig",
+        Duration::from_secs(300),
+        "machine-config-operator",
+        |cp| {
+            let (ok, out) = cp.kubectl(&["get", "controllerconfig", "machine-config-controller", "-o", "json"]);
+            if ok {
+                serde_json::from_str::<Value>(&out).map_err(|e| e.to_string())
+            } else {
+                Err(out)
+            }
+        },
+    );
+    eprintln!("the operator wrote the ControllerConfig: {}", cc["metadata"]["annotations"]);
     let t0 = Instant::now();
     // The controller renders as each of its sub-controllers (templates, kubelet and node configs,
     // registries) adds its MachineConfig: wait for the render the nodes were told of, or fail
     // with the last one and what it was made from.
-    let want = |pool: &str| told[if pool == "master" { "master-0" } else { "worker-0" }].clone();
+    let want = |pool: &str| told[if pool == "master" { &masters[0] } else { &workers[0] }].clone();
     let rendered: BTreeMap<String, Value> = cp.wait(
         "the cluster's controller to render what each node was told",
         Duration::from_secs(240),
@@ -786,8 +889,18 @@ fn the_releases_machine_config_controller_renders_in_the_cluster_the_config_each
     for (pool, p) in &rendered {
         eprintln!("{pool}: {} from {:?}", p["spec"]["configuration"]["name"], sources(p));
     }
+    // What the operator says of itself: the sync steps that wait for nodes (the daemon, the
+    // required pools) are named there, not the bundle's inputs.
+    let (_, co) = cp.kubectl(&[
+        "get",
+        "clusteroperator",
+        "machine-config",
+        "-o",
+        "jsonpath={range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{\"\\n\"}{end}",
+    ]);
+    eprintln!("clusteroperator machine-config:\n{co}");
     for (node, cur) in &told {
-        let pool = if node.starts_with("master") { "master" } else { "worker" };
+        let pool = if masters.contains(node) { "master" } else { "worker" };
         let name = rendered[pool]["spec"]["configuration"]["name"].as_str().unwrap();
         assert_eq!(
             cur,
@@ -838,9 +951,19 @@ fn environment_lines(text: &str, env: &mut BTreeMap<String, String>) {
 #[test]
 #[ignore = "needs HARDSHIFT_OCP_BIN+HARDSHIFT_KUBE_BIN: OpenShift 4.18's machine-config-operator and -controller (with mcc-templates/) and the cluster-config-api render, built by hand, and the release's kube-apiserver, kube-controller-manager, kube-scheduler and kubelet"]
 fn master_0_joins_from_its_mco_rendered_config_through_approve_csrs() {
+    master_0_joins(example_copy());
+}
+
+/// The same on a lab with other names and addresses (`common::second_lab`).
+#[test]
+#[ignore = "needs HARDSHIFT_OCP_BIN+HARDSHIFT_KUBE_BIN: OpenShift 4.18's machine-config-operator and -controller (with mcc-templates/) and the cluster-config-api render, built by hand, and the release's kube-apiserver, kube-controller-manager, kube-scheduler and kubelet"]
+fn on_a_second_lab_its_first_master_joins_from_its_mco_rendered_config() {
+    master_0_joins(second_lab());
+}
+
+fn master_0_joins(d: tempfile::TempDir) {
     use common::containerd::Containerd;
     let bin = ocp_bin();
-    let d = example_copy();
     release_crds_into(d.path());
     create(d.path(), &[]);
     common::renders::mco_render_with_release_programs(d.path(), bin.to_str().unwrap());
@@ -856,6 +979,8 @@ fn master_0_joins_from_its_mco_rendered_config_through_approve_csrs() {
     let bootkube_done = Instant::now();
     let bundle = cp.bundle.path().to_path_buf();
     let dir = bundle.to_str().unwrap().to_string();
+    let lab = cp.lab.clone();
+    let m0_name = lab.master0.as_str();
     // The collector on the helper, watching the API with the admin kubeconfig.
     let collector_log = cp.log_path("collector");
     cp.net.spawn_logged(
@@ -866,7 +991,7 @@ fn master_0_joins_from_its_mco_rendered_config_through_approve_csrs() {
             "--dir".into(),
             dir.clone(),
             "--listen".into(),
-            format!("{HELPER_IP}:9443"),
+            format!("{}:9443", lab.helper_ip),
         ],
         &[],
         &collector_log,
@@ -875,12 +1000,12 @@ fn master_0_joins_from_its_mco_rendered_config_through_approve_csrs() {
     // The lab's own HAProxy and DNS on the helper, as generated: master-0 resolves every name
     // through the lab's dnsmasq (no /etc/hosts entry of the harness) and reaches api-int through
     // the VIP, where HAProxy forwards to the bootstrap.
-    let lab = |f: &str| bundle.join("lab").join(f).display().to_string();
+    let lab_file = |f: &str| bundle.join("lab").join(f).display().to_string();
     let haproxy_log = cp.log_path("haproxy");
     let pid = cp.net.spawn_logged(
         "helper",
         "haproxy",
-        &["-db".into(), "-f".into(), lab("haproxy/haproxy.cfg")],
+        &["-db".into(), "-f".into(), lab_file("haproxy/haproxy.cfg")],
         &[],
         &haproxy_log,
     );
@@ -889,8 +1014,8 @@ fn master_0_joins_from_its_mco_rendered_config_through_approve_csrs() {
     let dns_args: Vec<String> = [
         "-d",
         "-C",
-        &lab("dnsmasq/ocp4-dns.conf"),
-        "--listen-address=192.168.126.1",
+        &lab_file(&format!("dnsmasq/{}-dns.conf", lab.name)),
+        &format!("--listen-address={}", lab.helper_ip),
         "--bind-interfaces",
         "--no-resolv",
         "--no-hosts",
@@ -902,7 +1027,7 @@ fn master_0_joins_from_its_mco_rendered_config_through_approve_csrs() {
     .collect();
     let pid = cp.net.spawn_logged("helper", "dnsmasq", &dns_args, &[], &dns_log);
     cp.pids.insert("dnsmasq".into(), pid);
-    cp.net.hosts("master-0", HELPER_IP, &[]);
+    cp.net.hosts("master-0", &lab.helper_ip, &[]);
     cp.wait(
         "api-int through the lab's DNS and HAProxy",
         Duration::from_secs(60),
@@ -911,7 +1036,7 @@ fn master_0_joins_from_its_mco_rendered_config_through_approve_csrs() {
             let (ok, out) = cp.exec(
                 "master-0",
                 "curl",
-                &["-sk", "--max-time", "3", &format!("https://api-int.{DOMAIN}:6443/readyz")],
+                &["-sk", "--max-time", "3", &format!("https://api-int.{}:6443/readyz", lab.domain)],
             );
             if ok && out.trim() == "ok" {
                 Ok(())
@@ -920,12 +1045,15 @@ fn master_0_joins_from_its_mco_rendered_config_through_approve_csrs() {
             }
         },
     );
-    let (_, resolved) = cp.exec("master-0", "getent", &["hosts", &format!("api-int.{DOMAIN}")]);
-    assert!(resolved.starts_with("192.168.126.10 "), "api-int from master-0: {resolved}");
+    let (_, resolved) = cp.exec("master-0", "getent", &["hosts", &format!("api-int.{}", lab.domain)]);
+    assert!(
+        resolved.starts_with(&format!("{} ", lab.api_vip)),
+        "api-int from {m0_name}: {resolved}"
+    );
 
     // master-0's filesystem from its complete (MCO-merged) config; containerd (Debian's, serving
     // the CRI that CRI-O serves on RHCOS) answering at CRI-O's socket path.
-    let m0 = NodeRoot::lay(load_ign(&bundle, "master-0"), &cp.work.path().join("master-0"));
+    let m0 = NodeRoot::lay(load_ign(&bundle, m0_name), &cp.work.path().join("master-0"));
     let ns = cp.net.ns("master-0");
     let ctd = Containerd::start_in(&cp.work.path().join("ctd"), Some(&ns));
     ctd.import_pause(cp.work.path());
@@ -978,7 +1106,7 @@ fn master_0_joins_from_its_mco_rendered_config_through_approve_csrs() {
     env_file(&std::fs::read_to_string(&sizing).unwrap(), &mut env);
     // - nodeip-configuration.service (baremetal-runtimecfg's image): the node's address on the
     //   machine network, in its 20-nodenet.conf drop-in;
-    env.insert("KUBELET_NODE_IP".into(), MASTER0_IP.into());
+    env.insert("KUBELET_NODE_IP".into(), lab.master0_ip.clone());
     // - the kernel's hostname, which the kubelet takes with no --hostname-override: the config's.
     env.insert("KUBELET_NODE_NAME".into(), m0.text("/etc/hostname").trim().to_string());
     for f in ["/etc/kubernetes/kubelet-workaround", "/etc/kubernetes/kubelet-env"] {
@@ -1017,12 +1145,12 @@ fn master_0_joins_from_its_mco_rendered_config_through_approve_csrs() {
     }));
     args.push(format!("--root-dir={}", m0.map("/var/lib/kubelet")));
     args.push(format!("--cert-dir={}", m0.map("/var/lib/kubelet/pki")));
-    eprintln!("master-0's kubelet: {}", args.join(" "));
+    eprintln!("{m0_name}'s kubelet: {}", args.join(" "));
     let kubelet_log = cp.log_path("kubelet");
     let t0 = Instant::now();
     let kubelet = cp.net.spawn_logged("master-0", "sh", &args, &[], &kubelet_log);
     eprintln!(
-        "measured: bootkube complete → master-0's kubelet started: {:?} (the test's set-up)",
+        "measured: bootkube complete → {m0_name}'s kubelet started: {:?} (the test's set-up)",
         bootkube_done.elapsed()
     );
     cp.pids.insert("kubelet".into(), kubelet);
@@ -1034,8 +1162,8 @@ fn master_0_joins_from_its_mco_rendered_config_through_approve_csrs() {
     let name = csr["metadata"]["name"].as_str().unwrap().to_string();
     let out = approve_csrs(&cp);
     assert!(out.contains(&format!("approved {name}")), "{out}");
-    let node = cp.wait("Node master-0", Duration::from_secs(120), "kubelet", |cp| {
-        let (ok, out) = cp.kubectl(&["get", "node", "master-0", "-o", "json"]);
+    let node = cp.wait(&format!("Node {m0_name}"), Duration::from_secs(120), "kubelet", |cp| {
+        let (ok, out) = cp.kubectl(&["get", "node", m0_name, "-o", "json"]);
         if ok {
             serde_json::from_str::<Value>(&out).map_err(|e| e.to_string())
         } else {
@@ -1043,7 +1171,7 @@ fn master_0_joins_from_its_mco_rendered_config_through_approve_csrs() {
         }
     });
     eprintln!(
-        "measured: master-0 registered {:?} after its kubelet started, {:?} after bootkube completed",
+        "measured: {m0_name} registered {:?} after its kubelet started, {:?} after bootkube completed",
         t0.elapsed(),
         bootkube_done.elapsed()
     );
@@ -1053,7 +1181,7 @@ fn master_0_joins_from_its_mco_rendered_config_through_approve_csrs() {
         ("node-role.kubernetes.io/master", ""),
         ("node-role.kubernetes.io/control-plane", ""),
         ("node.openshift.io/os_id", "rhcos"),
-        ("kubernetes.io/hostname", "master-0"),
+        ("kubernetes.io/hostname", m0_name),
     ] {
         assert_eq!(labels[k], v, "{k}: {labels}");
     }
@@ -1066,7 +1194,8 @@ fn master_0_joins_from_its_mco_rendered_config_through_approve_csrs() {
     );
     let addr = node["status"]["addresses"].as_array().unwrap();
     assert!(
-        addr.iter().any(|a| a["type"] == "InternalIP" && a["address"] == MASTER0_IP),
+        addr.iter()
+            .any(|a| a["type"] == "InternalIP" && a["address"] == lab.master0_ip.as_str()),
         "{addr:?}"
     );
     // Its serving CSR, the same way; then the API server reaches it.
@@ -1076,9 +1205,9 @@ fn master_0_joins_from_its_mco_rendered_config_through_approve_csrs() {
     let name = csr["metadata"]["name"].as_str().unwrap().to_string();
     let out = approve_csrs(&cp);
     assert!(out.contains(&format!("approved {name}")), "{out}");
-    wait_kubelet_proxy(&cp, "master-0");
+    wait_kubelet_proxy(&cp, m0_name);
     // NotReady, for want of a CNI (the network operator's, which does not run here).
-    let ready = node_condition(&cp, "master-0", "Ready").unwrap();
+    let ready = node_condition(&cp, m0_name, "Ready").unwrap();
     assert_eq!(ready["status"], "False", "{ready}");
     assert!(
         ready["message"].as_str().unwrap_or_default().contains("NetworkReady=false"),
@@ -1108,10 +1237,7 @@ fn master_0_joins_from_its_mco_rendered_config_through_approve_csrs() {
         Duration::from_secs(90),
         "agent-master-0",
         |_| {
-            let (ok, out) = run(
-                env!("CARGO_BIN_EXE_hardshift"),
-                &["diagnose", "master-0", "--dir", &dir, "-o", "json"],
-            );
+            let (ok, out) = run(env!("CARGO_BIN_EXE_hardshift"), &["diagnose", m0_name, "--dir", &dir, "-o", "json"]);
             if ok && out.contains("HS041") {
                 Ok(out)
             } else {
@@ -1156,17 +1282,18 @@ fn master_0_joins_from_its_mco_rendered_config_through_approve_csrs() {
         }
     });
     let all = checks.to_string();
+    let m1 = &lab.of_role("master")[1];
     for want in [
-        "masters-ready",
-        "master-0",
-        "master-1: no Node object (its kubelet has not registered)",
+        "masters-ready".to_string(),
+        m0_name.to_string(),
+        format!("{m1}: no Node object (its kubelet has not registered)"),
     ] {
-        assert!(all.contains(want), "{want:?} not in {all}");
+        assert!(all.contains(&want), "{want:?} not in {all}");
     }
     let (ok, phases) = run(env!("CARGO_BIN_EXE_hardshift"), &["status", "--dir", &dir]);
     assert!(ok, "{phases}");
     eprintln!("{phases}");
     eprintln!("wait-for pivot-ready: {all}");
-    eprintln!("diagnose master-0: {diag}");
+    eprintln!("diagnose {m0_name}: {diag}");
     drop(ctd);
 }

@@ -18,11 +18,66 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+/// The example's names and addresses (tests that run on the example alone); the harness itself
+/// takes every name and address from the bundle's inputs (`Lab`).
 pub const DOMAIN: &str = "ocp4.example.com";
 pub const BOOTSTRAP_IP: &str = "192.168.126.100";
 pub const MASTER0_IP: &str = "192.168.126.101";
 /// The helper (the workstation): DNS, HAProxy and the collector in the lab.
 pub const HELPER_IP: &str = "192.168.126.1";
+
+/// The lab a bundle was made for, as the harness needs it: read from its inputs as `create` reads
+/// them, so a test runs the same on the example and on a lab with other names and addresses.
+#[derive(Clone, Debug)]
+pub struct Lab {
+    /// The cluster's name (the lab's files are named for it).
+    pub name: String,
+    /// `<name>.<baseDomain>`.
+    pub domain: String,
+    pub bootstrap_ip: String,
+    /// The first master's hostname and address (its namespace is always `master-0`).
+    pub master0: String,
+    pub master0_ip: String,
+    pub helper_ip: String,
+    pub api_vip: String,
+    pub ingress_vip: String,
+    pub prefix: u8,
+    /// Every node's hostname and role (`bootstrap`, `master`, `worker`), bootstrap first.
+    pub nodes: Vec<(String, String)>,
+}
+
+impl Lab {
+    pub fn of(dir: &Path) -> Lab {
+        use hardshift_generator::config;
+        let sources = config::read_sources(dir, None).unwrap_or_else(|e| panic!("{}: {e:?}", dir.display()));
+        let c = config::build(&sources, &config::Overrides::default()).unwrap_or_else(|e| panic!("{}: {e:?}", dir.display()));
+        let role = |n: &hardshift_generator::cluster::Node| n.role.as_str().to_string();
+        let first = |r: &str| {
+            c.nodes
+                .iter()
+                .find(|n| role(n) == r)
+                .unwrap_or_else(|| panic!("no {r} in {}", dir.display()))
+        };
+        let (boot, m0) = (first("bootstrap"), first("master"));
+        Lab {
+            name: c.name.clone(),
+            domain: c.domain(),
+            bootstrap_ip: boot.ip.to_string(),
+            master0: m0.hostname.clone(),
+            master0_ip: m0.ip.to_string(),
+            helper_ip: c.helper_ip.to_string(),
+            api_vip: c.api_vip.to_string(),
+            ingress_vip: c.ingress_vip.to_string(),
+            prefix: m0.prefix,
+            nodes: c.nodes.iter().map(|n| (n.hostname.clone(), role(n))).collect(),
+        }
+    }
+
+    /// The hostnames of the nodes of `role`.
+    pub fn of_role(&self, role: &str) -> Vec<String> {
+        self.nodes.iter().filter(|(_, r)| r == role).map(|(n, _)| n.clone()).collect()
+    }
+}
 
 /// A binary of the release's Kubernetes (1.31 for OpenShift 4.18) from `HARDSHIFT_KUBE_BIN`: no
 /// registry here ships them, so the tests that need them are a tier (`#[ignore = "needs
@@ -223,6 +278,8 @@ pub struct ControlPlane {
     pub work: tempfile::TempDir,
     pub net: Netns,
     pub boot: NodeRoot,
+    /// The bundle's names and addresses.
+    pub lab: Lab,
     pub pids: BTreeMap<String, u32>,
     /// (what, how long) for hack/bench-control-plane.sh.
     pub timings: Vec<(String, Duration)>,
@@ -235,9 +292,13 @@ impl ControlPlane {
     /// A bundle (`create` with `extra` args), namespaces for the bootstrap and master-0, and the
     /// bootstrap's static pods as processes; returns once /readyz answers ok.
     pub fn start(extra: &[&str]) -> ControlPlane {
+        Self::start_inputs(example_copy(), extra)
+    }
+
+    /// As `start`, on the inputs in `bundle` (e.g. `second_lab()`).
+    pub fn start_inputs(bundle: tempfile::TempDir, extra: &[&str]) -> ControlPlane {
         // The default create embeds the agent built beside hardshift, as on a real node.
         super::agent_bin();
-        let bundle = example_copy();
         release_crds_into(bundle.path());
         create(bundle.path(), extra);
         Self::start_from(bundle, |_| {})
@@ -253,35 +314,41 @@ impl ControlPlane {
             kube_bin(b);
         }
         let work = tempfile::tempdir().unwrap();
+        let lab = Lab::of(bundle.path());
         let boot = NodeRoot::lay(load_ign(bundle.path(), "bootstrap"), &work.path().join("bootstrap"));
         tamper(&boot);
         static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let tag = format!("cp{}", SEQ.fetch_add(1, std::sync::atomic::Ordering::SeqCst));
+        let cidr = |ip: &str| format!("{ip}/{}", lab.prefix);
+        let (b, m) = (cidr(&lab.bootstrap_ip), cidr(&lab.master0_ip));
+        // The helper holds the lab's VIPs too, for a test that runs its HAProxy.
+        let (h, api, apps) = (cidr(&lab.helper_ip), cidr(&lab.api_vip), cidr(&lab.ingress_vip));
         let mut net = Netns::new(
             &tag,
             &[
-                ("bootstrap", &["192.168.126.100/24"]),
-                ("master-0", &["192.168.126.101/24"]),
-                // The helper holds the lab's VIPs too, for a test that runs its HAProxy.
-                ("helper", &["192.168.126.1/24", "192.168.126.10/24", "192.168.126.11/24"]),
+                ("bootstrap", &[b.as_str()]),
+                ("master-0", &[m.as_str()]),
+                ("helper", &[h.as_str(), api.as_str(), apps.as_str()]),
             ],
         );
         // The load balancer's names point at the bootstrap, as HAProxy does before the pivot.
+        let d = &lab.domain;
         let names = [
-            (BOOTSTRAP_IP, format!("api.{DOMAIN} api-int.{DOMAIN} bootstrap.{DOMAIN}")),
-            (MASTER0_IP, format!("master-0.{DOMAIN}")),
+            (lab.bootstrap_ip.as_str(), format!("api.{d} api-int.{d} bootstrap.{d}")),
+            (lab.master0_ip.as_str(), format!("{}.{d}", lab.master0)),
         ];
         let names: Vec<(&str, &str)> = names.iter().map(|(a, b)| (*a, b.as_str())).collect();
-        net.route("bootstrap", HELPER_IP);
-        net.route("master-0", HELPER_IP);
+        net.route("bootstrap", &lab.helper_ip);
+        net.route("master-0", &lab.helper_ip);
         for n in ["bootstrap", "master-0", "helper"] {
-            net.hosts(n, HELPER_IP, &names);
+            net.hosts(n, &lab.helper_ip, &names);
         }
         ControlPlane {
             bundle,
             work,
             net,
             boot,
+            lab,
             pids: BTreeMap::new(),
             timings: vec![],
             supervised: BTreeMap::new(),
@@ -558,7 +625,8 @@ impl ControlPlane {
         let mut cp = Self::lab(bundle);
         let pods = cp.boot.static_pods();
         let by = |n: &str| static_pod(&pods, n);
-        let p = rendered_process(&by("etcd-member-pod.yaml"), "etcd", &cp.boot, BOOTSTRAP_IP, "bootstrap");
+        let ip = cp.lab.bootstrap_ip.clone();
+        let p = rendered_process(&by("etcd-member-pod.yaml"), "etcd", &cp.boot, &ip, "bootstrap");
         cp.supervise(p);
         cp.wait_etcd_healthy(Duration::from_secs(60));
         for (pod, container) in [
@@ -566,7 +634,7 @@ impl ControlPlane {
             ("kube-controller-manager-pod.yaml", "kube-controller-manager"),
             ("kube-scheduler-pod.yaml", "kube-scheduler"),
         ] {
-            let p = rendered_process(&by(pod), container, &cp.boot, BOOTSTRAP_IP, "bootstrap");
+            let p = rendered_process(&by(pod), container, &cp.boot, &ip, "bootstrap");
             cp.supervise(p);
         }
         cp
