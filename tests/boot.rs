@@ -563,6 +563,34 @@ fn faults_a_real_lab_has() {
         "{kernel}"
     );
 
+    // A reboot loop, made on master-2: three resets with no clean shutdown (as a panic or a
+    // watchdog reboots), each waited for until its agent reports from the new boot (the VM boots
+    // through the lab again: iPXE, DHCP, Ignition). The fourth boot within 30 minutes is a loop
+    // (HS119), named from the agent's own boot history on the node's disk.
+    let boot_now = |dir: &Path| {
+        hardshift_collector::store::Store::open(&dir.join("collector/reports.db"))
+            .ok()
+            .and_then(|db| db.boot_of("master-2").ok().flatten())
+    };
+    for n in 1..=3 {
+        let before = boot_now(dir);
+        let t = Instant::now();
+        // In two seconds, so the SSH session ends first (ssh() retries a dropped connection).
+        let (ok, out) = ssh(
+            &lab,
+            &key,
+            &m2,
+            "sudo systemd-run --quiet --on-active=2 systemctl reboot --force --force",
+        );
+        assert!(ok, "reset {n}: {out}");
+        let back = lab.wait_until(Duration::from_secs(600), |_| boot_now(dir) != before);
+        assert!(back, "master-2 did not report from a new boot after reset {n}\n{}", lab.tails());
+        eprintln!("boot: master-2 reset {n}: reporting from its new boot {:.0?} later", t.elapsed());
+    }
+    let diag = diagnose_until(s, "master-2", Duration::from_secs(120), |d| d.contains("HS119"));
+    eprintln!("boot: diagnose master-2 after three resets:\n{diag}");
+    assert!(diag.contains("HS119") && diag.contains("boots within 30 minutes"), "{diag}");
+
     // worker-0's VM asked for an address the lab's DHCP has no reservation for: no lease, no
     // config, no report, and the boot lab says why.
     let vm = lab.vm("worker-0");
