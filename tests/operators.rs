@@ -707,7 +707,7 @@ fn mcc_renders_what_nodes_were_told(d: tempfile::TempDir) {
     // What each node was told it runs: the MCS's node annotations in its config. A machine-config
     // daemon finding no MachineConfig of that name in the cluster degrades the node.
     let lab = Lab::of(d.path());
-    let (masters, workers) = (lab.of_role("master"), lab.of_role("worker"));
+    let (masters, workers) = (lab.of_role(Role::Master), lab.of_role(Role::Worker));
     let told: BTreeMap<String, String> = masters
         .iter()
         .chain(&workers)
@@ -1282,7 +1282,7 @@ fn master_0_joins(d: tempfile::TempDir) {
         }
     });
     let all = checks.to_string();
-    let m1 = &lab.of_role("master")[1];
+    let m1 = &lab.of_role(Role::Master)[1];
     for want in [
         "masters-ready".to_string(),
         m0_name.to_string(),

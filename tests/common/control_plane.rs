@@ -10,6 +10,7 @@
 
 use super::netns::Netns;
 use super::{create, example_copy, text};
+pub use hardshift_generator::cluster::Role;
 use hardshift_generator::ignition::{self, Config};
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use serde_json::Value;
@@ -42,8 +43,8 @@ pub struct Lab {
     pub api_vip: String,
     pub ingress_vip: String,
     pub prefix: u8,
-    /// Every node's hostname and role (`bootstrap`, `master`, `worker`), bootstrap first.
-    pub nodes: Vec<(String, String)>,
+    /// Every node's hostname and role, bootstrap first.
+    pub nodes: Vec<(String, Role)>,
 }
 
 impl Lab {
@@ -51,14 +52,13 @@ impl Lab {
         use hardshift_generator::config;
         let sources = config::read_sources(dir, None).unwrap_or_else(|e| panic!("{}: {e:?}", dir.display()));
         let c = config::build(&sources, &config::Overrides::default()).unwrap_or_else(|e| panic!("{}: {e:?}", dir.display()));
-        let role = |n: &hardshift_generator::cluster::Node| n.role.as_str().to_string();
-        let first = |r: &str| {
+        let first = |r: Role| {
             c.nodes
                 .iter()
-                .find(|n| role(n) == r)
-                .unwrap_or_else(|| panic!("no {r} in {}", dir.display()))
+                .find(|n| n.role == r)
+                .unwrap_or_else(|| panic!("no {} in {}", r.as_str(), dir.display()))
         };
-        let (boot, m0) = (first("bootstrap"), first("master"));
+        let (boot, m0) = (first(Role::Bootstrap), first(Role::Master));
         Lab {
             name: c.name.clone(),
             domain: c.domain(),
@@ -69,13 +69,13 @@ impl Lab {
             api_vip: c.api_vip.to_string(),
             ingress_vip: c.ingress_vip.to_string(),
             prefix: m0.prefix,
-            nodes: c.nodes.iter().map(|n| (n.hostname.clone(), role(n))).collect(),
+            nodes: c.nodes.iter().map(|n| (n.hostname.clone(), n.role)).collect(),
         }
     }
 
     /// The hostnames of the nodes of `role`.
-    pub fn of_role(&self, role: &str) -> Vec<String> {
-        self.nodes.iter().filter(|(_, r)| r == role).map(|(n, _)| n.clone()).collect()
+    pub fn of_role(&self, role: Role) -> Vec<String> {
+        self.nodes.iter().filter(|(_, r)| *r == role).map(|(n, _)| n.clone()).collect()
     }
 }
 
