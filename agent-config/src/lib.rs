@@ -58,6 +58,10 @@ pub struct AgentConfig {
     /// bootkube.sh's progress record (the bootstrap only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bootkube_progress: Option<PathBuf>,
+    /// A single node's bootstrap-in-place progress record (install-to-disk on the live system,
+    /// then the post-reboot step on the installed one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_place_progress: Option<PathBuf>,
     /// etcd's data directory, for a bounded fdatasync probe at start and every hour.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub etcd_disk: Option<PathBuf>,
@@ -210,6 +214,7 @@ impl AgentConfig {
             journal_directory: None,
             state_dir: default_state_dir(),
             bootkube_progress: None,
+            in_place_progress: None,
             etcd_disk: None,
             dns: vec![],
             endpoint: vec![],

@@ -127,6 +127,15 @@ pub struct LabSettings {
     pub http_base_url: String,
 }
 
+/// Single-node OpenShift, bootstrap-in-place: the one master boots a live system that runs the
+/// bootstrap control plane, writes its own master config to `installation_disk` and reboots into it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BootstrapInPlace {
+    /// The whole disk `coreos-installer` writes (install-config's, or the host's rootDeviceHints).
+    pub installation_disk: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Cluster {
     pub name: String,
@@ -161,6 +170,9 @@ pub struct Cluster {
     /// install-config as read (for `cluster-config-v1`), pull secret removed.
     pub install_config: Value,
     pub release: crate::release::Release,
+    /// Some for single-node OpenShift (no bootstrap host: the master bootstraps itself).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bootstrap_in_place: Option<BootstrapInPlace>,
 }
 
 impl Cluster {
@@ -181,8 +193,29 @@ impl Cluster {
         self.nodes.iter().filter(move |n| n.role == role)
     }
 
+    /// The node that runs the bootstrap control plane: the bootstrap host, or a single node's
+    /// master (bootstrap-in-place).
     pub fn bootstrap(&self) -> &Node {
-        self.nodes_with_role(Role::Bootstrap).next().expect("validated: one bootstrap")
+        let sno = || self.bootstrap_in_place.as_ref().and(self.nodes_with_role(Role::Master).next());
+        self.nodes_with_role(Role::Bootstrap)
+            .next()
+            .or_else(sno)
+            .expect("validated: one bootstrap, or a single node")
+    }
+
+    /// Single-node OpenShift (bootstrap-in-place).
+    pub fn single_node(&self) -> bool {
+        self.bootstrap_in_place.is_some()
+    }
+
+    /// The bootstrap etcd's member and pod name: the installer's for a single node, whose member
+    /// stays the cluster's (cluster-etcd-operator's render, `etcd-<hostname>`).
+    pub fn bootstrap_etcd_name(&self) -> String {
+        if self.single_node() {
+            format!("etcd-{}", self.bootstrap().hostname)
+        } else {
+            "etcd-bootstrap".into()
+        }
     }
 
     /// The first address of the first service network: the in-cluster `kubernetes` service.

@@ -13,6 +13,7 @@ mod disk;
 mod etcd;
 mod hardware;
 mod host;
+mod in_place;
 mod install;
 mod kernel;
 mod machine;
@@ -194,6 +195,19 @@ enum Command {
         #[arg(short = 'n', default_value_t = debug::DEFAULT_LINES)]
         lines: u32,
     },
+    /// A single node's master config, made on its live system: the config `create` wrote for
+    /// the master with what only the live system holds carried in (run by the install-to-disk step).
+    InPlaceConfig {
+        /// The master's config as `create` wrote it.
+        #[arg(long)]
+        base: PathBuf,
+        /// SRC[=DEST]: a file or directory of the live system to place at DEST.
+        #[arg(long)]
+        carry: Vec<String>,
+        /// Where to write the config (0600, atomically).
+        #[arg(long)]
+        output: PathBuf,
+    },
 }
 
 /// Logs go to stderr (the journal, under systemd), one line each.
@@ -303,6 +317,19 @@ fn main() -> std::process::ExitCode {
     use clap::Parser;
     let cli = Cli::parse();
     logging(cli.verbose);
+    // Needs no agent config: it runs before the node has reported anything.
+    if let Some(Command::InPlaceConfig { base, carry, output }) = &cli.command {
+        return match in_place::run(base, carry, output) {
+            Ok(summary) => {
+                println!("{summary}");
+                std::process::ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("hardshift-agent in-place-config: {e}");
+                std::process::ExitCode::from(2)
+            }
+        };
+    }
     let cfg = match config::load(&cli.config) {
         Ok(c) => c,
         Err(e) => {
@@ -330,6 +357,7 @@ fn main() -> std::process::ExitCode {
             std::process::ExitCode::SUCCESS
         }
         Command::Logs { unit, container, lines } => logs(&rt, &cfg, unit, container, lines),
+        Command::InPlaceConfig { .. } => unreachable!("handled before the config is read"),
         Command::Run => {
             rt.block_on(run(cfg));
             std::process::ExitCode::SUCCESS

@@ -39,6 +39,60 @@ pub fn second_lab() -> tempfile::TempDir {
     t
 }
 
+/// `lab` reshaped to single-node OpenShift as the installer takes it: one control-plane replica,
+/// no workers, `bootstrapInPlace` with its installation disk, and agent-config's first master alone
+/// (no bootstrap host).
+pub fn single_node(lab: tempfile::TempDir) -> tempfile::TempDir {
+    let ic = lab.path().join("install-config.yaml");
+    let s = std::fs::read_to_string(&ic)
+        .unwrap()
+        .replace("  replicas: 3\n", "  replicas: 1\n")
+        .replace("  replicas: 2\n", "  replicas: 0\n")
+        .replace(
+            "platform:\n",
+            "bootstrapInPlace:\n  installationDisk: /dev/disk/by-id/wwn-0x64cd98f04fde100024684cf3034da5c2\nplatform:\n",
+        );
+    std::fs::write(&ic, s).unwrap();
+    let ac = lab.path().join("agent-config.yaml");
+    let text = std::fs::read_to_string(&ac).unwrap();
+    let (head, hosts) = text.split_once("\nhosts:\n").expect("agent-config has hosts");
+    let first_master = hosts
+        .split("\n- ")
+        .map(|h| h.trim_start_matches("- "))
+        .find(|h| h.contains("role: master"))
+        .expect("a master");
+    // The rendezvous IP is the node's own.
+    let ip = first_master
+        .split("- ip: ")
+        .nth(1)
+        .and_then(|s| s.lines().next())
+        .unwrap()
+        .trim()
+        .to_string();
+    let head: String = head
+        .lines()
+        .map(|l| {
+            if l.starts_with("rendezvousIP:") {
+                format!("rendezvousIP: {ip}")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(&ac, format!("{head}\nhosts:\n- {first_master}\n")).unwrap();
+    // No VIPs: the node answers api, api-int and *.apps itself.
+    let hs = lab.path().join("hardshift.yaml");
+    let s: String = std::fs::read_to_string(&hs)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with("loadBalancer:") && !l.contains("apiVIP:") && !l.contains("ingressVIP:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&hs, s).unwrap();
+    lab
+}
+
 pub fn example_copy() -> tempfile::TempDir {
     let t = tempfile::tempdir().expect("tempdir");
     for f in ["install-config.yaml", "agent-config.yaml", "hardshift.yaml"] {

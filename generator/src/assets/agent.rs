@@ -109,7 +109,9 @@ pub fn settings(c: &Cluster, n: &Node) -> AgentConfig {
     let mut a = AgentConfig::new(
         format!("{host}:{}", c.collector_port),
         n.hostname.clone(),
-        n.role.as_str().to_string(),
+        // A single node is its cluster's master in both its stages (its live system's config is
+        // made as the bootstrap's).
+        if c.single_node() { "master" } else { n.role.as_str() }.to_string(),
         CA.into(),
         CERT.into(),
         KEY.into(),
@@ -146,6 +148,9 @@ pub fn settings(c: &Cluster, n: &Node) -> AgentConfig {
         a.bootkube_progress = Some(super::paths::BOOTKUBE_PROGRESS.into());
         // The bootstrap's kubelet runs standalone: it never has a client certificate to watch.
         a.kubelet_cert = "".into();
+    }
+    if c.single_node() {
+        a.in_place_progress = Some(super::in_place::PROGRESS.into());
     }
     (a.dns, a.endpoint) = dns_checks(c, n);
     a.registry = Some(registry_check(c));

@@ -4,6 +4,18 @@
 
 use super::paths::*;
 
+/// `record RESULT [ERROR]`: the step's progress record (`{"stage","result","lastError","time"}`,
+/// replaced atomically) at `$PROGRESS`, read by the node agent; `$stage` names the step.
+pub const RECORD: &str = r#"record() { # record RESULT [ERROR]
+    mkdir -p "$(dirname "$PROGRESS")"
+    local err=${2:-}
+    err=${err//\\/\\\\}; err=${err//\"/\\\"}; err=${err//$'\n'/ }
+    printf '{"stage":"%s","result":"%s","lastError":"%s","time":"%s"}\n' \
+        "$stage" "$1" "$err" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$PROGRESS.tmp" && mv "$PROGRESS.tmp" "$PROGRESS"
+    echo "$(basename "$0"): $stage: $1 ${2:-}"
+}
+"#;
+
 pub fn script() -> String {
     format!(
         r#"#!/bin/bash
@@ -19,15 +31,7 @@ OC=$(command -v oc || command -v kubectl)
 export KUBECONFIG
 
 stage=start
-record() {{ # record RESULT [ERROR]
-    mkdir -p "$(dirname "$PROGRESS")"
-    local err=${{2:-}}
-    err=${{err//\\/\\\\}}; err=${{err//\"/\\\"}}; err=${{err//$'\n'/ }}
-    printf '{{"stage":"%s","result":"%s","lastError":"%s","time":"%s"}}\n' \
-        "$stage" "$1" "$err" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$PROGRESS.tmp" && mv "$PROGRESS.tmp" "$PROGRESS"
-    echo "bootkube: $stage: $1 ${{2:-}}"
-}}
-
+{RECORD}
 # wait_for NAME TIMEOUT COMMAND...
 wait_for() {{
     stage=$1; local timeout=$2; shift 2
@@ -98,6 +102,10 @@ patch_status infrastructure-status infrastructure "$ASSETS/infrastructure-status
 # without the entry for their version.
 if [ -e "$ASSETS/featuregate-status.json" ]; then
     patch_status featuregate-status featuregate "$ASSETS/featuregate-status.json"
+fi
+# Where the routers go by default (a single control-plane node hosts them itself).
+if [ -e "$ASSETS/ingress-status.json" ]; then
+    patch_status ingress-status ingresses.config.openshift.io "$ASSETS/ingress-status.json"
 fi
 
 # Only now may the cluster-version-operator start: it needs the CRDs, FeatureGate and ClusterVersion.

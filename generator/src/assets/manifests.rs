@@ -77,16 +77,31 @@ pub fn infrastructure_name(c: &Cluster, pki: &Pki) -> String {
     format!("{}-{suffix}", prefix.trim_end_matches('-'))
 }
 
+/// The installer's rule (`pkg/asset/manifests/topologies.go`): fewer than three masters is a
+/// single-replica control plane; the infrastructure follows the workers (none: as the control
+/// plane; one: single-replica; more: highly available).
 fn topology(c: &Cluster) -> (&'static str, &'static str) {
     let masters = c.nodes_with_role(Role::Master).count();
     let workers = c.nodes_with_role(Role::Worker).count();
-    let control = if masters == 1 { "SingleReplica" } else { "HighlyAvailable" };
-    let infra = if masters == 1 && workers == 0 {
-        "SingleReplica"
-    } else {
-        "HighlyAvailable"
+    let control = if masters < 3 { "SingleReplica" } else { "HighlyAvailable" };
+    let infra = match workers {
+        0 => control,
+        1 => "SingleReplica",
+        _ => "HighlyAvailable",
     };
     (control, infra)
+}
+
+/// The status bootkube patches onto `ingresses.config.openshift.io/cluster`, as the installer
+/// writes it (`pkg/asset/manifests/ingress.go`): on platform none a single-replica control plane
+/// hosts the routers itself, with no load balancer in front.
+pub fn ingress_status(c: &Cluster) -> Value {
+    let placement = if topology(c).0 == "SingleReplica" {
+        "ControlPlane"
+    } else {
+        "Workers"
+    };
+    json!({"status": {"defaultPlacement": placement}})
 }
 
 /// The status bootkube patches onto `infrastructure/cluster` (status is a subresource: `apply`
@@ -297,6 +312,19 @@ fn cluster_config(c: &Cluster) -> Value {
 
 fn etcd_endpoints(c: &Cluster) -> Value {
     let bootstrap_ip = c.bootstrap().ip.to_string();
+    if c.single_node() {
+        // The node's own member stays: cluster-etcd-operator's render fills the endpoints as its
+        // endpoint controller would (key: the address in unpadded base64), with no bootstrap
+        // annotation (there is no bootstrap member to remove).
+        use base64::Engine;
+        let key = base64::engine::general_purpose::STANDARD_NO_PAD.encode(&bootstrap_ip);
+        let ep = ConfigMap {
+            metadata: meta("etcd-endpoints", Some("openshift-etcd")),
+            data: Some(BTreeMap::from([(key, bootstrap_ip)])),
+            ..Default::default()
+        };
+        return typed(&ep);
+    }
     let mut ep_meta = meta("etcd-endpoints", Some("openshift-etcd"));
     ep_meta.annotations = Some(BTreeMap::from([(
         "alpha.installer.openshift.io/etcd-bootstrap".to_string(),

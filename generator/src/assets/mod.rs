@@ -5,6 +5,7 @@ pub mod agent;
 pub mod bootkube;
 pub mod control_plane;
 pub mod featuregates;
+pub mod in_place;
 pub mod kubelet;
 pub mod manifests;
 pub mod mcs;
@@ -96,9 +97,12 @@ pub fn ignitions_of(c: &Cluster, pki: &Pki, extras: &Extras, which: &(dyn Fn(&cr
         .par_iter()
         .filter(|n| which(n))
         .map(|n| {
-            let add = parts::node_config(&shared, n);
             let base = bases.get(&n.role);
-            let (cfg, report) = ignition::build_with(&add, base, &encode);
+            let (cfg, report) = if c.single_node() {
+                in_place::config(&shared, c, n, base, &encode)
+            } else {
+                ignition::build_with(&parts::node_config(&shared, n), base, &encode)
+            };
             let body = ignition::to_json_body(&cfg, &pieces);
             NodeIgnition {
                 hostname: n.hostname.clone(),

@@ -321,6 +321,11 @@ pub fn status(x: &Ctx, _: &Node) -> Placed {
     if let Some(fg) = manifests::featuregate_status(x.cluster) {
         f.push(NodeFile::new(format!("{ASSET_DIR}/featuregate-status.json"), PUBLIC, json(&fg)));
     }
+    f.push(NodeFile::new(
+        format!("{ASSET_DIR}/ingress-status.json"),
+        PUBLIC,
+        json(&manifests::ingress_status(x.cluster)),
+    ));
     files(f)
 }
 

@@ -89,15 +89,16 @@ fn secret(name: &str) -> String {
 /// Single-member etcd on the bootstrap IP.
 pub fn etcd_bootstrap(c: &Cluster) -> Pod {
     let ip = c.bootstrap().ip;
+    let name = c.bootstrap_etcd_name();
     let cmd: Vec<String> = vec![
         "/usr/bin/etcd".into(),
-        "--name=etcd-bootstrap".into(),
+        format!("--name={name}"),
         "--data-dir=/var/lib/etcd".into(),
         "--listen-client-urls=https://0.0.0.0:2379".into(),
         format!("--advertise-client-urls=https://{ip}:2379"),
         "--listen-peer-urls=https://0.0.0.0:2380".into(),
         format!("--initial-advertise-peer-urls=https://{ip}:2380"),
-        format!("--initial-cluster=etcd-bootstrap=https://{ip}:2380"),
+        format!("--initial-cluster={name}=https://{ip}:2380"),
         "--initial-cluster-state=new".into(),
         "--initial-cluster-token=openshift-etcd".into(),
         format!("--cert-file={}", secret("etcd-server.crt")),
@@ -122,7 +123,7 @@ pub fn etcd_bootstrap(c: &Cluster) -> Pod {
         ..Default::default()
     };
     pod(
-        meta("etcd-bootstrap", "openshift-etcd", "etcd"),
+        meta(&name, "openshift-etcd", "etcd"),
         container,
         vec![
             host_path("etcd-data", "/var/lib/etcd", Some("DirectoryOrCreate")),

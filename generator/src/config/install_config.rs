@@ -35,6 +35,15 @@ pub struct InstallConfig {
     pub proxy: Option<Proxy>,
     #[serde(default)]
     pub fips: bool,
+    /// Single-node OpenShift: the node bootstraps itself, then installs to this disk.
+    pub bootstrap_in_place: Option<BootstrapInPlace>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BootstrapInPlace {
+    #[serde(default)]
+    pub installation_disk: String,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

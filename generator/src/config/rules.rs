@@ -32,6 +32,30 @@ pub fn dns1123_subdomain(s: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// A disk `coreos-installer install` writes: one absolute device path under /dev, which a script
+/// passes as one argument (the installer pastes it into a shell line unchecked: a space there adds
+/// arguments).
+pub fn device_path(s: &str) -> Result<(), String> {
+    if s.is_empty() {
+        return Err("must not be empty".into());
+    }
+    if !s.starts_with("/dev/") || s.len() == "/dev/".len() {
+        return Err(format!(
+            "{s:?} is not a device path (expected e.g. /dev/disk/by-id/wwn-0x5000c500a0b1c2d3 or /dev/sda)"
+        ));
+    }
+    let ok = |c: char| c.is_ascii_alphanumeric() || "/._:+@=-".contains(c);
+    if let Some(bad) = s.chars().find(|c| !ok(*c)) {
+        return Err(format!(
+            "{s:?} contains {bad:?}: a device path is letters, digits and / . _ : + @ = - only"
+        ));
+    }
+    if s.split('/').any(|c| c == "..") || s.ends_with('/') {
+        return Err(format!("{s:?} is not a plain device path (no `..`, no trailing /)"));
+    }
+    Ok(())
+}
+
 pub fn cidr(s: &str) -> Result<IpNet, String> {
     let net: IpNet = s
         .parse()
@@ -173,5 +197,30 @@ mod tests {
         assert!(cidr("10.0.0.1/8").is_err());
         assert!(overlaps(&cidr("10.0.0.0/8").unwrap(), &cidr("10.128.0.0/14").unwrap()));
         assert!(!overlaps(&cidr("10.0.0.0/16").unwrap(), &cidr("10.1.0.0/16").unwrap()));
+    }
+
+    #[test]
+    fn device_paths() {
+        for ok in [
+            "/dev/sda",
+            "/dev/vda",
+            "/dev/nvme0n1",
+            "/dev/disk/by-id/wwn-0x64cd98f04fde100024684cf3034da5c2",
+            "/dev/disk/by-path/pci-0000:00:1f.2-ata-1",
+        ] {
+            assert!(device_path(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "sda",
+            "/dev/",
+            "/dev/sda --append-karg foo",
+            "/dev/sda;reboot",
+            "/dev/../etc/passwd",
+            "/dev/disk/by-id/",
+            "/dev/sda$(id)",
+        ] {
+            assert!(device_path(bad).is_err(), "{bad:?}");
+        }
     }
 }

@@ -57,6 +57,7 @@ pub fn objects(bootstrap: &Config, mco_manifests: &[(String, Vec<u8>)]) -> Resul
     for (file, kind) in [
         ("infrastructure-status.json", "Infrastructure"),
         ("featuregate-status.json", "FeatureGate"),
+        ("ingress-status.json", "Ingress"),
     ] {
         let status_path = format!("{ASSET_DIR}/{file}");
         let Some((_, bytes)) = top.iter().find(|(p, _)| *p == status_path) else {

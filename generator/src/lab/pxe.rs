@@ -26,6 +26,15 @@ pub fn ip_arg(n: &Node) -> String {
 /// Kernel arguments for node `n`.
 pub fn kargs(c: &Cluster, n: &Node, install_dev: &str) -> String {
     let base = &c.lab.http_base_url;
+    if c.single_node() {
+        // A single node runs its bootstrap in the live system, which applies the config itself;
+        // it writes its installation disk later, from there (bootstrap-in-place).
+        return format!(
+            "coreos.live.rootfs_url={base}/{ROOTFS} ignition.firstboot ignition.platform.id=metal ignition.config.url={base}/ignition/{}.ign {} console=tty0 console=ttyS0",
+            n.hostname,
+            ip_arg(n)
+        );
+    }
     format!(
         "coreos.live.rootfs_url={base}/{ROOTFS} coreos.inst.install_dev={install_dev} coreos.inst.ignition_url={base}/ignition/{}.ign {} console=tty0 console=ttyS0",
         n.hostname,

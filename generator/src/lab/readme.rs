@@ -49,18 +49,55 @@ API and api-int: {api} · `*.apps`: {ingress} · helper (DNS, DHCP, HAProxy, HTT
    nftables table where firewalld is absent), NAT masquerade for the lab network (firewalld
    overrides libvirt's own rules), IPv4 forwarding, and SELinux `haproxy_connect_any`. It only
    changes what is missing; run it again after a reboot of the helper.
-6. **HAProxy**: `haproxy/haproxy.cfg` as `/etc/haproxy/haproxy.cfg`; check with
+{last}"#,
+        api = c.api_vip,
+        ingress = c.ingress_vip,
+        helper = c.helper_ip,
+        last = if c.single_node() { single_node(c) } else { HA_STEPS.into() },
+    )
+}
+
+/// Steps 6–8 of a cluster with a bootstrap host.
+const HA_STEPS: &str = "6. **HAProxy**: as `/etc/haproxy/haproxy.cfg`; check with
    `haproxy -c -f haproxy/haproxy.cfg`. TCP mode, TCP checks only. Stats on :9000/stats.
 7. **Machines**: `scripts/virt-install.sh` creates the VMs (PXE, then disk). On bare metal, or when
    booting the live ISO by hand, run `scripts/coreos-installer.sh <node>` on each node: it installs
    with that node's Ignition URL and `--ignition-hash sha256-...`, so a changed file is refused.
 8. **The pivot**: only when etcd has its members on the masters, the bootstrap member is gone and
-   kube-apiserver runs on the masters (bootkube's "complete" is not enough), replace the HAProxy
+   kube-apiserver runs on the masters (bootkube's \"complete\" is not enough), replace the HAProxy
    config with `haproxy/haproxy-post-pivot.cfg` (`haproxy -c -f` it first), reload HAProxy, and shut
    the bootstrap node down.
+";
+
+/// Steps 6–8 of a single node (bootstrap-in-place).
+fn single_node(c: &Cluster) -> String {
+    let n = c.bootstrap();
+    let disk = c
+        .bootstrap_in_place
+        .as_ref()
+        .map(|b| b.installation_disk.as_str())
+        .unwrap_or_default();
+    let lb = if c.api_vip == n.ip && c.ingress_vip == n.ip {
+        format!("No load balancer: api, api-int and `*.apps` resolve to the node itself ({}), which serves the API and the routers (ingress `defaultPlacement: ControlPlane`); `haproxy/` is there only if you put VIPs in front later.", n.ip)
+    } else {
+        "HAProxy: `haproxy/haproxy.cfg` as `/etc/haproxy/haproxy.cfg` (hardshift.yaml names VIPs, so the node is behind them); check with `haproxy -c -f haproxy/haproxy.cfg`.".into()
+    };
+    format!(
+        r#"6. **Single node** ({host}, bootstrap-in-place): {lb} The node needs 8 vCPUs, 16 GB of RAM
+   (32 GB is safer) and an installation disk of at least 120 GB: `{disk}`, written whole.
+7. **Boot it** into the RHCOS live system with `ignition/{host}.ign` (the installer calls it
+   `bootstrap-in-place-for-live-iso.ign`): by PXE (the generated configs pass
+   `ignition.config.url`, no `coreos.inst.*`), or the live ISO with the config embedded:
+   `coreos-installer iso ignition embed -fi ignition/{host}.ign rhcos-live.iso`. Do not run
+   `scripts/coreos-installer.sh` for it: the node writes its own disk.
+8. **Watch it**: the live system runs the bootstrap control plane (bootkube), then
+   `hardshift-install-to-disk.service` stops etcd, makes the master's config
+   (`/opt/openshift/master.ign`), runs `coreos-installer install -n -i /opt/openshift/master.ign {disk}`
+   and reboots. From the disk, `hardshift-post-reboot.service` finishes the bootstrap (its
+   CSRs approved, the leftovers removed). `hardshift wait-for bootstrap-complete` and
+   `hardshift wait-for install-complete` follow both stages; the node's agent reports from both
+   under the same name.
 "#,
-        api = c.api_vip,
-        ingress = c.ingress_vip,
-        helper = c.helper_ip,
+        host = n.hostname,
     )
 }

@@ -165,7 +165,8 @@ fn stage_first(req: &Request, c: &Cluster, partial: &pki::Pki, extras: &Extras, 
         let sha = bundle::sha256_hex(&b.bytes);
         st.keep(super::record::kept_agent(&req.dir, &sha), &b.bytes, 0o755)?;
     }
-    let nodes = assets::ignitions_of(c, partial, extras, &|n| n.role != Role::Bootstrap);
+    // A single node's config holds the bootstrap's parts: it waits for the whole PKI.
+    let nodes = assets::ignitions_of(c, partial, extras, &|n| n.role != Role::Bootstrap && !c.single_node());
     let mut files: Vec<_> = nodes.iter().map(bundle::ignition_file).collect();
     files.extend(bundle::pki_files(partial));
     let mut lab = bundle::Bundle::default();

@@ -132,6 +132,7 @@ fn written_bootstrap(dir: &Path, cluster: &Cluster) -> Result<render::diff::Side
         .nodes
         .iter()
         .find(|n| n.role == crate::cluster::Role::Bootstrap)
+        .or(cluster.single_node().then(|| cluster.bootstrap()))
         .ok_or_else(|| Error::input("the inventory has no bootstrap node"))?;
     let path = crate::layout::ignition(&node.hostname);
     let bytes = fsio::read_current(dir, &path).ok_or_else(|| {

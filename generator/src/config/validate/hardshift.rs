@@ -23,10 +23,13 @@ pub(super) fn hardshift(
     let pki = pki(hs, ov, r);
     lab(hs, r);
     let dns_records = dns_records(hs, ic, hosts, nets, r);
+    let bm = |k: &str| ic.platform.get("baremetal").and_then(|b| b.get(k)).is_some();
     Settings {
         dns_records,
         api_vip,
         ingress_vip,
+        api_vip_given: hs.load_balancer.api_vip.is_some() || bm("apiVIPs"),
+        ingress_vip_given: hs.load_balancer.ingress_vip.is_some() || bm("ingressVIPs"),
         helper_ip,
         helper_ip_text: helper_ip.map(|i| i.to_string()).unwrap_or_default(),
         collector_address,

@@ -111,7 +111,9 @@ impl Seen {
 fn replicas(ac: &AgentConfig, ic: &InstallConfig, nodes: &[Node], r: &mut Reporter) {
     let count = |role| nodes.iter().filter(|n| n.role == role).count();
     let bootstraps = count(Role::Bootstrap);
-    if !ac.hosts.is_empty() && bootstraps != 1 {
+    if let Some(bip) = &ic.bootstrap_in_place {
+        in_place(ac, &bip.installation_disk, r);
+    } else if !ac.hosts.is_empty() && bootstraps != 1 {
         r.error(
             "hosts",
             format!("exactly one host must have `role: bootstrap`, found {bootstraps}"),
@@ -137,6 +139,52 @@ fn replicas(ac: &AgentConfig, ic: &InstallConfig, nodes: &[Node], r: &mut Report
             format!("{workers} hosts have `role: worker` but install-config compute[0].replicas is {want_workers}"),
             None,
         );
+    }
+}
+
+/// A single node (install-config bootstrapInPlace) bootstraps itself: no bootstrap host, and its
+/// installation disk named once, by install-config or by its rootDeviceHints.
+fn in_place(ac: &AgentConfig, install_disk: &str, r: &mut Reporter) {
+    for (i, h) in ac.hosts.iter().enumerate() {
+        if h.role == "bootstrap" {
+            r.error(
+                &format!("hosts[{i}].role"),
+                format!(
+                    "{:?} is a bootstrap host, but install-config's bootstrapInPlace makes a single node that bootstraps itself",
+                    h.hostname
+                ),
+                Some(format!(
+                    "remove hosts[{i}], or remove `bootstrapInPlace` from install-config for a cluster with a bootstrap host"
+                )),
+            );
+        }
+    }
+    let Some((i, h)) = ac.hosts.iter().enumerate().find(|(_, h)| h.role != "bootstrap") else {
+        return;
+    };
+    let hint = h
+        .root_device_hints
+        .as_ref()
+        .and_then(|r| r.get("deviceName"))
+        .and_then(|v| v.as_str());
+    let here = format!("hosts[{i}].rootDeviceHints.deviceName");
+    match hint {
+        Some(d) if !install_disk.is_empty() && d != install_disk => r.error(
+            &here,
+            format!("{d:?} is not install-config's bootstrapInPlace.installationDisk {install_disk:?}: which disk is written?"),
+            Some("name the installation disk once: in install-config, or here".into()),
+        ),
+        Some(d) => {
+            if let Err(e) = rules::device_path(d) {
+                r.error(&here, e, Some("name the whole disk the node installs to, e.g. /dev/disk/by-id/wwn-0x…".into()));
+            }
+        }
+        None if install_disk.is_empty() => r.error(
+            &format!("hosts[{i}]"),
+            "a single node needs its installation disk: install-config's bootstrapInPlace.installationDisk is empty and this host has no rootDeviceHints.deviceName",
+            Some("set `bootstrapInPlace: {installationDisk: /dev/disk/by-id/…}` in install-config (as openshift-install takes it)".into()),
+        ),
+        None => {}
     }
 }
 

@@ -15,6 +15,7 @@ pub(super) fn install_config(ic: &InstallConfig, r: &mut Reporter) -> Networks {
     let nets = networks(ic, r);
     platform(ic, r);
     replicas(ic, r);
+    bootstrap_in_place(ic, r);
     secrets_and_trust(ic, r);
     mirrors(ic, r);
     proxy(ic, r);
@@ -350,5 +351,39 @@ fn replicas(ic: &InstallConfig, r: &mut Reporter) {
     }
     if ic.compute.len() > 1 {
         r.error("compute", "only one compute pool (worker) is supported", None);
+    }
+}
+
+/// Single-node OpenShift (bootstrapInPlace) as the installer's bootstrap-in-place asset checks it
+/// (one control-plane replica), and what it leaves to chance: no workers (with any, the
+/// infrastructure is HighlyAvailable and the masters unschedulable), and a disk that is one device
+/// path (the installer pastes it into a shell line). An empty disk is allowed here: agent-config's
+/// rootDeviceHints may name it (judged with the hosts).
+fn bootstrap_in_place(ic: &InstallConfig, r: &mut Reporter) {
+    let Some(bip) = &ic.bootstrap_in_place else { return };
+    if let Some(n) = ic.control_plane.as_ref().and_then(|c| c.replicas).filter(|n| *n != 1) {
+        r.error(
+            "controlPlane.replicas",
+            format!("bootstrapInPlace (single-node OpenShift) requires a single control-plane replica, found {n}"),
+            Some("set `controlPlane.replicas: 1`, or remove `bootstrapInPlace` for a cluster with a bootstrap host".into()),
+        );
+    }
+    for (i, pool) in ic.compute.iter().enumerate() {
+        if let Some(n) = pool.replicas.filter(|n| *n > 0) {
+            r.error(
+                &format!("compute[{i}].replicas"),
+                format!("a single-node cluster (bootstrapInPlace) has no workers, found replicas {n}"),
+                Some("set `replicas: 0`; workers join a single node later, as day-2 nodes".into()),
+            );
+        }
+    }
+    if !bip.installation_disk.is_empty() {
+        if let Err(e) = rules::device_path(&bip.installation_disk) {
+            r.error(
+                "bootstrapInPlace.installationDisk",
+                e,
+                Some("name the whole disk the node installs to, preferably by a stable name under /dev/disk/by-id/".into()),
+            );
+        }
     }
 }

@@ -79,6 +79,17 @@ fn cluster(
 ) -> Option<Cluster> {
     // install-config as written, for the bootstrap's manifests; the secret travels on its own.
     let mut raw = ic_doc.value.clone();
+    // A single node answers api, api-int and *.apps itself (the installer's ingress placement on
+    // the control plane): no load balancer unless hardshift.yaml names VIPs.
+    let in_place = ic.bootstrap_in_place.as_ref().map(|b| BootstrapInPlace {
+        installation_disk: if b.installation_disk.is_empty() {
+            nodes.iter().find_map(|n| n.root_device.clone()).unwrap_or_default()
+        } else {
+            b.installation_disk.clone()
+        },
+    });
+    let node_ip = nodes.first().map(|n| n.ip).filter(|_| in_place.is_some());
+    let vip = |v: Option<IpAddr>, given: bool| if given { v } else { node_ip.or(v) };
     if let Some(m) = raw.as_object_mut() {
         m.remove("pullSecret");
     }
@@ -89,8 +100,8 @@ fn cluster(
         machine_networks: nets.machine,
         cluster_networks: nets.cluster,
         service_networks: nets.service,
-        api_vip: settings.api_vip?,
-        ingress_vip: settings.ingress_vip?,
+        api_vip: vip(settings.api_vip, settings.api_vip_given)?,
+        ingress_vip: vip(settings.ingress_vip, settings.ingress_vip_given)?,
         helper_ip: settings.helper_ip?,
         collector_address: settings.collector_address,
         collector_port: settings.collector_port,
@@ -114,9 +125,10 @@ fn cluster(
         }),
         fips: ic.fips,
         pki: settings.pki,
-        lab: lab(hs, &settings.helper_ip_text),
+        lab: lab(hs, &settings.helper_ip_text, in_place.is_some()),
         install_config: raw,
         release,
+        bootstrap_in_place: in_place,
     })
 }
 
@@ -137,12 +149,13 @@ fn mirrors(ic: &InstallConfig) -> Vec<Mirror> {
 }
 
 /// The lab's VMs and where the nodes fetch their files, with the defaults of the tutorial's lab.
-fn lab(hs: &HardshiftConfig, helper_ip: &str) -> LabSettings {
+/// (A single node's VM: OpenShift's single-node minimum, 8 vCPUs and a 120 GB disk.)
+fn lab(hs: &HardshiftConfig, helper_ip: &str, single_node: bool) -> LabSettings {
     LabSettings {
         install_device: hs.lab.install_device.clone().unwrap_or_else(|| "/dev/vda".into()),
-        vcpus: hs.lab.vcpus.unwrap_or(4),
+        vcpus: hs.lab.vcpus.unwrap_or(if single_node { 8 } else { 4 }),
         memory_mib: hs.lab.memory_mib.unwrap_or(16384),
-        disk_gib: hs.lab.disk_gib.unwrap_or(100),
+        disk_gib: hs.lab.disk_gib.unwrap_or(if single_node { 120 } else { 100 }),
         http_base_url: hs.lab.http_base_url.clone().unwrap_or_else(|| format!("http://{helper_ip}:8080")),
     }
 }
@@ -157,6 +170,9 @@ struct Networks {
 struct Settings {
     pub(super) api_vip: Option<IpAddr>,
     pub(super) ingress_vip: Option<IpAddr>,
+    /// Named by hardshift.yaml (or install-config's baremetal VIPs), not a fallback.
+    pub(super) api_vip_given: bool,
+    pub(super) ingress_vip_given: bool,
     pub(super) helper_ip: Option<IpAddr>,
     pub(super) helper_ip_text: String,
     pub(super) collector_address: String,

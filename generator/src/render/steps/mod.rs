@@ -120,7 +120,12 @@ pub fn steps(c: &Cluster) -> Result<Vec<Step>, String> {
         );
         String::new()
     });
-    let bootstrap = c.nodes.iter().find(|n| n.role == Role::Bootstrap);
+    // A single node runs the bootstrap itself (bootstrap-in-place).
+    let bootstrap = c
+        .nodes
+        .iter()
+        .find(|n| n.role == Role::Bootstrap)
+        .or(c.single_node().then(|| c.bootstrap()));
     if bootstrap.is_none() {
         missing.push("the inventory has no bootstrap node (the etcd render takes its name and address)".into());
     }

@@ -1,0 +1,391 @@
+//! Single-node OpenShift, bootstrap-in-place (issue 40): the installer's inputs accepted and
+//! checked as it checks them (and what it leaves unchecked), one config for the one node with the
+//! master's inside, the lab pointing at the node, and the on-node step run for real: etcd's data
+//! carried into the master's config and read back by a real etcd.
+
+mod common;
+
+use common::*;
+use hardshift_generator::ignition::{decode, Config};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+const DISK: &str = "/dev/disk/by-id/wwn-0x64cd98f04fde100024684cf3034da5c2";
+const MASTER_BASE: &str = "/opt/openshift/hardshift/master-base.ign";
+const INSTALL_TO_DISK: &str = "/usr/local/bin/hardshift-install-to-disk.sh";
+const POST_REBOOT: &str = "/usr/local/bin/hardshift-post-reboot.sh";
+
+fn files_of(cfg: &Config) -> BTreeMap<String, Vec<u8>> {
+    cfg.storage
+        .files
+        .iter()
+        .map(|f| (f.path.clone(), decode(f.contents.as_ref().unwrap()).unwrap()))
+        .collect()
+}
+
+fn units_of(cfg: &Config) -> Vec<String> {
+    cfg.systemd.units.iter().map(|u| u.name.clone()).collect()
+}
+
+fn yaml_docs(bytes: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(bytes)
+        .split("\n---\n")
+        .filter_map(|d| hardshift_generator::config::yaml::parse(d).ok())
+        .map(|d| d.value)
+        .collect()
+}
+
+/// Every object of the node's bootkube manifests.
+fn applied(files: &BTreeMap<String, Vec<u8>>) -> Vec<Value> {
+    files
+        .iter()
+        .filter(|(p, _)| p.starts_with("/opt/openshift/manifests/"))
+        .flat_map(|(_, b)| yaml_docs(b))
+        .collect()
+}
+
+fn the_single_node_bundle(dir: &Path, node: &str, node_ip: &str) {
+    let out = create(dir, &[]);
+    let stdout = text(&out.stdout);
+    println!("{stdout}");
+    // One config: the node's; no bootstrap host.
+    let ign: Vec<String> = std::fs::read_dir(dir.join("ignition"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect();
+    assert_eq!(ign, [format!("{node}.ign")], "{ign:?}");
+    let path = dir.join(format!("ignition/{node}.ign"));
+    let (ok, msg) = run("ignition-validate", &[path.to_str().unwrap()]);
+    assert!(ok, "ignition-validate {}: {msg}", path.display());
+    let live: Config = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let files = files_of(&live);
+    let units = units_of(&live);
+    for u in [
+        "bootkube.service",
+        "kubelet.service",
+        "hardshift-install-to-disk.service",
+        "hardshift-agent.service",
+    ] {
+        assert!(units.iter().any(|x| x == u), "live system lacks {u}: {units:?}");
+    }
+    // The installer's topology for one master and no workers.
+    let infra: Value = serde_json::from_slice(&files["/opt/openshift/infrastructure-status.json"]).unwrap();
+    assert_eq!(infra["status"]["controlPlaneTopology"], "SingleReplica");
+    assert_eq!(infra["status"]["infrastructureTopology"], "SingleReplica");
+    let ingress: Value = serde_json::from_slice(&files["/opt/openshift/ingress-status.json"]).unwrap();
+    assert_eq!(ingress["status"]["defaultPlacement"], "ControlPlane");
+    let objs = applied(&files);
+    let find = |kind: &str, name: &str| {
+        objs.iter()
+            .find(|o| o["kind"] == kind && o["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("no {kind} {name}"))
+    };
+    assert_eq!(find("Scheduler", "cluster")["spec"]["mastersSchedulable"], true);
+    // cluster-etcd-operator's bootstrap-in-place endpoints: the node's own member, no bootstrap annotation.
+    let ep = find("ConfigMap", "etcd-endpoints");
+    assert!(ep["metadata"]["annotations"].is_null(), "{ep}");
+    assert_eq!(ep["data"].as_object().unwrap().values().next().unwrap(), node_ip);
+    // cluster-bootstrap and the etcd render key off install-config's bootstrapInPlace.
+    let cc = find("ConfigMap", "cluster-config-v1");
+    let ic = cc["data"]["install-config"].as_str().unwrap();
+    assert!(ic.contains("bootstrapInPlace") && ic.contains(DISK), "{ic}");
+    // The bootstrap etcd is the node's member, under the installer's name.
+    let etcd_pod = String::from_utf8_lossy(&files["/etc/kubernetes/manifests/etcd-bootstrap.yaml"]).to_string();
+    assert!(
+        etcd_pod.contains(&format!("--name=etcd-{node}")) && etcd_pod.contains(&format!("https://{node_ip}:2380")),
+        "{etcd_pod}"
+    );
+
+    // install-to-disk: the installer's coreos-installer arguments, the disk as one word, real bash.
+    let itd = String::from_utf8_lossy(&files[INSTALL_TO_DISK]).to_string();
+    assert!(
+        itd.contains(&format!("DISK={DISK}\n")) && itd.contains("coreos-installer install -n -i /opt/openshift/master.ign \"$DISK\""),
+        "{itd}"
+    );
+    for carried in [
+        "--carry /etc/kubernetes/manifests/kube-apiserver-bootstrap.yaml=/etc/kubernetes/manifests/kube-apiserver-pod.yaml",
+        "--carry /opt/openshift/hardshift/etcd-pod.yaml=/etc/kubernetes/manifests/etcd-pod.yaml",
+        "--carry /var/lib/etcd=/var/lib/etcd",
+        "--carry /etc/kubernetes/bootstrap-secrets=/etc/kubernetes/bootstrap-secrets",
+        "--carry /usr/local/bin/hardshift-agent=/usr/local/bin/hardshift-agent",
+    ] {
+        assert!(itd.contains(carried), "install-to-disk does not carry {carried}:\n{itd}");
+    }
+    let t = tempfile::tempdir().unwrap();
+    for (name, p) in [("install-to-disk", INSTALL_TO_DISK), ("bootkube", "/usr/local/bin/bootkube.sh")] {
+        let f = t.path().join(name);
+        std::fs::write(&f, &files[p]).unwrap();
+        let (ok, msg) = run("bash", &["-n", f.to_str().unwrap()]);
+        assert!(ok, "{name}: {msg}");
+    }
+
+    // The master it becomes: a valid config of its own, with the post-reboot step, the agent's
+    // config (the same identity, reporting as a master) and no second copy of the agent.
+    let base = t.path().join("master-base.ign");
+    std::fs::write(&base, &files[MASTER_BASE]).unwrap();
+    let (ok, msg) = run("ignition-validate", &[base.to_str().unwrap()]);
+    assert!(ok, "master base: {msg}");
+    let master: Config = serde_json::from_slice(&files[MASTER_BASE]).unwrap();
+    let mfiles = files_of(&master);
+    assert!(units_of(&master).contains(&"hardshift-post-reboot.service".to_string()));
+    assert!(
+        !mfiles.contains_key("/usr/local/bin/hardshift-agent"),
+        "the agent is carried, not copied twice"
+    );
+    assert!(
+        mfiles.contains_key("/etc/kubernetes/kubeconfig"),
+        "the kubelet's bootstrap kubeconfig"
+    );
+    let post = t.path().join("post-reboot");
+    std::fs::write(&post, &mfiles[POST_REBOOT]).unwrap();
+    let (ok, msg) = run("bash", &["-n", post.to_str().unwrap()]);
+    assert!(ok, "post-reboot: {msg}");
+    let agent_live = String::from_utf8_lossy(&files["/etc/hardshift/agent.toml"]).to_string();
+    let agent_master = String::from_utf8_lossy(&mfiles["/etc/hardshift/agent.toml"]).to_string();
+    for a in [&agent_live, &agent_master] {
+        assert!(
+            a.contains(&format!("node = \"{node}\"")) && a.contains("role = \"master\"") && a.contains("in_place_progress"),
+            "{a}"
+        );
+    }
+    assert!(agent_live.contains("bootkube_progress") && !agent_master.contains("bootkube_progress"));
+    assert_eq!(
+        files["/etc/hardshift/agent.crt"], mfiles["/etc/hardshift/agent.crt"],
+        "one identity in both stages"
+    );
+
+    // The lab: api, api-int and *.apps at the node; PXE boots the live system with the config.
+    let dns = std::fs::read_to_string(
+        std::fs::read_dir(dir.join("lab/dnsmasq"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.to_string_lossy().ends_with("-dns.conf"))
+            .unwrap(),
+    )
+    .unwrap();
+    for name in ["api", "api-int"] {
+        assert!(
+            dns.lines()
+                .any(|l| l.contains(&format!("/{name}.")) && l.ends_with(&format!("/{node_ip}"))),
+            "{name}:\n{dns}"
+        );
+    }
+    assert!(
+        dns.lines().any(|l| l.contains("/apps.") && l.ends_with(&format!("/{node_ip}"))),
+        "*.apps:\n{dns}"
+    );
+    let ipxe = std::fs::read_to_string(dir.join("lab/pxe/boot.ipxe")).unwrap();
+    assert!(
+        ipxe.contains(&format!("ignition.config.url=")) && !ipxe.contains("coreos.inst.install_dev"),
+        "{ipxe}"
+    );
+    let readme = std::fs::read_to_string(dir.join("lab/README.md")).unwrap();
+    assert!(readme.contains("bootstrap-in-place") && readme.contains(DISK), "{readme}");
+
+    // verify rebuilds it.
+    let v = hardshift(&["verify", "--dir", dir.to_str().unwrap()]);
+    assert!(v.status.success(), "verify: {}\n{}", text(&v.stdout), text(&v.stderr));
+}
+
+#[test]
+fn the_example_as_a_single_node_is_one_config_with_its_master_inside() {
+    let d = single_node(example_copy());
+    the_single_node_bundle(d.path(), "master-0", "192.168.126.101");
+}
+
+#[test]
+fn a_second_lab_as_a_single_node() {
+    let d = single_node(second_lab());
+    the_single_node_bundle(d.path(), "cp-0", "10.20.30.101");
+}
+
+/// Each wrong combination: exit 2, the file, line and field named, nothing written.
+#[test]
+fn wrong_single_node_inputs_are_refused_where_they_are() {
+    let cases: &[(&str, &str, &str, &str, &str, &str)] = &[
+        // (file, from, to, expected in stderr, the file it is named in, the field)
+        (
+            "install-config.yaml",
+            "  replicas: 1\n",
+            "  replicas: 3\n",
+            "requires a single control-plane replica",
+            "install-config.yaml",
+            "controlPlane.replicas",
+        ),
+        (
+            "install-config.yaml",
+            "  replicas: 0\n",
+            "  replicas: 2\n",
+            "has no workers",
+            "install-config.yaml",
+            "compute[0].replicas",
+        ),
+        (
+            "install-config.yaml",
+            DISK,
+            "/dev/sda --append-karg rd.break",
+            "contains ' '",
+            "install-config.yaml",
+            "bootstrapInPlace.installationDisk",
+        ),
+        (
+            "install-config.yaml",
+            DISK,
+            "sda",
+            "is not a device path",
+            "install-config.yaml",
+            "bootstrapInPlace.installationDisk",
+        ),
+        (
+            "install-config.yaml",
+            &format!("  installationDisk: {DISK}\n"),
+            "  {}\n",
+            "needs its installation disk",
+            "agent-config.yaml",
+            "hosts[0]",
+        ),
+    ];
+    for (file, from, to, want, named_in, field) in cases {
+        let d = single_node(example_copy());
+        edit(d.path(), file, from, to);
+        if *to == "  {}\n" {
+            // `bootstrapInPlace: {}` with nothing under it.
+            edit(d.path(), file, "bootstrapInPlace:\n  {}\n", "bootstrapInPlace: {}\n");
+        }
+        let out = hardshift(&["create", "--dir", d.path().to_str().unwrap(), "--self-contained-nodes"]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{file}: {from:?} → {to:?}\n{err}");
+        assert!(
+            err.contains(want) && err.contains(field),
+            "{file}: wanted {want:?} at {field}:\n{err}"
+        );
+        assert!(err.contains(&format!("{named_in}:")), "no {named_in}:line:col in\n{err}");
+        assert!(
+            !d.path().join("ignition").exists() && !d.path().join("pki").exists(),
+            "something was written"
+        );
+    }
+    // A bootstrap host beside bootstrapInPlace.
+    let d = single_node(example_copy());
+    let ac = d.path().join("agent-config.yaml");
+    let full = std::fs::read_to_string(Path::new(EXAMPLE).join("agent-config.yaml")).unwrap();
+    let hosts = full.split_once("\nhosts:\n").unwrap().1;
+    let boot = hosts
+        .split("\n- ")
+        .map(|h| h.trim_start_matches("- "))
+        .find(|h| h.contains("role: bootstrap"))
+        .unwrap();
+    let mine = std::fs::read_to_string(&ac).unwrap();
+    std::fs::write(&ac, format!("{}- {boot}\n", mine)).unwrap();
+    let out = hardshift(&["create", "--dir", d.path().to_str().unwrap(), "--self-contained-nodes"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("hosts[1].role") && err.contains("bootstraps itself"), "{err}");
+    // The disk in agent-config's rootDeviceHints instead: accepted, and used.
+    let d = single_node(example_copy());
+    edit(d.path(), "install-config.yaml", &format!("  installationDisk: {DISK}\n"), "");
+    edit(d.path(), "install-config.yaml", "bootstrapInPlace:\n", "bootstrapInPlace: {}\n");
+    edit(
+        d.path(),
+        "agent-config.yaml",
+        "  interfaces:\n",
+        "  rootDeviceHints:\n    deviceName: /dev/nvme0n1\n  interfaces:\n",
+    );
+    create(d.path(), &[]);
+    let files = node_files(d.path(), "master-0");
+    assert!(String::from_utf8_lossy(&files[INSTALL_TO_DISK]).contains("DISK=/dev/nvme0n1\n"));
+}
+
+/// The on-node step for real: a real etcd's data, carried by the agent into the master's config,
+/// validated by the real ignition-validate, then written out as Ignition would and read back by a
+/// real etcd: the key written before the carry is there.
+#[test]
+fn etcds_data_survives_the_carry_into_the_masters_config() {
+    let d = single_node(example_copy());
+    create(d.path(), &[]);
+    let files = node_files(d.path(), "master-0");
+    let t = tempfile::tempdir().unwrap();
+    let base = t.path().join("master-base.ign");
+    std::fs::write(&base, &files[MASTER_BASE]).unwrap();
+    // A real etcd writes a key, then stops (stop-etcd).
+    let data = t.path().join("etcd");
+    let port = free_port();
+    let peer = free_port();
+    let spawn = |dir: &Path| {
+        Kill(
+            std::process::Command::new("etcd")
+                .args([
+                    "--data-dir",
+                    dir.to_str().unwrap(),
+                    "--listen-client-urls",
+                    &format!("http://127.0.0.1:{port}"),
+                    "--advertise-client-urls",
+                    &format!("http://127.0.0.1:{port}"),
+                    "--listen-peer-urls",
+                    &format!("http://127.0.0.1:{peer}"),
+                    "--initial-advertise-peer-urls",
+                    &format!("http://127.0.0.1:{peer}"),
+                    "--initial-cluster",
+                    &format!("default=http://127.0.0.1:{peer}"),
+                ])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("etcd"),
+        )
+    };
+    let ep = format!("127.0.0.1:{port}");
+    let etcdctl = |args: &[&str]| {
+        let mut a = vec!["--endpoints", &ep];
+        a.extend_from_slice(args);
+        run("etcdctl", &a)
+    };
+    {
+        let _etcd = spawn(&data);
+        wait_for("etcd answers", 30, || etcdctl(&["endpoint", "health"]).0);
+        assert!(etcdctl(&["put", "/hardshift/sno", "carried"]).0);
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let out = t.path().join("master.ign");
+    let agent = agent_bin();
+    let r = std::process::Command::new(&agent)
+        .args([
+            "in-place-config",
+            "--base",
+            base.to_str().unwrap(),
+            "--output",
+            out.to_str().unwrap(),
+        ])
+        .arg("--carry")
+        .arg(format!("{}=/var/lib/etcd", data.display()))
+        .arg("--carry")
+        .arg(format!("{}=/usr/local/bin/hardshift-agent", agent.display()))
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", text(&r.stderr));
+    println!("{}", text(&r.stdout));
+    let (ok, msg) = run("ignition-validate", &[out.to_str().unwrap()]);
+    assert!(ok, "the made master config: {msg}");
+    // Written out as Ignition writes files: each under a fresh root, with its mode.
+    let cfg: Config = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let root = t.path().join("root");
+    for f in &cfg.storage.files {
+        if !f.path.starts_with("/var/lib/etcd/") && f.path != "/usr/local/bin/hardshift-agent" {
+            continue;
+        }
+        let p = root.join(f.path.trim_start_matches('/'));
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, decode(f.contents.as_ref().unwrap()).unwrap()).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(f.mode.unwrap_or(0o644))).unwrap();
+    }
+    assert_eq!(
+        std::fs::read(root.join("usr/local/bin/hardshift-agent")).unwrap(),
+        std::fs::read(&agent).unwrap()
+    );
+    let _etcd = spawn(&root.join("var/lib/etcd"));
+    wait_for("the carried etcd answers", 30, || etcdctl(&["endpoint", "health"]).0);
+    let (ok, got) = etcdctl(&["get", "/hardshift/sno", "--print-value-only"]);
+    assert!(ok && got.trim() == "carried", "{got}");
+}
