@@ -177,7 +177,7 @@ fn the_single_node_bundle(dir: &Path, node: &str, node_ip: &str) {
     );
     let ipxe = std::fs::read_to_string(dir.join("lab/pxe/boot.ipxe")).unwrap();
     assert!(
-        ipxe.contains(&format!("ignition.config.url=")) && !ipxe.contains("coreos.inst.install_dev"),
+        ipxe.contains("ignition.config.url=") && !ipxe.contains("coreos.inst.install_dev"),
         "{ipxe}"
     );
     let readme = std::fs::read_to_string(dir.join("lab/README.md")).unwrap();
@@ -388,4 +388,71 @@ fn etcds_data_survives_the_carry_into_the_masters_config() {
     wait_for("the carried etcd answers", 30, || etcdctl(&["endpoint", "health"]).0);
     let (ok, got) = etcdctl(&["get", "/hardshift/sno", "--print-value-only"]);
     assert!(ok && got.trim() == "carried", "{got}");
+}
+
+/// The generated install-to-disk step itself, run by real bash on a machine without the disk: it
+/// stops at once (before etcd is touched), names the machine's own disks, and the real agent
+/// reports that record as the failing bootstrap-in-place component the collector's HS090 reads.
+#[test]
+fn a_missing_installation_disk_stops_the_step_first_and_is_reported() {
+    let d = single_node(example_copy());
+    edit(
+        d.path(),
+        "install-config.yaml",
+        DISK,
+        "/dev/disk/by-id/wwn-0xhardshift-no-such-disk",
+    );
+    create(d.path(), &[]);
+    let files = node_files(d.path(), "master-0");
+    let t = tempfile::tempdir().unwrap();
+    let progress = t.path().join("in-place.json");
+    let assets = t.path().join("opt-openshift");
+    // The same script with its state in the temp dir.
+    let script: String = String::from_utf8_lossy(&files[INSTALL_TO_DISK])
+        .lines()
+        .map(|l| match l {
+            l if l.starts_with("PROGRESS=") => format!("PROGRESS={}", progress.display()),
+            l if l.starts_with("ASSETS=") => format!("ASSETS={}", assets.display()),
+            l => l.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(!script.contains("/var/lib/hardshift/in-place.json"));
+    let path = t.path().join("install-to-disk.sh");
+    std::fs::write(&path, script).unwrap();
+    let out = std::process::Command::new("bash").arg(&path).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    let rec: Value = serde_json::from_slice(&std::fs::read(&progress).unwrap()).unwrap();
+    assert_eq!(rec["stage"], "installation-disk");
+    assert_eq!(rec["result"], "failed");
+    let err = rec["lastError"].as_str().unwrap();
+    assert!(
+        err.contains("no-such-disk not found") && err.contains("this machine's disks"),
+        "{err}"
+    );
+    assert!(
+        !assets.join(".bootkube.done").exists() && !text(&out.stdout).contains("stop-etcd"),
+        "it went on"
+    );
+    // The agent's view of it.
+    let mut cfg = probe_config("master-0");
+    cfg.in_place_progress = Some(progress.clone());
+    let cfg_path = t.path().join("agent.toml");
+    write_agent_config(&cfg_path, &cfg);
+    let (ok, out) = run(
+        agent_bin().to_str().unwrap(),
+        &["--config", cfg_path.to_str().unwrap(), "status", "--json"],
+    );
+    assert!(ok, "{out}");
+    let v: Value = serde_json::from_str(out.lines().find(|l| l.starts_with('{')).unwrap()).unwrap();
+    let c = v["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "bootstrap-in-place")
+        .unwrap()
+        .clone();
+    assert_eq!(c["state"], "installation-disk: failed", "{c}");
+    assert_eq!(c["details"]["stage"], "installation-disk");
+    assert!(c["reason"].as_str().unwrap().contains("not found"), "{c}");
 }

@@ -141,6 +141,11 @@ pub const RULES: &[Rule] = &[
     Rule { id: "HS041", about: "no CNI network yet", severity: Info, explains: &[], covers: &[], check: no_cni },
     Rule { id: "HS080", about: "bootkube failed", severity: Critical, explains: &[], covers: &[], check: bootkube_failed },
     Rule { id: "HS081", about: "bootkube is still working", severity: Info, explains: &[], covers: &[], check: bootkube_working },
+    Rule { id: "HS090", about: "a single node's installation disk is missing or too small", severity: Critical, explains: &["HS120"], covers: &["has-min-valid-disks"], check: in_place_disk },
+    Rule { id: "HS091", about: "a single node could not write its installation disk", severity: Critical, explains: &[], covers: &[], check: in_place_failed },
+    Rule { id: "HS092", about: "a single node did not reboot into its installed system", severity: Critical, explains: &[], covers: &[], check: in_place_no_reboot },
+    Rule { id: "HS093", about: "a single node's post-reboot step waits for the node to be Ready", severity: Warning, explains: &[], covers: &[], check: in_place_not_ready },
+    Rule { id: "HS094", about: "a single node's bootstrap-in-place is still working", severity: Info, explains: &[], covers: &[], check: in_place_working },
 ];
 
 fn rule(id: &str) -> &'static Rule {
@@ -500,6 +505,66 @@ fn bootkube_failed(s: &Seen) -> Option<Said> {
 fn bootkube_working(s: &Seen) -> Option<Said> {
     let (c, stage, fix) = bootkube_stage(s).filter(|(c, _, _)| c.health == Health::Warning as i32 && c.state != state::NOT_STARTED)?;
     said_as(format!("bootkube is at {stage}"), vec![said(c)], fix)
+}
+
+/// A single node's bootstrap-in-place record: its stage, result and how long ago it moved.
+fn in_place_stage<'a>(s: &'a Seen) -> Option<(&'a ComponentState, &'a str, &'a str, u64)> {
+    let c = s.comp(Component::InPlace)?;
+    let get = |k: &str| c.details.get(k).map(String::as_str).unwrap_or_default();
+    let age = get("age_s").parse().unwrap_or(0);
+    Some((c, get("stage"), get("result"), age))
+}
+
+/// The reboot install-to-disk schedules comes a minute after it; five is long overdue.
+const REBOOT_OVERDUE_S: u64 = 300;
+/// The installer's post-reboot step approves every 10 s; a node not Ready after this is stuck.
+const NOT_READY_AFTER_S: u64 = 900;
+
+fn in_place_disk(s: &Seen) -> Option<Said> {
+    let (c, stage, ..) = in_place_stage(s).filter(|(c, st, ..)| *st == "installation-disk" && c.health == Health::Failing as i32)?;
+    said_as(
+        format!("the installation disk is not usable ({stage})"),
+        vec![said(c)],
+        "name the whole disk by a stable name (`ls -l /dev/disk/by-id/` on the node; the evidence lists its disks) in install-config's bootstrapInPlace.installationDisk or the host's rootDeviceHints.deviceName, of at least 120 GB, then `hardshift create` again and boot the node with the new config",
+    )
+}
+
+fn in_place_failed(s: &Seen) -> Option<Said> {
+    let (c, stage, ..) = in_place_stage(s).filter(|(c, st, ..)| *st != "installation-disk" && c.health == Health::Failing as i32)?;
+    let fix = match stage {
+        "stop-etcd" => "etcd did not stop after its pod was moved aside: `crictl ps --name etcd` on the node, and `hardshift logs NODE kubelet`",
+        "master-ignition" => "hardshift-agent could not make the master's config: the evidence names the file; `journalctl -u hardshift-install-to-disk` on the node",
+        "coreos-installer" => "coreos-installer failed (or is absent: the node must boot RHCOS's live ISO or PXE image, not another live system): the evidence has its output; the unit retries every 30 s",
+        _ => "`journalctl -u hardshift-install-to-disk -u hardshift-post-reboot` on the node",
+    };
+    said_as(format!("bootstrap-in-place failed at {stage}"), vec![said(c)], fix)
+}
+
+fn in_place_no_reboot(s: &Seen) -> Option<Said> {
+    let (c, _, _, age) = in_place_stage(s).filter(|(_, st, r, age)| *st == "reboot" && *r == "done" && *age > REBOOT_OVERDUE_S)?;
+    said_as(
+        format!("the disk was written {} min ago and the node still runs its live system", age / 60),
+        vec![said(c)],
+        "the reboot `shutdown -r +1` scheduled did not happen: reboot the node (from its BMC if it hangs); make sure it boots from the installation disk, not again from the network or the ISO (boot order)",
+    )
+}
+
+fn in_place_not_ready(s: &Seen) -> Option<Said> {
+    let (c, _, _, age) = in_place_stage(s).filter(|(_, st, _, age)| *st == "approve-csrs" && *age > NOT_READY_AFTER_S)?;
+    said_as(
+        format!("the node is not Ready {} min after its post-reboot step began approving its CSRs", age / 60),
+        vec![said(c)],
+        "`hardshift approve-csrs` shows which CSRs wait and why; a CSR from another name is never approved by the node itself; then the kubelet: `hardshift logs NODE kubelet`",
+    )
+}
+
+fn in_place_working(s: &Seen) -> Option<Said> {
+    let (c, stage, result, _) = in_place_stage(s).filter(|(c, ..)| c.health == Health::Warning as i32 && c.state != state::NOT_STARTED)?;
+    said_as(
+        format!("bootstrap-in-place is at {stage} ({result})"),
+        vec![said(c)],
+        "`hardshift wait-for install-complete` follows it; `journalctl -u hardshift-install-to-disk` (live system) or `-u hardshift-post-reboot` (installed) on the node",
+    )
 }
 
 /// A machine component in a given health: its reason's parts as the evidence.
@@ -867,6 +932,58 @@ mod tests {
         let f = diagnose("master-0", "master", &r, 0);
         assert_eq!(ids(&f), ["HS071"]);
         assert_eq!(f[0].evidence, ["api-int.x → 10.0.0.9, but the zone says 192.168.126.10"]);
+    }
+
+    fn in_place(h: Health, stage: &str, result: &str, age_s: u64, reason: &str) -> ComponentState {
+        let mut x = c("bootstrap-in-place", h, &format!("{stage}: {result}"), reason);
+        x.details = [("stage", stage), ("result", result), ("age_s", &age_s.to_string())]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        x
+    }
+
+    #[test]
+    fn a_single_nodes_stages_are_named() {
+        let f = |x| diagnose("sno", "master", &report(vec![x]), 0);
+        let disk = f(in_place(
+            Health::Failing,
+            "installation-disk",
+            "failed",
+            5,
+            "installation disk /dev/sdz not found; this machine's disks: vda 120G",
+        ));
+        assert_eq!(ids(&disk), ["HS090"]);
+        assert!(disk[0].evidence[0].contains("vda 120G"), "the node's own disks are in the evidence");
+        assert_eq!(
+            ids(&f(in_place(
+                Health::Failing,
+                "coreos-installer",
+                "failed",
+                5,
+                "coreos-installer not found"
+            ))),
+            ["HS091"]
+        );
+        assert_eq!(
+            ids(&f(in_place(Health::Warning, "reboot", "done", 30, ""))),
+            ["HS094"],
+            "the reboot comes a minute later"
+        );
+        assert_eq!(ids(&f(in_place(Health::Warning, "reboot", "done", 900, ""))), ["HS092", "HS094"]);
+        assert_eq!(ids(&f(in_place(Health::Warning, "approve-csrs", "running", 60, ""))), ["HS094"]);
+        assert_eq!(
+            ids(&f(in_place(
+                Health::Warning,
+                "approve-csrs",
+                "running",
+                3600,
+                "waiting for node sno to be Ready"
+            ))),
+            ["HS093", "HS094"]
+        );
+        assert!(f(in_place(Health::Ok, "complete", "done", 9999, "")).is_empty());
+        assert!(f(c("bootstrap-in-place", Health::Warning, state::NOT_STARTED, "absent")).is_empty());
     }
 
     #[test]

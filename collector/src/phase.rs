@@ -79,6 +79,41 @@ pub const CHECKS: &[Step] = &[
     Step { id: "complete", title: "ClusterVersion Available", check: complete },
 ];
 
+/// A single node's install (bootstrap-in-place: no bootstrap host, one master, no workers): its
+/// live system's bootkube, the disk written, the reboot, its post-reboot step, then the cluster.
+#[rustfmt::skip]
+pub const SINGLE_NODE_CHECKS: &[Step] = &[
+    Step { id: "node-booted", title: "the node reports", check: sno_booted },
+    Step { id: "bootkube", title: "bootkube complete on the live system", check: sno_bootkube },
+    Step { id: "disk-written", title: "the installation disk written", check: sno_disk_written },
+    Step { id: "rebooted", title: "the node runs from its disk", check: sno_rebooted },
+    Step { id: "bootstrap-done", title: "bootstrap complete (the post-reboot step)", check: sno_bootstrap_done },
+    Step { id: "masters-ready", title: "the node is Ready", check: masters_ready },
+    Step { id: "operators", title: "every ClusterOperator Available, none Degraded", check: operators },
+    Step { id: "complete", title: "ClusterVersion Available", check: complete },
+];
+
+/// The single-node check a target's check stands for (`target` names those of a cluster with a
+/// bootstrap host).
+fn single_node_alias(id: &str) -> &str {
+    match id {
+        "cvo" | "bootstrap-removable" => "bootstrap-done",
+        other => other,
+    }
+}
+
+/// The post-reboot step's stages, in order (hardshift-post-reboot.sh).
+const POST_REBOOT_STAGES: &[&str] = &[
+    "post-reboot-api",
+    "bootstrap-complete",
+    "release-leases",
+    "approve-csrs",
+    "restart-kubelet",
+    "wait-for-cvo",
+    "clean",
+    "complete",
+];
+
 /// What `wait-for` can wait for: the id of the last check it needs.
 pub fn target(name: &str) -> Option<&'static str> {
     match name {
@@ -394,10 +429,86 @@ fn complete(x: &Ctx) -> Outcome {
     }
 }
 
+/// A single node's inventory: one master, nothing else.
+fn single_node(inventory: &[Member]) -> bool {
+    inventory.len() == 1 && inventory[0].role == "master"
+}
+
+/// The single node: its name, its newest report's bootstrap-in-place record (stage, result), and
+/// whether that report comes from its installed system (no bootkube record there).
+fn sno(x: &Ctx) -> (String, Option<(String, String)>, bool) {
+    let name = x.masters.first().map(|m| m.name.clone()).unwrap_or_default();
+    let row = x.row(&name);
+    let ip = comp(row, Component::InPlace).map(|c| {
+        let get = |k: &str| c.details.get(k).cloned().unwrap_or_default();
+        (get("stage"), get("result"))
+    });
+    let installed = ip.is_some() && comp(row, Component::Bootkube).is_none();
+    (name, ip, installed)
+}
+
+fn sno_booted(x: &Ctx) -> Outcome {
+    let (name, ..) = sno(x);
+    match x.row(&name) {
+        None => unmet(vec![format!(
+            "{name} has never reported: not booted, no network to the collector, or its agent fails"
+        )]),
+        Some(r) => met(format!("{name}: {} reports", r.reports)),
+    }
+}
+
+fn sno_bootkube(x: &Ctx) -> Outcome {
+    let (name, _, installed) = sno(x);
+    match comp(x.row(&name), Component::Bootkube) {
+        _ if installed => met("the node runs from its disk"),
+        Some(c) if c.state == state::COMPLETE => met("stage complete"),
+        Some(c) => unmet(vec![format!("bootkube: {}", said(c))]),
+        None => unmet(vec![format!("no bootkube progress from {name}'s live system yet")]),
+    }
+}
+
+fn sno_disk_written(x: &Ctx) -> Outcome {
+    let (name, ip, installed) = sno(x);
+    let c = comp(x.row(&name), Component::InPlace);
+    match (ip, c) {
+        _ if installed => met("the node runs from its disk"),
+        (Some((stage, result)), _) if stage == "reboot" && result == "done" => met("reboot scheduled"),
+        (Some(_), Some(c)) => unmet(vec![format!("install-to-disk: {}", said(c))]),
+        _ => unmet(vec![format!("no bootstrap-in-place progress from {name} yet")]),
+    }
+}
+
+fn sno_rebooted(x: &Ctx) -> Outcome {
+    let (name, ip, installed) = sno(x);
+    match ip {
+        _ if installed => met(format!("{name} reports from its installed system")),
+        Some((stage, _)) => unmet(vec![format!("{name} still runs its live system (install-to-disk at {stage})")]),
+        None => unmet(vec![format!("no bootstrap-in-place progress from {name} yet")]),
+    }
+}
+
+fn sno_bootstrap_done(x: &Ctx) -> Outcome {
+    let (name, ip, installed) = sno(x);
+    let at = |s: &str| POST_REBOOT_STAGES.iter().position(|p| *p == s);
+    match ip {
+        Some((stage, result)) if installed => {
+            let i = at(&stage);
+            let done = i.is_some_and(|i| i > 1 || (i == 1 && result == "done"));
+            match (done, comp(x.row(&name), Component::InPlace)) {
+                (true, _) => met(format!("post-reboot at {stage}: the bootstrap configmap is made")),
+                (false, Some(c)) => unmet(vec![format!("post-reboot: {}", said(c))]),
+                (false, None) => unmet(vec!["no post-reboot progress yet".into()]),
+            }
+        }
+        _ => unmet(vec![format!("{name} has not run its post-reboot step yet")]),
+    }
+}
+
 /// Every check, in order. `now_ms` dates the reports and the API contact.
 pub fn checks(inventory: &[Member], rows: &[NodeRow], api: &[ApiObject], contact: &ApiContact, now_ms: i64) -> Vec<Check> {
     let x = Ctx::new(inventory, rows, api, contact, now_ms);
-    CHECKS
+    let table = if single_node(inventory) { SINGLE_NODE_CHECKS } else { CHECKS };
+    table
         .iter()
         .map(|step| {
             let o = (step.check)(&x);
@@ -434,7 +545,12 @@ pub fn phase(checks: &[Check]) -> Option<&Check> {
 
 /// The checks up to and including `last` that are not met.
 pub fn unmet_until<'a>(checks: &'a [Check], last: &str) -> Vec<&'a Check> {
-    let end = checks.iter().position(|c| c.id == last).map(|i| i + 1).unwrap_or(checks.len());
+    let end = checks
+        .iter()
+        .position(|c| c.id == last)
+        .or_else(|| checks.iter().position(|c| c.id == single_node_alias(last)))
+        .map(|i| i + 1)
+        .unwrap_or(checks.len());
     checks[..end].iter().filter(|c| !c.met).collect()
 }
 
@@ -495,6 +611,70 @@ mod tests {
 
     fn ready(status: &str) -> serde_json::Value {
         json!({"conditions": [{"type": "Ready", "status": status, "reason": "KubeletNotReady", "message": "cni plugin not initialized"}]})
+    }
+
+    #[test]
+    fn a_single_node_is_followed_through_both_its_stages() {
+        let inv = vec![Member {
+            name: "sno".into(),
+            role: "master".into(),
+        }];
+        let none = ApiContact::default();
+        let at = |rows: Vec<NodeRow>, api: Vec<ApiObject>| {
+            let c = checks(&inv, &rows, &api, &none, 10_000);
+            assert_eq!(
+                c.iter().map(|c| c.id).collect::<Vec<_>>(),
+                SINGLE_NODE_CHECKS.iter().map(|s| s.id).collect::<Vec<_>>()
+            );
+            let p = phase(&c).map(|p| (p.id, p.evidence.join("; ")));
+            (p, unmet_until(&c, target("bootstrap-complete").unwrap()).len())
+        };
+        let ((id, why), _) = at(vec![], vec![]).0.map(|p| (p, 0)).unwrap();
+        assert_eq!(id, "node-booted", "{why}");
+        // The live system: bootkube working, then install-to-disk.
+        let live = |bk: &str, stage: &str, result: &str| {
+            row(
+                "sno",
+                vec![
+                    ("bootkube", if bk == "complete" { Health::Ok } else { Health::Warning }, bk, vec![]),
+                    (
+                        "bootstrap-in-place",
+                        Health::Warning,
+                        "x",
+                        vec![("stage", stage), ("result", result)],
+                    ),
+                ],
+            )
+        };
+        let (p, _) = at(vec![live("etcd: waiting", "wait-for-bootkube", "waiting")], vec![]);
+        assert_eq!(p.unwrap().0, "bootkube");
+        let (p, _) = at(vec![live("complete", "coreos-installer", "running")], vec![]);
+        let (id, why) = p.unwrap();
+        assert!(id == "disk-written" && why.contains("install-to-disk"), "{id}: {why}");
+        let (p, _) = at(vec![live("complete", "reboot", "done")], vec![]);
+        assert_eq!(p.unwrap().0, "rebooted");
+        // The installed system: no bootkube record; the post-reboot step's.
+        let installed = |stage: &str, result: &str| {
+            row(
+                "sno",
+                vec![(
+                    "bootstrap-in-place",
+                    Health::Warning,
+                    "x",
+                    vec![("stage", stage), ("result", result)],
+                )],
+            )
+        };
+        let (p, waiting) = at(vec![installed("bootstrap-complete", "running")], vec![]);
+        assert_eq!(p.unwrap().0, "bootstrap-done");
+        assert_eq!(waiting, 1, "wait-for bootstrap-complete waits for the post-reboot step alone");
+        let (p, waiting) = at(
+            vec![installed("approve-csrs", "running")],
+            vec![obj("Node", "", "sno", ready("False"))],
+        );
+        let (id, why) = p.unwrap();
+        assert!(id == "masters-ready" && why.contains("cni plugin"), "{id}: {why}");
+        assert_eq!(waiting, 0, "bootstrap complete");
     }
 
     #[test]

@@ -26,8 +26,20 @@ struct Progress {
 
 /// bootkube.sh's record (`{"stage","result","lastError","time"}`), as a component.
 pub fn bootkube(path: &Path) -> ComponentState {
+    progress(Component::Bootkube, path, "bootkube.service has not run yet")
+}
+
+/// A single node's bootstrap-in-place record (the same form): install-to-disk's on the live
+/// system, the post-reboot step's on the installed one.
+pub fn in_place(path: &Path) -> ComponentState {
+    progress(Component::InPlace, path, "its step has not run yet on this boot")
+}
+
+/// A progress record as a component; `age_s`: how long ago it was last written (a step that
+/// stops moving, a reboot that never came).
+fn progress(which: Component, path: &Path, absent: &str) -> ComponentState {
     let mut c = ComponentState {
-        name: Component::Bootkube.name().into(),
+        name: which.name().into(),
         ..Default::default()
     };
     let text = match std::fs::read(path) {
@@ -41,7 +53,7 @@ pub fn bootkube(path: &Path) -> ComponentState {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             c.health = Health::Warning as i32;
             c.state = state::NOT_STARTED.into();
-            c.reason = format!("{} absent: bootkube.service has not run yet", path.display());
+            c.reason = format!("{} absent: {absent}", path.display());
             return c;
         }
         Err(e) => {
@@ -67,6 +79,13 @@ pub fn bootkube(path: &Path) -> ComponentState {
     };
     c.reason = p.last_error.chars().take(512).collect();
     c.details = HashMap::from([("stage".into(), p.stage), ("result".into(), p.result), ("time".into(), p.time)]);
+    let age = std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok());
+    if let Some(age) = age {
+        c.details.insert("age_s".into(), age.as_secs().to_string());
+    }
     c
 }
 

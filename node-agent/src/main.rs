@@ -106,6 +106,7 @@ async fn report(
         components.push(probes::kubelet_cert(&cfg.kubelet_cert, now_ms() / 1000));
     }
     components.extend(cfg.bootkube_progress.as_deref().map(install::bootkube));
+    components.extend(cfg.in_place_progress.as_deref().map(install::in_place));
     components.extend(cached);
     components.extend(dns);
     components.extend(lb);

@@ -19,6 +19,9 @@ pub enum Component {
     EtcdDisk,
     /// bootkube.sh's progress (the bootstrap only).
     Bootkube,
+    /// A single node's bootstrap-in-place progress: install-to-disk on its live system, then the
+    /// post-reboot step on its installed one.
+    InPlace,
     /// api-int:6443 through the load balancer.
     Lb,
     /// The node's resolver against the bundle's zones.
@@ -55,7 +58,7 @@ pub enum Component {
 
 impl Component {
     /// In the order the dashboard shows them.
-    pub const ALL: [Component; 22] = [
+    pub const ALL: [Component; 23] = [
         Component::Kubelet,
         Component::Cri,
         Component::Etcd,
@@ -65,6 +68,7 @@ impl Component {
         Component::Lb,
         Component::Registry,
         Component::Bootkube,
+        Component::InPlace,
         Component::Systemd,
         Component::Nic,
         Component::Route,
@@ -109,6 +113,7 @@ impl Component {
             Component::Etcd => "etcd",
             Component::EtcdDisk => "etcd-disk",
             Component::Bootkube => "bootkube",
+            Component::InPlace => "bootstrap-in-place",
             Component::Lb => "lb",
             Component::Dns => "dns",
             Component::Registry => "registry",
