@@ -19,6 +19,18 @@ pub fn lines(created: &Created) -> Vec<String> {
     } = created;
     let cluster = &made.cluster;
     let count = |r| cluster.nodes.iter().filter(|n| n.role == r).count();
+    let head = match &cluster.bootstrap_in_place {
+        Some(b) => format!(
+            "cluster {}: a single node ({}, bootstrap-in-place onto {}), API and ingress {} (the node itself unless VIPs are given: {} / {})",
+            cluster.domain(),
+            cluster.bootstrap().hostname,
+            b.installation_disk,
+            cluster.bootstrap().ip,
+            cluster.api_vip,
+            cluster.ingress_vip
+        ),
+        None => String::new(),
+    };
     let mut out = vec![format!(
         "cluster {}: {} nodes ({} bootstrap, {} masters, {} workers), API {} , ingress {}",
         cluster.domain(),
@@ -29,6 +41,9 @@ pub fn lines(created: &Created) -> Vec<String> {
         cluster.api_vip,
         cluster.ingress_vip
     )];
+    if !head.is_empty() {
+        out[0] = head;
+    }
     out.extend(pki(cluster, &made.pki, *rerun));
     out.extend(configs(dir, made));
     if *from_renders {
@@ -118,7 +133,8 @@ fn configs(dir: &Path, made: &Made<Staged>) -> Vec<String> {
         versions.join(" and "),
         extras.crds.len()
     )];
-    out.extend(made.nodes.iter().map(node));
+    let single = made.cluster.single_node();
+    out.extend(made.nodes.iter().map(|n| node(n, single)));
     if extras.agent.as_ref().is_some_and(|b| !b.is_remote()) && cluster.nodes.len() > 50 {
         out.push(format!(
             "hint: every config carries the agent binary; with {} nodes, --agent-url serves it once from the helper",
@@ -129,8 +145,8 @@ fn configs(dir: &Path, made: &Made<Staged>) -> Vec<String> {
 }
 
 /// A node's config: its size, and how it was made.
-fn node(n: &crate::assets::NodeIgnition) -> String {
-    let how = match &n.merge {
+fn node(n: &crate::assets::NodeIgnition, single: bool) -> String {
+    let mut how = match &n.merge {
         Some(m) => format!(
             "merged into the MCO {} base ({} files, {} units; {} replaced, {} kept from the base, {} merged)",
             n.role.as_str(),
@@ -143,6 +159,10 @@ fn node(n: &crate::assets::NodeIgnition) -> String {
         None if n.role == Role::Bootstrap => "complete".to_string(),
         None => "self-contained (no --mco-base: hardshift's kubelet unit, no MCO files)".to_string(),
     };
+    if single {
+        // The live system's config, with the master's (described by `how`) inside.
+        how = format!("live system (the bootstrap, then install-to-disk); the master's config inside: {how}");
+    }
     format!(
         "  ignition/{}.ign  {:<9} {:>4} files {:>3} units {:>8.1} KiB  {how}",
         n.hostname,

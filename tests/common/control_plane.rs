@@ -36,6 +36,8 @@ pub struct Lab {
     /// `<name>.<baseDomain>`.
     pub domain: String,
     pub bootstrap_ip: String,
+    /// The node that runs the bootstrap control plane: the bootstrap host, or a single node.
+    pub boot_host: String,
     /// The first master's hostname and address (its namespace is always `master-0`).
     pub master0: String,
     pub master0_ip: String,
@@ -58,11 +60,14 @@ impl Lab {
                 .find(|n| n.role == r)
                 .unwrap_or_else(|| panic!("no {} in {}", r.as_str(), dir.display()))
         };
-        let (boot, m0) = (first(Role::Bootstrap), first(Role::Master));
+        let m0 = first(Role::Master);
+        // A single node (bootstrap-in-place) runs the bootstrap itself.
+        let boot = if c.single_node() { m0 } else { first(Role::Bootstrap) };
         Lab {
             name: c.name.clone(),
             domain: c.domain(),
             bootstrap_ip: boot.ip.to_string(),
+            boot_host: boot.hostname.clone(),
             master0: m0.hostname.clone(),
             master0_ip: m0.ip.to_string(),
             helper_ip: c.helper_ip.to_string(),
@@ -103,6 +108,10 @@ pub fn release_crds_into(dir: &Path) {
     for c in &set.crds {
         std::fs::copy(real.join(&c.file), crds.join(&c.file)).unwrap();
     }
+}
+
+pub fn load_ign_file(path: &Path) -> Config {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 pub fn load_ign(bundle: &Path, node: &str) -> Config {
@@ -315,7 +324,9 @@ impl ControlPlane {
         }
         let work = tempfile::tempdir().unwrap();
         let lab = Lab::of(bundle.path());
-        let boot = NodeRoot::lay(load_ign(bundle.path(), "bootstrap"), &work.path().join("bootstrap"));
+        let boot = NodeRoot::lay(load_ign(bundle.path(), &lab.boot_host), &work.path().join("bootstrap"));
+        // A single node is both: no second namespace with its address.
+        let single = lab.bootstrap_ip == lab.master0_ip;
         tamper(&boot);
         static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let tag = format!("cp{}", SEQ.fetch_add(1, std::sync::atomic::Ordering::SeqCst));
@@ -323,14 +334,15 @@ impl ControlPlane {
         let (b, m) = (cidr(&lab.bootstrap_ip), cidr(&lab.master0_ip));
         // The helper holds the lab's VIPs too, for a test that runs its HAProxy.
         let (h, api, apps) = (cidr(&lab.helper_ip), cidr(&lab.api_vip), cidr(&lab.ingress_vip));
-        let mut net = Netns::new(
-            &tag,
-            &[
-                ("bootstrap", &[b.as_str()]),
-                ("master-0", &[m.as_str()]),
-                ("helper", &[h.as_str(), api.as_str(), apps.as_str()]),
-            ],
-        );
+        let (b_addr, m_addr, helper_addrs) = ([b.as_str()], [m.as_str()], [h.as_str(), api.as_str(), apps.as_str()]);
+        let mut nss: Vec<(&str, &[&str])> = vec![("bootstrap", &b_addr)];
+        if !single {
+            nss.push(("master-0", &m_addr));
+        }
+        // A single node's VIPs are its own address (hardshift.yaml names none).
+        let helper_addrs: Vec<&str> = helper_addrs.into_iter().filter(|a| !single || *a != b.as_str()).collect();
+        nss.push(("helper", &helper_addrs));
+        let mut net = Netns::new(&tag, &nss);
         // The load balancer's names point at the bootstrap, as HAProxy does before the pivot.
         let d = &lab.domain;
         let names = [
@@ -338,9 +350,12 @@ impl ControlPlane {
             (lab.master0_ip.as_str(), format!("{}.{d}", lab.master0)),
         ];
         let names: Vec<(&str, &str)> = names.iter().map(|(a, b)| (*a, b.as_str())).collect();
+        let names: Vec<(&str, &str)> = if single { names[..1].to_vec() } else { names };
         net.route("bootstrap", &lab.helper_ip);
-        net.route("master-0", &lab.helper_ip);
-        for n in ["bootstrap", "master-0", "helper"] {
+        if !single {
+            net.route("master-0", &lab.helper_ip);
+        }
+        for n in nss.iter().map(|(n, _)| *n) {
             net.hosts(n, &lab.helper_ip, &names);
         }
         ControlPlane {
@@ -623,21 +638,44 @@ impl ControlPlane {
     /// (`run_bootkube_supervised` restarts what exits meanwhile).
     pub fn start_rendered(bundle: tempfile::TempDir) -> ControlPlane {
         let mut cp = Self::lab(bundle);
-        let pods = cp.boot.static_pods();
+        cp.run_rendered_pods("etcd-member-pod.yaml");
+        cp
+    }
+
+    /// The renders' etcd (from pod file `etcd_file`), once healthy their API server,
+    /// controller-manager and scheduler, from the node root `boot`, supervised.
+    pub fn run_rendered_pods(&mut self, etcd_file: &str) {
+        let pods = self.boot.static_pods();
         let by = |n: &str| static_pod(&pods, n);
-        let ip = cp.lab.bootstrap_ip.clone();
-        let p = rendered_process(&by("etcd-member-pod.yaml"), "etcd", &cp.boot, &ip, "bootstrap");
-        cp.supervise(p);
-        cp.wait_etcd_healthy(Duration::from_secs(60));
+        let ip = self.lab.bootstrap_ip.clone();
+        let node = self.lab.boot_host.clone();
+        let p = rendered_process(&by(etcd_file), "etcd", &self.boot, &ip, &node);
+        self.supervise(p);
+        self.wait_etcd_healthy(Duration::from_secs(60));
         for (pod, container) in [
             ("kube-apiserver-pod.yaml", "kube-apiserver"),
             ("kube-controller-manager-pod.yaml", "kube-controller-manager"),
             ("kube-scheduler-pod.yaml", "kube-scheduler"),
         ] {
-            let p = rendered_process(&by(pod), container, &cp.boot, &ip, "bootstrap");
-            cp.supervise(p);
+            let p = rendered_process(&by(pod), container, &self.boot, &ip, &node);
+            self.supervise(p);
         }
-        cp
+    }
+
+    /// Stop a supervised container for good (a static pod's manifest moved away).
+    pub fn stop(&mut self, name: &str) {
+        self.supervised.remove(name);
+        if let Some(pid) = self.pids.remove(name) {
+            self.net.kill(pid);
+        }
+    }
+
+    /// A reboot into `installed`: every container stopped, the node's root replaced.
+    pub fn reboot_into(&mut self, installed: NodeRoot) {
+        for n in ["kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"] {
+            self.stop(n);
+        }
+        self.boot = installed;
     }
 
     /// Start `p` in the bootstrap's namespace, in the node's root (a container's `/`), logging to

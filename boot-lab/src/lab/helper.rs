@@ -24,6 +24,10 @@ pub(super) fn helper_addresses(c: &hardshift_generator::cluster::Cluster) -> Res
     })?;
     let mut addrs: Vec<String> = Vec::new();
     for ip in [c.helper_ip, c.api_vip, c.ingress_vip, collector_ip, http_ip] {
+        // A single node with no VIPs answers api and *.apps itself: its address is not the helper's.
+        if c.nodes.iter().any(|n| n.ip == ip) {
+            continue;
+        }
         let a = format!("{ip}/{prefix}");
         if !addrs.contains(&a) {
             addrs.push(a);

@@ -213,8 +213,10 @@ record done
 
 const INSTALL_TO_DISK_UNIT_TEXT: &str = "[Unit]
 Description=hardshift: a single node's master config onto its installation disk, then the reboot
-Wants=bootkube.service
-After=bootkube.service
+# Not After=bootkube.service (a oneshot: that would wait for it to finish): the disk is checked at
+# once, and the script waits for bootkube's marker itself.
+Wants=bootkube.service network-online.target
+After=network-online.target
 ConditionPathExists=!/opt/openshift/.install-to-disk.done
 
 [Service]
