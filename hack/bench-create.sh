@@ -10,6 +10,8 @@
 #                agent fetched by URL (--agent-url); peak RSS too
 #   1004 dense   the same with the fixture's padding made random: nothing in the base compresses,
 #                so every config carries the base's ~350 KB (held once in memory, written per node)
+#   single-node  the example as a single node (bootstrap-in-place): its one config holds the
+#                bootstrap's parts and the master's config; its size is printed too
 #   floor        the key-generation floor: AWS-LC (the library create uses) making the same keys
 #                as a fresh example bundle, on all cores, and nothing else (keygen-floor example)
 # then the ratios the goals are stated in.
@@ -45,6 +47,8 @@ time_of() { /usr/bin/time -o "$work/time" -f '%e %M' "$@" >/dev/null 2>&1; tail 
 
 example=$work/example
 mkdir -p "$example"; cp -r examples/ocp4/*.yaml examples/ocp4/release examples/ocp4/crds "$example"/
+sno=$work/sno
+hack/gen-lab.py "$sno" single-node >/dev/null; cp -r examples/ocp4/release examples/ocp4/crds "$sno"/
 big=$work/big
 hack/gen-lab.py "$big" 1000 >/dev/null; cp -r examples/ocp4/release examples/ocp4/crds "$big"/
 base=$PWD/tests/fixtures/mco/master-large.ign
@@ -69,6 +73,8 @@ for i in $(seq "$RUNS"); do
   d=$(fresh_dir "$example"); T[default]+="$(time_of "$bin" create --dir "$d" "${alg[@]}") "
   key_kinds "$d"
   T[rerun]+="$(time_of "$bin" create --dir "$d" "${alg[@]}") "
+  d=$(fresh_dir "$sno"); T[single-node]+="$(time_of "$bin" create --dir "$d" "${alg[@]}") "
+  sno_size=$(stat -c %s "$d"/ignition/*.ign)
   d=$(fresh_dir "$big")
   T[1004-nodes]+="$(time_of "$bin" create --dir "$d" "${alg[@]}" --mco-base "master=$base,worker=$base" \
     --agent-url http://192.168.126.1:8080/hardshift-agent) "
@@ -82,7 +88,7 @@ for i in $(seq "$RUNS"); do
   # for it (recently_deleted inodes), which is not create's cost.
 done
 printf '%-13s %10s %14s   (median of %s, rsa-2048)\n' case "time (s)" "peak RSS (MB)" "$RUNS"
-for c in floor openssl no-agent default default-cold rerun 1004-nodes 1004-rerun 1004-dense; do
+for c in floor openssl no-agent default default-cold rerun single-node 1004-nodes 1004-rerun 1004-dense; do
   read -r -a v <<<"${T[$c]}"
   e=(); m=()
   for ((j = 0; j < ${#v[@]}; j += 2)); do e+=("${v[j]}"); m+=("${v[j+1]}"); done
@@ -96,6 +102,7 @@ echo "openssl / default:       $(ratio "${R[openssl]}" "${R[default]}")x   (goal
 echo "default / no-agent:      $(ratio "${R[default]}" "${R[no-agent]}")x   (goal: at most 1.3x)"
 echo "default-cold / no-agent: $(ratio "${R[default-cold]}" "${R[no-agent]}")x"
 echo "rerun:                   ${R[rerun]} s   (goal: under 0.3 s)"
+echo "single node:             ${R[single-node]} s; its one config $(awk -v b="$sno_size" 'BEGIN {printf "%.2f", b / 1048576}') MiB"
 echo "1004 nodes:              ${R[1004-nodes]} s   (goal: under 2 s, peak RSS under 250 MB); rerun ${R[1004-rerun]} s; dense ${R[1004-dense]} s"
 target/release/examples/keygen-floor "$(rsa_keys)" "$(ec_keys)" 1 | sed 's/^/single thread: /' 
 [ "${MATRIX:-0}" = 1 ] || exit 0

@@ -168,7 +168,8 @@ fn on_a_single_node_the_renders_run_and_the_installed_system_comes_back_with_the
         .lines()
         .filter_map(|l| l.trim().strip_prefix("--carry "))
         .map(|c| {
-            let c = c.trim_end_matches('\\').trim();
+            // The first word: the script's last --carry ends its command line.
+            let c = c.split_whitespace().next().unwrap();
             let (s, d) = c.split_once('=').unwrap();
             (s.to_string(), d.to_string())
         })
@@ -178,11 +179,26 @@ fn on_a_single_node_the_renders_run_and_the_installed_system_comes_back_with_the
         args.push("--carry".into());
         args.push(format!("{}={d}", cp.boot.map(s)));
     }
+    let t = std::time::Instant::now();
     let out = std::process::Command::new(agent_bin()).args(&args).output().unwrap();
     assert!(out.status.success(), "in-place-config: {}", text(&out.stderr));
-    eprintln!("{}", text(&out.stdout));
-    let (ok, msg) = run("ignition-validate", &[master_ign.to_str().unwrap()]);
-    assert!(ok, "the master's config: {msg}");
+    eprintln!("{}\nin-place-config took {:.1} s", text(&out.stdout), t.elapsed().as_secs_f64());
+    assert!(carried.iter().all(|(_, d)| d.starts_with('/') && !d.contains(' ')), "{carried:?}");
+    // Merged into the renders' MachineConfig, it is Ignition 3.4.0 (the MCO's spec), which
+    // Debian's ignition-validate (3.3 at most) does not know: validated by the IGNITION tier's
+    // when it is given, and laid out and run below either way.
+    let version = common::control_plane::load_ign_file(&master_ign).ignition.version;
+    let validate = match std::env::var_os("HARDSHIFT_IGNITION_BIN") {
+        Some(d) => std::path::Path::new(&d).join("ignition-validate").display().to_string(),
+        None if version.as_str() < "3.4.0" => "ignition-validate".into(),
+        None => String::new(),
+    };
+    if validate.is_empty() {
+        eprintln!("master.ign (Ignition {version}): not judged by ignition-validate (set HARDSHIFT_IGNITION_BIN)");
+    } else {
+        let (ok, msg) = run(&validate, &[master_ign.to_str().unwrap()]);
+        assert!(ok, "the master's config: {msg}");
+    }
     eprintln!("master.ign: {} bytes", std::fs::metadata(&master_ign).unwrap().len());
 
     // The reboot: a root from master.ign alone; the carried control plane under the installer's names.
