@@ -34,7 +34,7 @@ fn the_renders_control_plane_runs_and_bootkube_completes() {
             .join("\n")
     };
     assert!(ok, "bootkube.sh failed:\n{out}\n{}", tails());
-    assert!(out.contains("bootkube: complete: done"), "{out}");
+    assert!(out.contains("bootkube.sh: complete: done"), "{out}");
     eprintln!("restarts, as the kubelet would have: {:?}", cp.restarts());
     eprintln!("timings: {:?}", cp.timings);
     // The API is ready: every hook ran, the openshift admission chain among them.

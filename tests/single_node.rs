@@ -180,6 +180,11 @@ fn the_single_node_bundle(dir: &Path, node: &str, node_ip: &str) {
         ipxe.contains("ignition.config.url=") && !ipxe.contains("coreos.inst.install_dev"),
         "{ipxe}"
     );
+    // The install script refuses to install the live system's config to a disk.
+    let installer = dir.join("lab/scripts/coreos-installer.sh");
+    let out = std::process::Command::new("bash").arg(&installer).arg(node).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("iso ignition embed"), "{}", text(&out.stderr));
     let readme = std::fs::read_to_string(dir.join("lab/README.md")).unwrap();
     assert!(readme.contains("bootstrap-in-place") && readme.contains(DISK), "{readme}");
 
