@@ -20,15 +20,20 @@ pub fn lines(created: &Created) -> Vec<String> {
     let cluster = &made.cluster;
     let count = |r| cluster.nodes.iter().filter(|n| n.role == r).count();
     let head = match &cluster.bootstrap_in_place {
-        Some(b) => format!(
-            "cluster {}: a single node ({}, bootstrap-in-place onto {}), API and ingress {} (the node itself unless VIPs are given: {} / {})",
-            cluster.domain(),
-            cluster.bootstrap().hostname,
-            b.installation_disk,
-            cluster.bootstrap().ip,
-            cluster.api_vip,
-            cluster.ingress_vip
-        ),
+        Some(b) => {
+            let n = cluster.bootstrap();
+            let at = if cluster.api_vip == n.ip && cluster.ingress_vip == n.ip {
+                format!("API and ingress at the node itself ({}, no load balancer)", n.ip)
+            } else {
+                format!("API {} , ingress {} (VIPs)", cluster.api_vip, cluster.ingress_vip)
+            };
+            format!(
+                "cluster {}: a single node ({}, bootstrap-in-place onto {}), {at}",
+                cluster.domain(),
+                n.hostname,
+                b.installation_disk
+            )
+        }
         None => String::new(),
     };
     let mut out = vec![format!(
