@@ -291,7 +291,7 @@ ready() {{
     [ "$("$OC" get node "$NODE" -o jsonpath='{{.status.conditions[?(@.type=="Ready")].status}}' 2>/dev/null)" = True ]
 }}
 stage=approve-csrs
-record running
+record running "waiting for node $NODE to be Ready"
 until ready; do
     "$OC" get csr -o go-template='{{{{range .items}}}}{{{{if not .status}}}}{{{{.metadata.name}}}} {{{{.spec.username}}}}{{{{"\n"}}}}{{{{end}}}}{{{{end}}}}' 2>/dev/null |
     while read -r name user; do
@@ -300,7 +300,7 @@ until ready; do
                 "$OC" adm certificate approve "$name" >/dev/null 2>&1 || "$OC" certificate approve "$name" >/dev/null 2>&1 ;;
         esac
     done
-    record running "waiting for node $NODE to be Ready"
+    # Not recorded again here: the record's age is how long the node has waited (HS093).
     sleep 10
 done
 record done
