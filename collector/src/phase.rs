@@ -629,7 +629,7 @@ mod tests {
             let p = phase(&c).map(|p| (p.id, p.evidence.join("; ")));
             (p, unmet_until(&c, target("bootstrap-complete").unwrap()).len())
         };
-        let ((id, why), _) = at(vec![], vec![]).0.map(|p| (p, 0)).unwrap();
+        let (id, why) = at(vec![], vec![]).0.unwrap();
         assert_eq!(id, "node-booted", "{why}");
         // The live system: bootkube working, then install-to-disk.
         let live = |bk: &str, stage: &str, result: &str| {

@@ -344,7 +344,8 @@ pub fn crds(x: &Ctx, _: &Node) -> Placed {
     }
 }
 
-fn unit(name: &str, contents: String) -> Unit {
+/// An enabled unit with these contents.
+pub(super) fn unit(name: &str, contents: String) -> Unit {
     Unit {
         name: name.into(),
         enabled: Some(true),
