@@ -2,6 +2,8 @@
 //! collector (`proto/hardshift/agent/v1/agent.proto`). `cri`: the subset of the Kubernetes CRI
 //! (`runtime.v1`) the agent reads from CRI-O (`proto/cri/runtime/v1/api.proto`). `etcd`: the
 //! subset of etcd's v3 API the agent reads from its member (`proto/etcd/rpc.proto`).
+//! The Rust for each is generated from its .proto and committed (`src/generated/`, kept current by
+//! `tests/generated.rs`).
 
 /// The units whose journal a debug request may read: the agent's allow-list, and what
 /// `hardshift gather` asks each node for.
@@ -18,16 +20,16 @@ pub fn now_ms() -> i64 {
 pub mod vocab;
 
 pub mod v1 {
-    tonic::include_proto!("hardshift.agent.v1");
+    include!("generated/hardshift.agent.v1.rs");
 }
 
 pub mod cri {
-    tonic::include_proto!("runtime.v1");
+    include!("generated/runtime.v1.rs");
 }
 
 /// The subset of etcd's v3 API the agent reads (`proto/etcd/rpc.proto`).
 pub mod etcd {
-    tonic::include_proto!("etcdserverpb");
+    include!("generated/etcdserverpb.rs");
 }
 
 /// A gRPC channel over a unix socket (the CRI runtime's, or the collector's admin socket).
