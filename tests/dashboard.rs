@@ -72,9 +72,10 @@ fn report(seq: u64, kubelet: Health) -> NodeReport {
     }
 }
 
-/// One simulated agent: its own certificate from the bundle, Hello, a report every 250 ms,
-/// and journal requests answered with a line holding a secret.
-async fn agent(dir: PathBuf, addr: String, node: &'static str, role: &'static str, sim: Arc<Sim>) {
+type Inbound = tonic::Streaming<hardshift_proto::v1::CollectorMessage>;
+
+/// A simulated agent's stream: its own certificate from the bundle, and Hello sent.
+async fn connect(dir: &Path, addr: &str, node: &str, role: &str) -> (tokio::sync::mpsc::Sender<AgentMessage>, Inbound) {
     use tonic::transport::{Certificate, Channel, ClientTlsConfig, Identity};
     let read = |f: &str| std::fs::read_to_string(dir.join("agent-pki").join(f)).unwrap();
     let tls = ClientTlsConfig::new()
@@ -103,11 +104,18 @@ async fn agent(dir: PathBuf, addr: String, node: &'static str, role: &'static st
     })
     .await
     .unwrap();
-    let mut inbound = AgentClient::new(ch)
+    let inbound = AgentClient::new(ch)
         .connect(tokio_stream::wrappers::ReceiverStream::new(rx))
         .await
         .unwrap()
         .into_inner();
+    (tx, inbound)
+}
+
+/// One simulated agent: a report every 250 ms, and journal requests answered with a line
+/// holding a secret.
+async fn agent(dir: PathBuf, addr: String, node: &'static str, role: &'static str, sim: Arc<Sim>) {
+    let (tx, mut inbound) = connect(&dir, &addr, node, role).await;
     let answers = tx.clone();
     tokio::spawn(async move {
         while let Ok(Some(m)) = inbound.message().await {
@@ -525,6 +533,49 @@ fn promtool_passes_a_live_scrape_and_the_metrics_follow_the_reports() {
         .unwrap()
         .starts_with("application/openmetrics-text"));
     assert!(r.text().unwrap().ends_with("# EOF\n"));
+}
+
+/// No page open, one report at a time: a scrape made as soon as the report's Ack arrived (the
+/// collector acks after its commit) already holds that report. Unwatched, the view is rebuilt
+/// only every 10 s, so the scrape itself must ask for the rebuild and wait for it.
+#[test]
+fn a_scrape_right_after_an_ack_holds_the_acked_report() {
+    let (d, _collector, port, site) = lab();
+    let root_ca = std::fs::read_to_string(d.path().join("pki/root-ca.crt")).unwrap();
+    let id = format!(
+        "cluster=\"ocp4\",base_domain=\"example.com\",bundle=\"{}\"",
+        hardshift_generator::assets::manifests::cluster_id_of_root_ca(&root_ca)
+    );
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let (tx, mut inbound) = connect(d.path(), &format!("127.0.0.1:{port}"), "worker-0", "worker").await;
+        let flips = [Health::Failing, Health::Ok].repeat(4);
+        for (seq, h) in (1u64..).zip(flips) {
+            tx.send(AgentMessage {
+                body: Some(Body::Report(report(seq, h))),
+            })
+            .await
+            .unwrap();
+            loop {
+                let m = tokio::time::timeout(Duration::from_secs(60), inbound.message()).await;
+                match m.expect("an ack within 60 s").expect("the stream stays up").map(|m| m.body) {
+                    Some(Some(In::Ack(a))) if a.highest_seq >= seq => break,
+                    Some(_) => continue,
+                    None => panic!("the collector closed the stream"),
+                }
+            }
+            let url = format!("{site}/metrics");
+            let body = tokio::task::spawn_blocking(move || get(&url).2).await.unwrap();
+            let want = format!(
+                "hardshift_component_health{{{id},node=\"worker-0\",role=\"worker\",component=\"kubelet\"}} {}",
+                if h == Health::Ok { 1 } else { 3 }
+            );
+            assert!(
+                body.contains(&want),
+                "report {seq} was acked, yet the scrape after it lacks\n{want}\nin\n{body}"
+            );
+        }
+    });
 }
 
 #[test]

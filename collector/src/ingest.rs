@@ -175,13 +175,14 @@ fn write(store: &mut Store, jobs: Vec<Job>, hooks: &Hooks) {
     // Answer only after the commit: an error fails the whole batch, and nobody is acked.
     match result {
         Ok(out) => {
+            // Counted before anyone is acked: a read after an ack waits for a view holding it.
+            hooks.changed.send_modify(|n| *n += 1);
             for (j, (h, new)) in jobs.into_iter().zip(out) {
                 if let Job::Report { queued, .. } = &j {
                     hooks.metrics.report(new, queued.elapsed());
                 }
                 let _ = j.reply().send(Ok(h));
             }
-            hooks.changed.send_modify(|n| *n += 1);
         }
         Err(e) => {
             // Loud, but not a line per batch: the first few, then one in a hundred.

@@ -130,13 +130,14 @@ pub async fn serve(opts: Options, tcp: tokio::net::TcpListener, deps: Deps, stop
         tail: String::new(),
         met_at: BTreeMap::new(),
         grid_built: false,
+        commits: 0,
     });
     let changed = deps.changed.clone();
     let shared = Arc::new(Shared {
         store: Mutex::new(store),
         inventory: opts.inventory.clone(),
         snap: watch::channel(empty).0,
-        want_grid: tokio::sync::Notify::new(),
+        want_rebuild: tokio::sync::Notify::new(),
         deps,
         check_host: opts.tls.is_none(),
         scrubber: crate::scrub::Scrubber::with_values(opts.secrets.clone()),
@@ -272,7 +273,7 @@ fn cross_site(h: &axum::http::HeaderMap) -> Option<String> {
 async fn with_grid(s: &Shared) -> Arc<Snapshot> {
     let mut rx = s.snap.subscribe();
     if !rx.borrow().grid_built {
-        s.want_grid.notify_one();
+        s.want_rebuild.notify_one();
         let _ = tokio::time::timeout(MAX_REBUILD * 2, rx.wait_for(|snap| snap.grid_built)).await;
     }
     let snap = rx.borrow().clone();
@@ -287,7 +288,7 @@ async fn grid_page(State(s): State<Arc<Shared>>) -> Response {
 
 async fn grid_events(State(s): State<Arc<Shared>>) -> impl IntoResponse {
     let rx = s.snap.subscribe();
-    s.want_grid.notify_one();
+    s.want_rebuild.notify_one();
     sse_named(futures_util::stream::unfold(
         (WatchStream::new(rx), None::<Arc<Snapshot>>),
         |(mut w, mut last)| async move {
@@ -312,7 +313,7 @@ fn typed(ty: &'static str, body: String) -> Response {
 }
 
 async fn timeline_html(s: &Arc<Shared>) -> String {
-    let snap = s.snap.borrow().clone();
+    let snap = snapshot::fresh(s).await;
     let s2 = s.clone();
     let names: Vec<String> = snap.view.nodes.iter().map(|n| n.name.clone()).collect();
     let events = tokio::task::spawn_blocking(move || {
@@ -361,7 +362,7 @@ async fn timeline_events(State(s): State<Arc<Shared>>) -> impl IntoResponse {
 }
 
 async fn view_json(State(s): State<Arc<Shared>>) -> Response {
-    let snap = s.snap.borrow().clone();
+    let snap = snapshot::fresh(&s).await;
     // The view is built from scrubbed reports; the API's words in it are scrubbed here too.
     let json = serde_json::to_value(&snap.view).map(|mut v| {
         s.reports.json(&mut v);
@@ -379,7 +380,7 @@ async fn metrics_text(State(s): State<Arc<Shared>>, headers: axum::http::HeaderM
         .get(header::ACCEPT)
         .and_then(|a| a.to_str().ok())
         .is_some_and(|a| a.contains("application/openmetrics-text"));
-    let snap = s.snap.borrow().clone();
+    let snap = snapshot::fresh(&s).await;
     // Every reason, at 0 until it happens: a counter that appears at its first increment hides
     // that increment from rate().
     let every = |gate: &listener::Gate| {

@@ -18,7 +18,7 @@ const NODE_EVENTS_REPORTS: usize = 200;
 
 /// The node's fragment, with its recent events read from the store.
 pub(super) async fn node_html(s: &Arc<Shared>, name: &str) -> Option<String> {
-    let snap = s.snap.borrow().clone();
+    let snap = super::snapshot::fresh(s).await;
     let n = snap.view.node(name)?.clone();
     let (s2, node) = (s.clone(), name.to_string());
     let events = tokio::task::spawn_blocking(move || {

@@ -25,8 +25,9 @@ pub(super) struct Shared {
     pub(super) store: Mutex<Store>,
     pub(super) inventory: Option<Vec<Member>>,
     pub(super) snap: watch::Sender<Arc<Snapshot>>,
-    /// Woken when a page opens while the snapshot has no grid (nobody was watching).
-    pub(super) want_grid: tokio::sync::Notify,
+    /// Asks for a rebuild now: a page opened while the snapshot has no grid (nobody was
+    /// watching), or a one-shot read found the view stale (`snapshot::fresh`).
+    pub(super) want_rebuild: tokio::sync::Notify,
     pub(super) deps: Deps,
     /// Plain HTTP on loopback: the Host header must name loopback too.
     pub(super) check_host: bool,
@@ -60,6 +61,9 @@ pub(super) struct Snapshot {
     pub(super) met_at: BTreeMap<&'static str, i64>,
     /// Whether head, rows and tail were rendered (a page was watching).
     pub(super) grid_built: bool,
+    /// The store's commit count (`Deps::changed`) when this view was read: a one-shot read
+    /// after a commit waits for a view that holds it.
+    pub(super) commits: u64,
 }
 
 impl Snapshot {

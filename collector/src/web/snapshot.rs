@@ -2,7 +2,9 @@
 //! times a second, at least every 2 s), kept as a snapshot each page's stream holds a receiver
 //! of, with the grid in rows so a page is sent only the rows that changed. The grid is rendered
 //! only while a page holds a receiver: unwatched, a rebuild is the view alone (what /metrics and
-//! the phase times need), which at 20,000 nodes saves rendering 20,000 rows every 2 s.
+//! the phase times need), which at 20,000 nodes saves rendering 20,000 rows every 2 s. Unwatched,
+//! the view is rebuilt only every 10 s, or at once when a scrape or a page asks for it
+//! (`Shared::want_rebuild`): each rebuild reads and decodes every node's newest report.
 
 use crate::api::ApiObject;
 use crate::now_ms;
@@ -17,8 +19,11 @@ use tokio::sync::watch;
 
 /// Rebuilds of the view at most this often, however fast reports arrive.
 const MIN_REBUILD: Duration = Duration::from_millis(250);
-/// …and at least this often, so "seen" clocks and API changes show without a report.
+/// …and at least this often while a page watches, so "seen" clocks and API changes show
+/// without a report. A one-shot read (a scrape, the JSON view) gets a view no older than this.
 pub(super) const MAX_REBUILD: Duration = Duration::from_secs(2);
+/// Nobody watching: the tick that keeps the phase times (when each check was first met).
+const UNWATCHED_REBUILD: Duration = Duration::from_secs(10);
 
 /// What a rebuild keeps between runs.
 #[derive(Default)]
@@ -72,6 +77,8 @@ fn counts(mem: &mut Memory, rows: &mut [NodeRow], recount: bool) {
 
 pub(super) async fn rebuild(s: &Arc<Shared>, mem: &mut Memory) {
     let recount = mem.counted.is_none_or(|t| t.elapsed() >= COUNTS_EVERY);
+    // Read before the store: a commit landing meanwhile makes this view count as older.
+    let commits = *s.deps.changed.borrow();
     let Some((mut rows, api, contact)) = read_store(s, recount).await else {
         return;
     };
@@ -95,6 +102,7 @@ pub(super) async fn rebuild(s: &Arc<Shared>, mem: &mut Memory) {
             tail: String::new(),
             met_at,
             grid_built,
+            commits,
         }));
         return;
     }
@@ -128,6 +136,7 @@ pub(super) async fn rebuild(s: &Arc<Shared>, mem: &mut Memory) {
             tail,
             met_at,
             grid_built,
+            commits,
         });
         !same
     });
@@ -138,17 +147,35 @@ pub(super) async fn refresh(s: Arc<Shared>, mut changed: watch::Receiver<u64>, m
     loop {
         let started = Instant::now();
         rebuild(&s, &mut mem).await;
-        // Nobody watching: the 2 s tick keeps /metrics and the phase times fresh enough.
         let watched = s.snap.receiver_count() > 0;
         tokio::select! {
             _ = changed.changed(), if watched => {}
-            // A page opened and wants the grid now.
-            _ = s.want_grid.notified() => {}
-            _ = tokio::time::sleep(MAX_REBUILD) => {}
+            // A page opened and wants the grid now, or a scrape wants a fresh view.
+            _ = s.want_rebuild.notified() => {}
+            _ = tokio::time::sleep(if watched { MAX_REBUILD } else { UNWATCHED_REBUILD }) => {}
             _ = stop.wait_for(|s| *s) => return,
         }
         tokio::time::sleep_until((started + MIN_REBUILD).into()).await;
     }
+}
+
+/// The view for a one-shot read (a scrape, the JSON view, a page's first load): one that holds
+/// every report committed before the read and is at most `MAX_REBUILD` old; a stale one is
+/// rebuilt at once and awaited. It polls rather than subscribes: a receiver would make that
+/// rebuild render the grid nobody is watching.
+pub(super) async fn fresh(s: &Shared) -> Arc<Snapshot> {
+    let asked = now_ms();
+    let commits = *s.deps.changed.borrow();
+    let stale = |snap: &Snapshot| snap.commits < commits || snap.view.now_ms + (MAX_REBUILD.as_millis() as i64) < asked;
+    if stale(&s.snap.borrow()) {
+        s.want_rebuild.notify_one();
+        let deadline = Instant::now() + MAX_REBUILD * 2;
+        while stale(&s.snap.borrow()) && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    let snap = s.snap.borrow().clone();
+    snap
 }
 
 /// What one page of the grid is sent for a new snapshot, given what it was sent last: the
@@ -182,6 +209,7 @@ mod tests {
             tail: String::new(),
             met_at: BTreeMap::new(),
             grid_built: true,
+            commits: 0,
         }
     }
 
