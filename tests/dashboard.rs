@@ -305,6 +305,16 @@ fn get(url: &str) -> (u16, String, String) {
     (status, ty, r.text().unwrap())
 }
 
+/// The labels every series of the example's /metrics carries: its cluster, and its id (the
+/// root CA's).
+fn install_labels(dir: &Path) -> String {
+    let root_ca = std::fs::read_to_string(dir.join("pki/root-ca.crt")).unwrap();
+    format!(
+        "cluster=\"ocp4\",base_domain=\"example.com\",bundle=\"{}\"",
+        hardshift_generator::assets::manifests::cluster_id_of_root_ca(&root_ca)
+    )
+}
+
 /// The example lab's bundle and its collector, with the dashboard on a port of its own:
 /// (bundle, collector, agent port, dashboard URL).
 fn lab() -> (tempfile::TempDir, Kill, u16, String) {
@@ -471,11 +481,7 @@ fn promtool_passes_a_live_scrape_and_the_metrics_follow_the_reports() {
     }
     let scrape = || get(&format!("{site}/metrics")).2;
     // Every series names the install: the example's cluster, and its id (the root CA's).
-    let root_ca = std::fs::read_to_string(dir.join("pki/root-ca.crt")).unwrap();
-    let id = format!(
-        "cluster=\"ocp4\",base_domain=\"example.com\",bundle=\"{}\"",
-        hardshift_generator::assets::manifests::cluster_id_of_root_ca(&root_ca)
-    );
+    let id = install_labels(&dir);
     wait_for("worker-1's kubelet failing in /metrics", 180, || {
         scrape().contains(&format!(
             "hardshift_component_health{{{id},node=\"worker-1\",role=\"worker\",component=\"kubelet\"}} 3"
@@ -541,11 +547,7 @@ fn promtool_passes_a_live_scrape_and_the_metrics_follow_the_reports() {
 #[test]
 fn a_scrape_right_after_an_ack_holds_the_acked_report() {
     let (d, _collector, port, site) = lab();
-    let root_ca = std::fs::read_to_string(d.path().join("pki/root-ca.crt")).unwrap();
-    let id = format!(
-        "cluster=\"ocp4\",base_domain=\"example.com\",bundle=\"{}\"",
-        hardshift_generator::assets::manifests::cluster_id_of_root_ca(&root_ca)
-    );
+    let id = install_labels(d.path());
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         let (tx, mut inbound) = connect(d.path(), &format!("127.0.0.1:{port}"), "worker-0", "worker").await;
