@@ -660,6 +660,27 @@ fn verify_against_a_machine_config_server_names_every_difference() {
     }
     assert!(mcs[3..].iter().all(|c| c["status"] == "ok"), "{mcs:?}");
 
+    // What the probe served: a user of its own with an SSH key and sudo groups, beside the
+    // unchanged files (only files, units and the core user's keys were compared).
+    let mut master: Value = serde_json::from_slice(&std::fs::read(format!("{MCO_FIXTURES}/master.ign")).unwrap()).unwrap();
+    master["passwd"]["users"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"name": "evil", "sshAuthorizedKeys": ["ssh-ed25519 AAAAevil"], "groups": ["wheel", "sudo"]}));
+    master["kernelArguments"] = serde_json::json!({"shouldExist": ["init=/bin/sh"]});
+    std::fs::write(served.path().join("config/master"), master.to_string()).unwrap();
+    let (code, mcs) = verify();
+    assert_eq!(code, Some(1));
+    for c in &mcs[..3] {
+        let detail = c["detail"].as_str().unwrap();
+        assert!(
+            c["status"] == "fail"
+                && detail.contains("passwd/users evil: served, not on the node")
+                && detail.contains("kernelArguments/shouldExist: \"init=/bin/sh\" served"),
+            "{c}"
+        );
+    }
+
     // An unknown server is refused: the bundle's root CA does not sign another certificate.
     let other_ca = pki(d.path(), "etcd-ca.crt");
     let (code, mcs) = verify_against_mcs(dir, "ocp4.example.com", port, &["--mcs-ca", other_ca.to_str().unwrap()]);
@@ -669,4 +690,69 @@ fn verify_against_a_machine_config_server_names_every_difference() {
             .all(|c| c["status"] == "fail" && c["detail"].as_str().unwrap().contains("certificate")),
         "{mcs:?}"
     );
+}
+
+/// A machine-config server that never finishes its answer (a byte at a time), or redirects to
+/// plain http: `verify --against-mcs` gives up at its deadline, whole, and follows no redirect to
+/// another scheme or port. The server is Python's own TLS with the bundle's MCS certificate.
+#[test]
+fn verify_against_mcs_is_bounded_and_stays_on_https() {
+    let d = example_copy();
+    let dir = d.path().to_str().unwrap();
+    let out = create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let port = free_port();
+    let script = r#"
+import socket, ssl, sys, time, threading
+cert, key, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(cert, key)
+srv = socket.socket()
+srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(("127.0.0.1", port))
+srv.listen(16)
+def serve(c):
+    try:
+        c = ctx.wrap_socket(c, server_side=True)
+        req = c.recv(65536).decode("latin-1")
+        if "/config/master" in req:
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n{")
+            while True:
+                time.sleep(0.5)
+                c.sendall(b" ")
+        else:
+            c.sendall(("HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:%d/config/worker\r\nContent-Length: 0\r\n\r\n" % port).encode())
+            time.sleep(1)
+    except Exception:
+        pass
+    finally:
+        c.close()
+while True:
+    c, _ = srv.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+"#;
+    let _server = Kill(
+        std::process::Command::new("python3")
+            .args(["-c", script])
+            .arg(pki(d.path(), "machine-config-server.crt"))
+            .arg(pki(d.path(), "machine-config-server.key"))
+            .arg(port.to_string())
+            .stdin(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for("the trickling server to listen", 120, || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    let (code, mcs) = verify_against_mcs(dir, "ocp4.example.com", port, &["--mcs-timeout", "3s"]);
+    assert_eq!(code, Some(1));
+    for c in &mcs {
+        let detail = c["detail"].as_str().unwrap();
+        let why = if c["subject"].as_str().unwrap().starts_with("master") {
+            "no whole answer within 3s"
+        } else {
+            "is refused"
+        };
+        assert!(c["status"] == "fail" && detail.contains(why), "{why}: {c}");
+    }
 }

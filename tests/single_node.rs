@@ -141,6 +141,7 @@ fn the_single_node_bundle(dir: &Path, node: &str, node_ip: &str) {
     std::fs::write(&post, &mfiles[POST_REBOOT]).unwrap();
     let (ok, msg) = run("bash", &["-n", post.to_str().unwrap()]);
     assert!(ok, "post-reboot: {msg}");
+    the_post_reboot_step_approves_by_the_rules(&String::from_utf8_lossy(&mfiles[POST_REBOOT]), node, node_ip);
     let agent_live = String::from_utf8_lossy(&files["/etc/hardshift/agent.toml"]).to_string();
     let agent_master = String::from_utf8_lossy(&mfiles["/etc/hardshift/agent.toml"]).to_string();
     for a in [&agent_live, &agent_master] {
@@ -191,6 +192,133 @@ fn the_single_node_bundle(dir: &Path, node: &str, node_ip: &str) {
     // verify rebuilds it.
     let v = hardshift(&["verify", "--dir", dir.to_str().unwrap()]);
     assert!(v.status.success(), "verify: {}\n{}", text(&v.stdout), text(&v.stderr));
+}
+
+/// A CSR object as the API lists it, its request made by openssl.
+/// (signer, username, groups, usages): what the API records of who asked, and for what.
+type Asker<'a> = (&'a str, &'a str, &'a [&'a str], &'a [&'a str]);
+
+fn csr_item(t: &Path, name: &str, (signer, user, groups, usages): Asker, subj: &str, san: Option<&str>) -> Value {
+    use base64::Engine;
+    let key = t.join(format!("{name}.key"));
+    let mut args = vec![
+        "req",
+        "-new",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-keyout",
+        key.to_str().unwrap(),
+        "-subj",
+        subj,
+    ];
+    let ext;
+    if let Some(s) = san {
+        ext = format!("subjectAltName={s}");
+        args.extend(["-addext", &ext]);
+    }
+    let out = std::process::Command::new("openssl").args(&args).output().unwrap();
+    assert!(out.status.success(), "openssl req: {}", text(&out.stderr));
+    serde_json::json!({"metadata": {"name": name}, "spec": {"signerName": signer, "username": user,
+        "groups": groups, "usages": usages,
+        "request": base64::engine::general_purpose::STANDARD.encode(&out.stdout)}, "status": {}})
+}
+
+/// The post-reboot step approves what `hardshift-agent approve-csrs` decides for this node
+/// alone, by `approve-csrs`'s rules: the node's client CSR from the bundle's bootstrap identity
+/// (the installed kubelet's) and its serving CSR naming its own address; not the probe's
+/// kube-apiserver-client CSR for O=system:masters from the node-bootstrapper (which the
+/// machine-config server hands anyone), another node's, nor a serving CSR for a foreign address.
+fn the_post_reboot_step_approves_by_the_rules(post: &str, node: &str, node_ip: &str) {
+    let line = post
+        .lines()
+        .find(|l| l.contains("approve-csrs --node"))
+        .unwrap_or_else(|| panic!("the post-reboot step does not ask hardshift-agent approve-csrs:\n{post}"));
+    assert!(
+        line.contains(&format!("--ip {node_ip} ")) && line.contains("--dns \"$NODE\""),
+        "{line}"
+    );
+    assert!(post.contains(&format!("\nNODE={node}\n")), "{post}");
+    assert!(!post.contains("node-bootstrapper|"), "no approval by username alone:\n{post}");
+    let fqdn = line
+        .split_whitespace()
+        .skip_while(|w| *w != "--dns")
+        .nth(3)
+        .expect("the node's FQDN")
+        .to_string();
+    let t = tempfile::tempdir().unwrap();
+    let tp = t.path();
+    let client = "kubernetes.io/kube-apiserver-client-kubelet";
+    let serving = "kubernetes.io/kubelet-serving";
+    let sa = "system:serviceaccount:openshift-machine-config-operator:node-bootstrapper";
+    let sa_groups = [
+        "system:serviceaccounts",
+        "system:serviceaccounts:openshift-machine-config-operator",
+        "system:authenticated",
+    ];
+    let node_groups = ["system:nodes", "system:authenticated"];
+    let cs = ["digital signature", "client auth"];
+    let ss = ["digital signature", "key encipherment", "server auth"];
+    let own = format!("/O=system:nodes/CN=system:node:{node}");
+    let masters = format!("/O=system:masters/CN=system:node:{node}");
+    const BOOT: &str = "system:bootstrapper";
+    let boot_groups = ["system:authenticated"];
+    let apiserver_client = "kubernetes.io/kube-apiserver-client";
+    let node_user = format!("system:node:{node}");
+    let own_sans = format!("DNS:{node},DNS:{fqdn},IP:{node_ip}");
+    let foreign_sans = format!("DNS:{node},IP:203.0.113.9");
+    let items = vec![
+        csr_item(tp, "own-client", (client, BOOT, &boot_groups, &cs), &own, None),
+        csr_item(tp, "probe-masters", (apiserver_client, sa, &sa_groups, &cs), &masters, None),
+        csr_item(tp, "masters-as-kubelet", (client, sa, &sa_groups, &cs), &masters, None),
+        csr_item(
+            tp,
+            "other-node",
+            (client, BOOT, &boot_groups, &cs),
+            "/O=system:nodes/CN=system:node:intruder",
+            None,
+        ),
+        csr_item(tp, "own-serving", (serving, &node_user, &node_groups, &ss), &own, Some(&own_sans)),
+        csr_item(
+            tp,
+            "foreign-ip",
+            (serving, &node_user, &node_groups, &ss),
+            &own,
+            Some(&foreign_sans),
+        ),
+    ];
+    let csrs = tp.join("csrs.json");
+    let nodes = tp.join("nodes.json");
+    std::fs::write(
+        &csrs,
+        serde_json::json!({"kind": "CertificateSigningRequestList", "items": items}).to_string(),
+    )
+    .unwrap();
+    std::fs::write(&nodes, serde_json::json!({"kind": "NodeList", "items": []}).to_string()).unwrap();
+    let out = std::process::Command::new(agent_bin())
+        .args(["approve-csrs", "--node", node, "--ip", node_ip, "--dns", node, "--dns", &fqdn])
+        .args(["--csrs", csrs.to_str().unwrap(), "--nodes", nodes.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    let approved: Vec<&str> = stdout.lines().collect();
+    assert_eq!(approved, ["own-client", "own-serving"], "{stderr}");
+    for (name, why) in [
+        ("probe-masters", "not a kubelet's"),
+        ("masters-as-kubelet", "O must be exactly system:nodes"),
+        ("other-node", "intruder is not a node of this cluster's inventory"),
+        ("foreign-ip", "IP 203.0.113.9 is not"),
+    ] {
+        assert!(
+            stderr
+                .lines()
+                .any(|l| l.starts_with(&format!("refused {name}: ")) && l.contains(why)),
+            "{name} should be refused for {why:?}:\n{stderr}"
+        );
+    }
 }
 
 #[test]

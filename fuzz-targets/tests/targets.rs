@@ -297,3 +297,57 @@ fn fuzz_cel_rules() {
         assert_eq!(r.rules_checked + r.rules_unchecked.len(), 1, "the one rule is counted once");
     });
 }
+
+/// A data URL, whatever its bytes (any UTF-8, `%` anywhere, gzip or not), never makes the
+/// decoder panic nor hand back more than its cap; what `encode` writes decodes to itself.
+#[test]
+fn fuzz_data_url() {
+    use hardshift_generator::ignition::{decode_bounded, encode, Contents, MAX_DECODED};
+    bolero::check!().for_each(|input: &[u8]| {
+        let Some((&flags, rest)) = input.split_first() else {
+            return;
+        };
+        let text = String::from_utf8_lossy(rest);
+        let c = Contents {
+            compression: (flags & 1 == 1).then(|| "gzip".to_string()),
+            source: Some(
+                if flags & 2 == 2 {
+                    format!("data:;base64,{text}")
+                } else {
+                    format!("data:,{text}")
+                }
+                .into(),
+            ),
+            ..Default::default()
+        };
+        if let Ok(d) = decode_bounded(&c) {
+            assert!(d.len() as u64 <= MAX_DECODED);
+            if flags & 3 == 0 {
+                // Percent-decoding never grows its input.
+                assert!(d.len() <= text.len(), "{} bytes from {}", d.len(), text.len());
+            }
+        }
+        let round = decode_bounded(&encode(rest)).expect("encode's output decodes");
+        assert_eq!(round, rest);
+    });
+}
+
+/// A CSR's subject, whatever its DER: the strict reader never panics, and what it accepts is
+/// what the lenient one reads too (one CN, one O, the same strings): nothing it reads differs
+/// from what another reader would see.
+#[test]
+fn fuzz_csr_subject() {
+    use hardshift_collector::approver::request::read_subject;
+    use x509_parser::prelude::{FromDer, X509Name};
+    bolero::check!().for_each(|input: &[u8]| {
+        let Ok((cn, o)) = read_subject(input) else {
+            return;
+        };
+        let (_, name) = X509Name::from_der(input).expect("read_subject accepted it");
+        let cns: Vec<&str> = name.iter_common_name().map(|a| a.as_str().expect("a plain string")).collect();
+        let os: Vec<&str> = name.iter_organization().map(|a| a.as_str().expect("a plain string")).collect();
+        assert_eq!(cns, [cn.as_str()]);
+        assert_eq!(os, [o.as_str()]);
+        assert_eq!(name.iter_attributes().count(), 2, "only CN and O");
+    });
+}

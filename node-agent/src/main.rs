@@ -5,6 +5,7 @@
 //!   hardshift-agent status [--json]                                print the local view once
 //!   hardshift-agent logs UNIT [-n N] | logs --container SEL [-n N] the bounded debug answers, locally
 
+mod approve;
 mod client;
 mod config;
 mod cri;
@@ -209,6 +210,26 @@ enum Command {
         #[arg(long)]
         output: PathBuf,
     },
+    /// Decide a single node's own pending CSRs by `hardshift approve-csrs`'s rules (run by its
+    /// post-reboot step): prints the names to approve, one a line; why each other one is not, on
+    /// stderr. Reads the API's JSON; approves nothing itself.
+    ApproveCsrs {
+        /// The node's name: the only one whose CSRs may be approved.
+        #[arg(long)]
+        node: String,
+        /// An address the node's serving certificate may name (repeat).
+        #[arg(long = "ip")]
+        ips: Vec<std::net::IpAddr>,
+        /// A DNS name the node's serving certificate may name (repeat).
+        #[arg(long = "dns")]
+        dns: Vec<String>,
+        /// `kubectl get csr -o json`'s output.
+        #[arg(long)]
+        csrs: PathBuf,
+        /// `kubectl get nodes -o json`'s output.
+        #[arg(long)]
+        nodes: PathBuf,
+    },
 }
 
 /// Logs go to stderr (the journal, under systemd), one line each.
@@ -331,6 +352,16 @@ fn main() -> std::process::ExitCode {
             }
         };
     }
+    if let Some(Command::ApproveCsrs {
+        node,
+        ips,
+        dns,
+        csrs,
+        nodes,
+    }) = &cli.command
+    {
+        return approve::run(node, ips, dns, csrs, nodes);
+    }
     let cfg = match config::load(&cli.config) {
         Ok(c) => c,
         Err(e) => {
@@ -358,7 +389,9 @@ fn main() -> std::process::ExitCode {
             std::process::ExitCode::SUCCESS
         }
         Command::Logs { unit, container, lines } => logs(&rt, &cfg, unit, container, lines),
-        Command::InPlaceConfig { .. } => unreachable!("handled before the config is read"),
+        Command::InPlaceConfig { .. } | Command::ApproveCsrs { .. } => {
+            unreachable!("handled before the config is read")
+        }
         Command::Run => {
             rt.block_on(run(cfg));
             std::process::ExitCode::SUCCESS

@@ -31,6 +31,9 @@ pub struct Args {
     /// verifying the certificate for the host.
     #[arg(long, value_name = "IP", requires = "against_mcs")]
     mcs_address: Option<std::net::IpAddr>,
+    /// The most one pool's answer may take, whole (connect, headers and body), e.g. 60s.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = super::parse_duration, requires = "against_mcs")]
+    mcs_timeout: std::time::Duration,
 }
 
 pub fn run(a: Args) -> Result<u8, Failure> {
@@ -42,7 +45,12 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         agent_binary: a.agent_binary.clone(),
         exe: std::env::current_exe().map_err(Failure::other)?,
         mcs: match &a.against_mcs {
-            Some(url) => Some(mcs::served(url, &mcs::ca(&a.input.dir, a.mcs_ca.as_deref())?, a.mcs_address)?),
+            Some(url) => Some(mcs::served(
+                url,
+                &mcs::ca(&a.input.dir, a.mcs_ca.as_deref())?,
+                a.mcs_address,
+                a.mcs_timeout,
+            )?),
             None => None,
         },
     })?;
@@ -76,7 +84,7 @@ mod mcs {
         })
     }
 
-    pub fn served(url: &str, ca_pem: &str, address: Option<std::net::IpAddr>) -> Result<Served, Failure> {
+    pub fn served(url: &str, ca_pem: &str, address: Option<std::net::IpAddr>, deadline: Duration) -> Result<Served, Failure> {
         use rustls::pki_types::{pem::PemObject, CertificateDer};
         let parsed = reqwest::Url::parse(url).map_err(|e| Failure::input(format!("--against-mcs {url:?}: {e}")))?;
         let host = match (parsed.scheme(), parsed.host_str()) {
@@ -101,9 +109,28 @@ mod mcs {
             .map_err(Failure::other)?
             .with_root_certificates(roots)
             .with_no_client_auth();
+        // A redirect may go to another path of the same server only: never to http (the
+        // config holds the cluster's secrets' hashes and the node's keys), another port or host.
+        let origin = (parsed.scheme().to_string(), host.clone(), parsed.port_or_known_default());
+        let policy = reqwest::redirect::Policy::custom(move |attempt| {
+            let u = attempt.url();
+            let same = u.scheme() == origin.0 && u.host_str() == Some(origin.1.as_str()) && u.port_or_known_default() == origin.2;
+            if !same {
+                let to = u.to_string();
+                attempt.error(format!("a redirect to {to} (another scheme, host or port) is refused"))
+            } else if attempt.previous().len() >= 5 {
+                attempt.error("more than 5 redirects")
+            } else {
+                attempt.follow()
+            }
+        });
+        // reqwest's blocking timeout bounds each read, not the whole answer: the deadline
+        // below bounds it whole (a body trickled a byte at a time would run for ever).
         let mut http = reqwest::blocking::Client::builder()
             .use_preconfigured_tls(tls)
-            .timeout(Duration::from_secs(30));
+            .redirect(policy)
+            .connect_timeout(deadline.min(Duration::from_secs(10)))
+            .timeout(deadline);
         if let Some(ip) = address {
             // The port is the URL's.
             http = http.resolve(&host, std::net::SocketAddr::new(ip, 0));
@@ -112,7 +139,7 @@ mod mcs {
         let base = url.trim_end_matches('/');
         let pools = ["master", "worker"]
             .into_iter()
-            .map(|p| (p.to_string(), get(&http, &format!("{base}/config/{p}"))))
+            .map(|p| (p.to_string(), within(&http, &format!("{base}/config/{p}"), deadline)))
             .collect();
         Ok(Served {
             url: base.to_string(),
@@ -120,10 +147,25 @@ mod mcs {
         })
     }
 
+    /// `get`, given up at the deadline whatever it waits on (a read blocked on a silent server
+    /// included: reqwest bounds each read, not the whole); the abandoned request ends with its
+    /// own timeout or the process.
+    fn within(http: &reqwest::blocking::Client, url: &str, deadline: Duration) -> Result<Vec<u8>, String> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (http, owned) = (http.clone(), url.to_string());
+        std::thread::spawn(move || {
+            let _ = tx.send(get(&http, &owned, deadline));
+        });
+        rx.recv_timeout(deadline)
+            .unwrap_or_else(|_| Err(format!("no whole answer within {}s", deadline.as_secs_f64())))
+    }
+
     /// One pool's config, in the Ignition spec the bundle writes (without the header the server
     /// answers in spec 2).
-    fn get(http: &reqwest::blocking::Client, url: &str) -> Result<Vec<u8>, String> {
+    fn get(http: &reqwest::blocking::Client, url: &str, deadline: Duration) -> Result<Vec<u8>, String> {
         use std::io::Read;
+        let start = std::time::Instant::now();
+        let late = || format!("no whole answer within {}s", deadline.as_secs_f64());
         let accept = format!(
             "application/vnd.coreos.ignition+json;version={}, */*;q=0.1",
             hardshift_generator::ignition::VERSION
@@ -132,8 +174,23 @@ mod mcs {
         if !r.status().is_success() {
             return Err(format!("HTTP {}", r.status()));
         }
+        if r.content_length().is_some_and(|n| n > LIMIT) {
+            return Err(format!("more than {} MiB", LIMIT >> 20));
+        }
         let mut body = Vec::new();
-        r.take(LIMIT + 1).read_to_end(&mut body).map_err(|e| e.to_string())?;
+        let mut r = r.take(LIMIT + 1);
+        let mut chunk = [0u8; 64 << 10];
+        loop {
+            if start.elapsed() > deadline {
+                return Err(late());
+            }
+            match r.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => body.extend_from_slice(&chunk[..n]),
+                Err(e) if start.elapsed() > deadline => return Err(format!("{}: {e}", late())),
+                Err(e) => return Err(e.to_string()),
+            }
+        }
         if body.len() as u64 > LIMIT {
             return Err(format!("more than {} MiB", LIMIT >> 20));
         }

@@ -84,7 +84,7 @@ pub fn config(
     // the live system: one copy in the config), plus the post-reboot step.
     let mut master = parts::node_config(shared, n);
     master.files.retain(|f| f.path != agent::BINARY);
-    master.files.push(NodeFile::new(POST_REBOOT, SCRIPT, post_reboot(n)));
+    master.files.push(NodeFile::new(POST_REBOOT, SCRIPT, post_reboot(c, n)));
     master.units.push(unit(POST_REBOOT_UNIT, POST_REBOOT_UNIT_TEXT.into()));
     let (master_cfg, report) = ignition::build_with(&master, base, encode);
     // The live system: the bootstrap's parts on this node.
@@ -242,9 +242,14 @@ WantedBy=multi-user.target
 
 /// The installed system's first step (the installer's bootstrap-in-place-post-reboot.sh, in its
 /// order). Only this node's own CSRs are approved (its kubelet's client and serving certificates),
-/// and only until it is Ready.
-pub fn post_reboot(n: &Node) -> String {
+/// and only until it is Ready: `hardshift-agent approve-csrs` decides each by `hardshift
+/// approve-csrs`'s rules (the bootstrap identity, the node's name, O, signer, usages, its own
+/// names and address), not by who asked.
+pub fn post_reboot(c: &Cluster, n: &Node) -> String {
     let node = &n.hostname;
+    let ip = n.ip;
+    let fqdn = format!("{node}.{}", c.domain());
+    let agent = agent::BINARY;
     let record = bootkube::RECORD;
     format!(
         r#"#!/bin/bash
@@ -276,24 +281,26 @@ for lease in openshift-cluster-version/version kube-system/cluster-policy-contro
 done
 record done
 
-# This node's CSRs alone: its kubelet's client certificate (asked by the node-bootstrapper) and
-# its serving certificate (asked by the node itself).
+# This node's CSRs alone, decided by hardshift's rules (hardshift-agent approve-csrs): its
+# kubelet's first client certificate and its serving certificate, nothing another identity asks.
 ready() {{
     [ "$("$OC" get node "$NODE" -o jsonpath='{{.status.conditions[?(@.type=="Ready")].status}}' 2>/dev/null)" = True ]
 }}
 stage=approve-csrs
 record running "waiting for node $NODE to be Ready"
+lists=$(mktemp -d)
 until ready; do
-    "$OC" get csr -o go-template='{{{{range .items}}}}{{{{if not .status}}}}{{{{.metadata.name}}}} {{{{.spec.username}}}}{{{{"\n"}}}}{{{{end}}}}{{{{end}}}}' 2>/dev/null |
-    while read -r name user; do
-        case "$user" in
-            system:serviceaccount:openshift-machine-config-operator:node-bootstrapper|system:node:"$NODE")
-                "$OC" adm certificate approve "$name" >/dev/null 2>&1 || "$OC" certificate approve "$name" >/dev/null 2>&1 ;;
-        esac
-    done
+    if "$OC" get csr -o json >"$lists/csrs.json" 2>/dev/null && "$OC" get nodes -o json >"$lists/nodes.json" 2>/dev/null; then
+        {agent} approve-csrs --node "$NODE" --ip {ip} --dns "$NODE" --dns {fqdn} \
+            --csrs "$lists/csrs.json" --nodes "$lists/nodes.json" |
+        while read -r name; do
+            "$OC" adm certificate approve "$name" >/dev/null 2>&1 || "$OC" certificate approve "$name" >/dev/null 2>&1
+        done
+    fi
     # Not recorded again here: the record's age is how long the node has waited (HS093).
     sleep 10
 done
+rm -rf "$lists"
 record done
 
 # The kube-apiserver operator's revision replaces the bootstrap's pod; the kubelet restarted

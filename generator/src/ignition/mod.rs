@@ -8,7 +8,7 @@ mod json;
 mod merge;
 
 pub use base::{machine_config_of, parse_base};
-pub use data_url::{compact, decode, encode};
+pub use data_url::{compact, decode, decode_bounded, encode, MAX_DECODED};
 pub use json::{to_json, to_json_body, Pieces};
 pub use merge::{build, build_with, MergeReport};
 
