@@ -341,11 +341,24 @@ fn install_commands_pin_each_ignition_by_its_sha256() {
         let hex = sum.split_whitespace().next().unwrap();
         let block = script.split(&format!("  {host})")).nth(1).unwrap().split(";;").next().unwrap();
         assert!(block.contains(&format!("--ignition-hash sha256-{hex}")), "{host}: {block}");
-        assert!(
-            block.contains(&format!("--ignition-url http://192.168.126.1:8080/ignition/{host}.ign")),
+        // The node's command, word by word as bash splits it (the device and URL are quoted).
+        let words = block.replace("sudo coreos-installer", "printf '%s\\n'");
+        let (ok, out) = run("bash", &["-c", &words]);
+        assert!(ok, "{host}: {out}");
+        let url = format!("http://192.168.126.1:8080/ignition/{host}.ign");
+        let hash = format!("sha256-{hex}");
+        assert_eq!(
+            out.lines().collect::<Vec<_>>(),
+            [
+                "install",
+                "/dev/vda",
+                "--ignition-url",
+                url.as_str(),
+                "--ignition-hash",
+                hash.as_str()
+            ],
             "{host}: {block}"
         );
-        assert!(block.contains("install /dev/vda"), "{host}: {block}");
         // PXE: a config per MAC with the node's static ip= and its ignition URL.
         let pxe = std::fs::read_to_string(lab(d.path(), &format!("pxe/pxelinux.cfg/01-{}", mac.replace(':', "-")))).unwrap();
         assert!(

@@ -71,10 +71,7 @@ pub fn inputs(c: &Cluster, pki: &Pki) -> Result<Vec<McoFile>, String> {
     Ok(out)
 }
 
-/// A word for bash, whatever it holds: the inputs name these strings, not us.
-fn sh_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "'\\''"))
-}
+use crate::shell::quote as sh_quote;
 
 /// The three podman runs (the cluster-config-api render fills the FeatureGate's status, as
 /// bootkube.sh runs it first; then the MCO's and the controller's bootstraps, each told the

@@ -56,6 +56,31 @@ pub fn device_path(s: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// A base URL the nodes fetch from (`lab.httpBaseUrl`): it goes into kernel command lines,
+/// iPXE and PXELINUX scripts, dnsmasq's and dhcpd's configs and a shell script, so it is one
+/// plain http(s) URL: no spaces, quotes or shell characters, no query, fragment or user.
+pub fn http_base_url(s: &str) -> Result<(), String> {
+    let Some(rest) = s.strip_prefix("http://").or_else(|| s.strip_prefix("https://")) else {
+        return Err(format!(
+            "{s:?} is not an http:// or https:// URL (expected e.g. http://192.168.126.1:8080)"
+        ));
+    };
+    let ok = |c: char| c.is_ascii_alphanumeric() || "-._~:/[]%".contains(c);
+    if let Some(bad) = s.chars().find(|c| !ok(*c)) {
+        return Err(format!(
+            "{s:?} contains {bad:?}: the nodes' kernel command lines and the lab's scripts take a plain URL (letters, digits and - . _ ~ : / [ ] % only)"
+        ));
+    }
+    let host = rest.split('/').next().unwrap_or_default();
+    if host.is_empty() || host.starts_with(':') {
+        return Err(format!("{s:?} names no host"));
+    }
+    if s.ends_with('/') {
+        return Err(format!("{s:?} ends with /: the lab adds /ignition/..., /pxe/... to it"));
+    }
+    Ok(())
+}
+
 pub fn cidr(s: &str) -> Result<IpNet, String> {
     let net: IpNet = s
         .parse()

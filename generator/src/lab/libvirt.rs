@@ -87,10 +87,11 @@ pub fn coreos_installer(c: &Cluster, sha256: &dyn Fn(&str) -> String, install_de
             continue;
         }
         s.push_str(&format!(
-            "  {host})\n    sudo coreos-installer install {dev} \\\n      --ignition-url {base}/ignition/{host}.ign \\\n      --ignition-hash sha256-{hash} ;;\n",
+            "  {host})\n    sudo coreos-installer install {dev} \\\n      --ignition-url {url} \\\n      --ignition-hash sha256-{hash} ;;\n",
             host = n.hostname,
-            dev = install_dev(n),
-            base = c.lab.http_base_url,
+            // Validated inputs, quoted all the same: one word each, whatever they hold.
+            dev = crate::shell::quote(&install_dev(n)),
+            url = crate::shell::quote(&format!("{}/ignition/{}.ign", c.lab.http_base_url, n.hostname)),
             hash = sha256(&n.hostname)
         ));
     }

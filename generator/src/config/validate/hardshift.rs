@@ -165,6 +165,25 @@ fn lab(hs: &HardshiftConfig, r: &mut Reporter) {
             r.error(field, "must be greater than 0", None);
         }
     }
+    // Both reach kernel command lines, the lab's scripts and its servers' configs.
+    if let Some(d) = &hs.lab.install_device {
+        if let Err(e) = rules::device_path(d) {
+            r.error(
+                "lab.installDevice",
+                e,
+                Some("name the disk every node installs to, e.g. /dev/vda or /dev/disk/by-id/…".into()),
+            );
+        }
+    }
+    if let Some(u) = &hs.lab.http_base_url {
+        if let Err(e) = rules::http_base_url(u) {
+            r.error(
+                "lab.httpBaseUrl",
+                e,
+                Some("the helper's HTTP server, e.g. http://192.168.126.1:8080".into()),
+            );
+        }
+    }
 }
 
 /// `dns.records`: names inside the cluster's zone (the lab's DNS serves that zone alone, and a BIND

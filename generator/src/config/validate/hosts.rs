@@ -162,11 +162,12 @@ fn in_place(ac: &AgentConfig, install_disk: &str, r: &mut Reporter) {
     let Some((i, h)) = ac.hosts.iter().enumerate().find(|(_, h)| h.role != "bootstrap") else {
         return;
     };
-    let hint = h
-        .root_device_hints
-        .as_ref()
-        .and_then(|r| r.get("deviceName"))
-        .and_then(|v| v.as_str());
+    let given = h.root_device_hints.as_ref().and_then(|r| r.get("deviceName"));
+    // A deviceName that is not a device path is reported with the host (`root_device`).
+    if given.is_some_and(|v| !v.is_string()) {
+        return;
+    }
+    let hint = given.and_then(|v| v.as_str());
     let here = format!("hosts[{i}].rootDeviceHints.deviceName");
     match hint {
         Some(d) if !install_disk.is_empty() && d != install_disk => r.error(
@@ -174,11 +175,7 @@ fn in_place(ac: &AgentConfig, install_disk: &str, r: &mut Reporter) {
             format!("{d:?} is not install-config's bootstrapInPlace.installationDisk {install_disk:?}: which disk is written?"),
             Some("name the installation disk once: in install-config, or here".into()),
         ),
-        Some(d) => {
-            if let Err(e) = rules::device_path(d) {
-                r.error(&here, e, Some("name the whole disk the node installs to, e.g. /dev/disk/by-id/wwn-0x…".into()));
-            }
-        }
+        Some(_) => {}
         None if install_disk.is_empty() => r.error(
             &format!("hosts[{i}]"),
             "a single node needs its installation disk: install-config's bootstrapInPlace.installationDisk is empty and this host has no rootDeviceHints.deviceName",
@@ -226,6 +223,7 @@ fn host(h: &Host, p: &str, nets: &Networks, s: &Settings, r: &mut Reporter) -> O
     let ncp = format!("{p}.networkConfig");
     let gateway = gateway(h, &ncp, v4.ip, v4.prefix, r);
     let dns = dns(h, &ncp, r);
+    let root = root_device(h, p, r);
     if r.out.len() != before {
         return None;
     }
@@ -239,13 +237,41 @@ fn host(h: &Host, p: &str, nets: &Networks, s: &Settings, r: &mut Reporter) -> O
         prefix: v4.prefix,
         gateway,
         dns,
-        root_device: h
-            .root_device_hints
-            .as_ref()
-            .and_then(|r| r.get("deviceName"))
-            .and_then(|v| v.as_str())
-            .map(String::from),
+        root_device: root.flatten(),
     })
+}
+
+/// `rootDeviceHints.deviceName`, if given: a device path (it goes into the lab's kernel command
+/// lines and its coreos-installer script). None when it is wrong (reported); Some(None) unset.
+fn root_device(h: &Host, p: &str, r: &mut Reporter) -> Option<Option<String>> {
+    let Some(v) = h.root_device_hints.as_ref().and_then(|r| r.get("deviceName")) else {
+        return Some(None);
+    };
+    let here = format!("{p}.rootDeviceHints.deviceName");
+    let hint = Some("name the whole disk the node installs to, e.g. /dev/disk/by-id/wwn-0x… or /dev/sda".to_string());
+    let Some(d) = v.as_str() else {
+        r.error(&here, format!("must be a string (a device path), it is {}", kind(v)), hint);
+        return None;
+    };
+    match rules::device_path(d) {
+        Ok(()) => Some(Some(d.to_string())),
+        Err(e) => {
+            r.error(&here, e, hint);
+            None
+        }
+    }
+}
+
+/// What a YAML value is, for a message.
+fn kind(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "empty",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "a list",
+        serde_json::Value::Object(_) => "a map",
+    }
 }
 
 fn hostname(h: &Host, p: &str, r: &mut Reporter) {
