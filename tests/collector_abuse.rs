@@ -670,3 +670,75 @@ fn a_cross_site_request_for_logs_is_refused() {
     assert_eq!(code(&["-H", "Origin: http://evil.example"]), "403");
     assert_eq!(code(&["-H", "Sec-Fetch-Site: same-origin"]), "200");
 }
+
+/// Under a low open-file limit (256, as some systemd units and containers set), both doors are
+/// fitted to it: 400 idle sockets on the agents' port and 400 on the dashboard's, kept up the
+/// whole time, neither run the process out of descriptors (every accept would fail: agents
+/// locked out), an agent reports, and the dashboard answers another viewer.
+#[test]
+fn both_doors_fit_a_low_open_file_limit_under_floods_on_each() {
+    let d = bundle();
+    let dir = d.path();
+    let (port, web) = (free_port(), free_port());
+    let log_file = std::fs::File::create(dir.join("collector.log")).unwrap();
+    let col = Kill(
+        Command::new("prlimit")
+            .args(["--nofile=256:256", "--"])
+            .arg(env!("CARGO_BIN_EXE_hardshift"))
+            .args(["collector", "--dir", dir.to_str().unwrap()])
+            .args(["--listen", &format!("127.0.0.1:{port}"), "--web", &format!("127.0.0.1:{web}")])
+            .args(["--handshake-timeout", "3s", "--hello-timeout", "3s"])
+            .stdout(Stdio::null())
+            .stderr(log_file)
+            .spawn()
+            .unwrap(),
+    );
+    wait_for("the collector to listen", 120, || {
+        TcpStream::connect(("127.0.0.1", port)).is_ok() && TcpStream::connect(("127.0.0.1", web)).is_ok()
+    });
+    let l = log(dir);
+    assert!(
+        l.contains("the open-file limit is 256: the agents' connections are capped at 144") && l.contains("the dashboard's at 48"),
+        "{l}"
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    // The agents' port from two addresses (each held to its address's share), the dashboard's
+    // from one.
+    let floods = [
+        flood("127.0.0.2", format!("127.0.0.1:{port}").parse().unwrap(), 200, stop.clone()),
+        flood("127.0.0.4", format!("127.0.0.1:{port}").parse().unwrap(), 200, stop.clone()),
+        flood("127.0.0.3", format!("127.0.0.1:{web}").parse().unwrap(), 400, stop.clone()),
+    ];
+    // Let the floods reach their caps before the agent comes.
+    wait_for("both floods refused at their caps", 120, || {
+        let l = log(dir);
+        l.contains("refused 127.0.0.2:") && l.contains("dashboard: closed 127.0.0.3:")
+    });
+    let _a = agent(dir, port, "master-0", 200);
+    wait_for("10 reports from an agent during the floods", 240, || {
+        stored(dir, "master-0").len() >= 10
+    });
+    let (ok, out) = run(
+        "curl",
+        &[
+            "-sS",
+            "--max-time",
+            "10",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            &format!("http://127.0.0.1:{web}/api/view.json"),
+        ],
+    );
+    assert!(ok && out.trim() == "200", "the dashboard during the floods: {out}\n{}", log(dir));
+    let fds = std::fs::read_dir(format!("/proc/{}/fd", col.0.id()))
+        .map(|r| r.count())
+        .unwrap_or(0);
+    assert!(fds > 0 && fds < 256, "the collector holds {fds} descriptors");
+    stop.store(true, Ordering::Relaxed);
+    let opened: usize = floods.into_iter().map(|f| f.join().unwrap()).sum();
+    assert!(opened >= 800, "the floods opened {opened} sockets");
+    let l = log(dir);
+    assert!(!l.contains("Too many open files"), "{l}");
+}

@@ -117,5 +117,6 @@ fn web_options(dir: &Path, addr: SocketAddr, db: &Path, members: &side::Members)
         db: db.to_path_buf(),
         secrets: hardshift_generator::reload::secrets(dir),
         bundle,
+        max_connections: web::DASHBOARD_CONNECTIONS,
     })
 }

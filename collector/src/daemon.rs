@@ -48,7 +48,12 @@ pub fn run(mut s: Setup) -> Result<(), Error> {
         s.db.display(),
         s.admin.display()
     );
-    s.opts.limits.max_connections = fit_to_descriptors(s.opts.limits.max_connections.max(1));
+    let dashboard = s.opts.web.as_ref().map_or(0, |w| w.max_connections);
+    let (agents, dashboard) = fit_to_descriptors(s.opts.limits.max_connections.max(1), dashboard);
+    s.opts.limits.max_connections = agents;
+    if let Some(w) = s.opts.web.as_mut() {
+        w.max_connections = dashboard;
+    }
     // The API side writes through its own connection: WAL lets it and the ingest share the file.
     let api_store = match &s.kubeconfig {
         Some(_) => Some(Store::open(&s.db).map_err(|e| other(&s.db)(e.to_string()))?),
@@ -125,28 +130,60 @@ pub fn lock_store(db: &Path) -> Result<(), Error> {
     }
 }
 
-/// Descriptors kept out of the agents' cap: the dashboard's whole cap, the store, the log, the
-/// admin socket, the API watch, the runtime's own.
-const RESERVED_FDS: u64 = 256 + 128;
+/// Descriptors the collector keeps beyond its two doors' caps: the store's connections (each with
+/// its WAL and shared memory), the log, the admin socket, the API watch, the runtime's own, the
+/// listening sockets (about 24 in all, measured), and each door's `ACCEPT_SLACK` (sockets
+/// accepted over its cap and not yet closed).
+const BASE_FDS: u64 = 32 + 2 * crate::listener::ACCEPT_SLACK as u64;
 
-/// Raise the soft limit on open files to the hard one, and bound the agents' connection cap by
-/// what is left after the reserve: a flood on either port can then never take the descriptors
-/// the other, or the store, needs.
-pub fn fit_to_descriptors(wanted: usize) -> usize {
+/// The two doors' caps within `limit` open files: the dashboard at most a quarter of what the
+/// base leaves (a dashboard has a few viewers) and never more than it asks, the agents the rest.
+/// Under both caps the process never runs out of descriptors, so a flood on either port is shed
+/// by its own gate and never takes the other's (an accept failing with EMFILE locks everyone out).
+pub fn split_descriptors(limit: u64, agents: usize, dashboard: usize) -> (usize, usize) {
+    let room = limit.saturating_sub(BASE_FDS) as usize;
+    let dash = dashboard.min((room / 4).max(4));
+    let agents = agents.min(room.saturating_sub(dash).max(16));
+    (agents, dash)
+}
+
+/// Raise the soft limit on open files to the hard one and fit both doors' caps to it
+/// (`split_descriptors`); says so when either is lowered. `dashboard`: 0 when none is served.
+pub fn fit_to_descriptors(agents: usize, dashboard: usize) -> (usize, usize) {
     use nix::sys::resource::{getrlimit, setrlimit, Resource};
     let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {
-        return wanted;
+        return (agents, dashboard);
     };
     let limit = if soft < hard && setrlimit(Resource::RLIMIT_NOFILE, hard, hard).is_ok() {
         hard
     } else {
         soft
     };
-    let room = limit.saturating_sub(RESERVED_FDS).max(16) as usize;
-    if wanted > room {
+    let (a, d) = split_descriptors(limit, agents, dashboard);
+    if a < agents || d < dashboard {
         tracing::warn!(
-            "--max-connections {wanted} lowered to {room}: the open-file limit is {limit} and {RESERVED_FDS} descriptors are kept for the dashboard and the store"
+            "the open-file limit is {limit}: the agents' connections are capped at {a} (asked {agents}) and the dashboard's at {d} (asked {dashboard}), {BASE_FDS} descriptors kept for the store and the rest"
         );
     }
-    wanted.min(room)
+    (a, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_descriptors;
+
+    #[test]
+    fn both_doors_fit_the_open_file_limit_with_room_for_the_rest() {
+        // The probe's case: 256 open files, where the dashboard alone used to be allowed 256.
+        let (a, d) = split_descriptors(256, 10_000, 256);
+        assert_eq!((a, d), (144, 48));
+        assert!(a + d + super::BASE_FDS as usize <= 256);
+        // Plenty of room: what was asked.
+        assert_eq!(split_descriptors(1 << 20, 10_000, 256), (10_000, 256));
+        // No dashboard: the agents take it all.
+        assert_eq!(split_descriptors(256, 10_000, 0), (192, 0));
+        // Absurdly low: still something for each.
+        let (a, d) = split_descriptors(32, 10_000, 256);
+        assert!(a >= 16 && d >= 4, "{a} {d}");
+    }
 }

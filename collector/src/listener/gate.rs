@@ -232,6 +232,9 @@ impl Tag {
 pub struct Slot {
     tag: Tag,
     close: Arc<tokio::sync::Notify>,
+    /// Its descriptor's place (`front_door`): given back after the connection's socket is
+    /// closed, since a slot is dropped after the stream it goes with.
+    descriptor: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 impl Drop for Slot {
@@ -243,6 +246,11 @@ impl Drop for Slot {
 }
 
 impl Slot {
+    /// Hold the connection's descriptor permit until the slot is dropped.
+    pub fn hold(&mut self, permit: tokio::sync::OwnedSemaphorePermit) {
+        self.descriptor = Some(permit);
+    }
+
     /// The connection proved who it is (the admin's certificate): it now holds a place of
     /// the reserve, out of reach of connections that never authenticate.
     pub fn authenticate(&self) {
@@ -338,6 +346,7 @@ impl Gate {
         Ok(Slot {
             tag: Tag { gate: self.clone(), id },
             close,
+            descriptor: None,
         })
     }
 

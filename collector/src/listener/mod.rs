@@ -181,6 +181,10 @@ pub struct Admitted {
     pub slot: Slot,
 }
 
+/// Descriptors a door may hold beyond its cap: sockets accepted and not yet closed (refused over
+/// a cap, or shed for a newer one). Counted in the daemon's base reserve (`daemon::BASE_FDS`).
+pub const ACCEPT_SLACK: usize = 16;
+
 /// The collector's one front door, for the agents' gRPC and for the dashboard: accept on
 /// `listener` until `stop`; over a cap (`gate`, `limits`) a socket is closed at once, holding
 /// nothing of ours; with `tls`, the handshake runs in its own task under its deadline; every
@@ -199,8 +203,20 @@ pub async fn front_door<F, Fut>(
 {
     let acceptor = tls.map(TlsAcceptor::from);
     let mut accept_errors = 0u64;
+    // Each accepted socket holds a permit until it is closed: a connection refused, or shed for
+    // a newer one, closes a moment after the newcomer is accepted, and a flood accepting faster
+    // than those close would otherwise run the process out of descriptors (EMFILE on every
+    // door). With the permits, this door holds at most its cap and ACCEPT_SLACK descriptors.
+    let descriptors = Arc::new(tokio::sync::Semaphore::new(limits.max_connections + ACCEPT_SLACK));
     tokio::pin!(stop);
     loop {
+        let permit = tokio::select! {
+            _ = &mut stop => return,
+            p = descriptors.clone().acquire_owned() => match p {
+                Ok(p) => p,
+                Err(_) => return,
+            },
+        };
         let (tcp, peer) = tokio::select! {
             _ = &mut stop => return,
             r = listener.accept() => match r {
@@ -217,9 +233,12 @@ pub async fn front_door<F, Fut>(
                 }
             },
         };
-        let Some(slot) = gate.admit_or_refuse(peer, &limits) else {
+        let Some(mut slot) = gate.admit_or_refuse(peer, &limits) else {
+            drop(tcp);
+            drop(permit);
             continue;
         };
+        slot.hold(permit);
         let (acceptor, gate, limits, serve) = (acceptor.clone(), gate.clone(), limits.clone(), serve.clone());
         tokio::spawn(async move {
             let (io, cert) = match acceptor {

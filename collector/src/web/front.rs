@@ -20,16 +20,21 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio_rustls::rustls;
 
+/// The dashboard's connections at most, where the open-file limit leaves room for them.
+pub const MAX_CONNECTIONS: usize = 256;
+
 /// The dashboard's limits: a dashboard has a few viewers, each with a page and its live update.
 /// Over HTTPS (`tls`) the admin authenticates, and a share of the places is kept for that.
-pub fn limits(tls: bool) -> Limits {
+/// `max`: its connections at most (fewer under a low open-file limit); the shares scale with it.
+pub fn limits(tls: bool, max: usize) -> Limits {
+    let max = max.max(4);
     Limits {
         handshake_timeout: Duration::from_secs(10),
         // Here: from the connection (or the end of the last response) to a request's headers.
         hello_timeout: Duration::from_secs(10),
-        max_connections: 256,
-        max_per_address: 128,
-        reserved_for_authenticated: if tls { 32 } else { 0 },
+        max_connections: max,
+        max_per_address: (max / 2).max(1),
+        reserved_for_authenticated: if tls { (max / 8).max(1) } else { 0 },
         shed_oldest: true,
         // A browser opens a live update per tab; more than this from one address is a flood.
         max_streams_per_address: 8,

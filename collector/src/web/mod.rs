@@ -8,6 +8,7 @@
 //! requests, scrubbed of secrets.
 
 mod front;
+pub use front::MAX_CONNECTIONS as DASHBOARD_CONNECTIONS;
 mod node;
 pub mod pages;
 mod shared;
@@ -65,6 +66,9 @@ pub struct Options {
     pub secrets: Vec<String>,
     /// Its identity (labels of every series of /metrics) and certificates.
     pub bundle: metrics::Bundle,
+    /// Connections the dashboard holds at most (`front::MAX_CONNECTIONS`, or less to fit the
+    /// open-file limit beside the agents: `daemon::split_descriptors`).
+    pub max_connections: usize,
 }
 
 #[derive(Debug, Clone)]
@@ -160,7 +164,7 @@ pub async fn serve(opts: Options, tcp: tokio::net::TcpListener, deps: Deps, stop
             Some(Arc::new(cfg))
         }
     };
-    let limits = front::limits(tls.is_some());
+    let limits = front::limits(tls.is_some(), opts.max_connections);
     tokio::select! {
         _ = front::serve(tcp, tls, app, web_gate, limits) => Ok(()),
         _ = stopped => Ok(()),
@@ -447,6 +451,7 @@ mod tests {
             db: "x".into(),
             secrets: vec![],
             bundle: Default::default(),
+            max_connections: DASHBOARD_CONNECTIONS,
         };
         assert!(check(&o).unwrap_err().to_string().contains("admin client certificate"));
         assert!(check(&Options {
