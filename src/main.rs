@@ -123,7 +123,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(f) => {
-            eprintln!("error: {}", f.message.trim_end());
+            eprintln!("error: {}", failure::printable(f.message.trim_end()));
             ExitCode::from(f.code)
         }
     }

@@ -45,6 +45,7 @@ impl Progress {
 
     /// Steps of known count (a render's): `n` of `of` starts, named by `line`.
     pub fn step(&self, n: usize, of: usize, line: &str) {
+        let line = &crate::failure::printable(line);
         match self.mode {
             Mode::Off => {}
             Mode::Lines => eprintln!("[{n}/{of}] {line}"),

@@ -732,3 +732,35 @@ fn a_blob_over_its_declared_size_or_too_slow_is_refused() {
         "{all}"
     );
 }
+
+/// A layer refused for writing more entries than a release has (an inode bomb) leaves nothing in
+/// the cache: before, the 20,000 files it wrote stayed in `release/cache/*.tmp-N`.
+#[test]
+fn a_refused_layer_leaves_no_temporary_tree_in_the_cache() {
+    let w = tempfile::tempdir().unwrap();
+    let reg = lying_registry(w.path());
+    let d = example_copy();
+    let dir = d.path();
+    lab(&reg, dir, PASS, true);
+    // 20,001 empty files under release-manifests/ (Python's tarfile, gzip).
+    let bomb = w.path().join("bomb.tar.gz");
+    let script = format!(
+        "import io,tarfile\nt=tarfile.open('{}','w:gz')\nfor i in range(20001):\n    ti=tarfile.TarInfo('release-manifests/f%d'%i)\n    t.addfile(ti,io.BytesIO(b''))\nt.close()\n",
+        bomb.display()
+    );
+    let (ok, out) = run("python3", &["-c", &script]);
+    assert!(ok, "{out}");
+    let bytes = std::fs::read(&bomb).unwrap();
+    let digest = format!("sha256:{:x}", sha2::Sha256::digest(&bytes));
+    let image = lie(&reg, &[(&digest, &bytes)]);
+    let (code, out) = run_hs(&["release", "pull", "--dir", dir.to_str().unwrap(), "--release-image", &image]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("inode bomb"), "{out}");
+    let left: Vec<String> = std::fs::read_dir(dir.join("release/cache"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| n.contains(".tmp-"))
+        .collect();
+    assert!(left.is_empty(), "left in the cache: {left:?}");
+}

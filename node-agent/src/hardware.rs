@@ -65,8 +65,7 @@ impl Hardware {
         let boots = if record {
             machine::remember_boot(&cfg.history_dir, boot_id, booted_s)
         } else {
-            let text = std::fs::read_to_string(cfg.history_dir.join("boots")).unwrap_or_default();
-            Ok(machine::record_boot(machine::parse_boots(&text), boot_id, booted_s))
+            machine::read_boots(&cfg.history_dir).map(|b| machine::record_boot(b, boot_id, booted_s))
         };
         Hardware {
             boot_id: boot_id.to_string(),

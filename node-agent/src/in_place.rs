@@ -19,22 +19,46 @@ pub enum Entry {
     Dir { path: String, mode: u32 },
 }
 
-/// What `--carry SRC=DEST` names (`SRC` alone: the same path on the installed system).
+/// The most the base config may be (a master's is a few MiB).
+const BASE_LIMIT: u64 = 64 << 20;
+/// The most all carried files may be together: the config is read whole into memory by Ignition
+/// on the first boot, and etcd's data after bootkube is tens of MiB.
+pub const CARRY_LIMIT: u64 = 512 << 20;
+
+/// What `--carry SRC=DEST` names (`SRC` alone: the same path on the installed system). Both
+/// plain absolute paths: not `/` itself, no `.` or `..` or empty component (DEST lands in the
+/// installed system's tree as it is written).
 pub fn parse_carry(arg: &str) -> Result<(PathBuf, String), String> {
     let (src, dest) = arg.split_once('=').unwrap_or((arg, arg));
-    if !src.starts_with('/') || !dest.starts_with('/') {
-        return Err(format!("--carry {arg:?}: SRC and DEST must be absolute paths"));
+    for (what, p) in [("SRC", src), ("DEST", dest)] {
+        let trimmed = p.trim_end_matches('/');
+        if !p.starts_with('/') {
+            return Err(format!("--carry {arg:?}: {what} must be an absolute path"));
+        }
+        if trimmed.is_empty() {
+            return Err(format!("--carry {arg:?}: {what} is / itself"));
+        }
+        if trimmed[1..].split('/').any(|c| c.is_empty() || c == "." || c == "..") {
+            return Err(format!("--carry {arg:?}: {what} must be a plain path (no `.`, `..` or `//`)"));
+        }
     }
     Ok((PathBuf::from(src), dest.trim_end_matches('/').to_string()))
 }
 
+/// A regular file's bytes, at most `limit` (`state_file::read`), the path in the message.
+fn read_file(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
+    crate::state_file::read(path, limit).map_err(|e| format!("{}: {e}", path.display()))
+}
+
 /// Everything under `src` (a file or a directory, walked without following links), placed at
-/// `dest`. A missing source is an error: the config would lack what the master needs.
-pub fn collect(src: &Path, dest: &str) -> Result<Vec<Entry>, String> {
+/// `dest`. A missing source is an error: the config would lack what the master needs. `budget`:
+/// the bytes the files may still take, all carries together.
+pub fn collect(src: &Path, dest: &str, budget: &mut u64) -> Result<Vec<Entry>, String> {
     let meta = std::fs::symlink_metadata(src).map_err(|e| format!("{}: {e}", src.display()))?;
     let mode = meta.permissions().mode() & 0o7777;
     if meta.is_file() {
-        let contents = std::fs::read(src).map_err(|e| format!("{}: {e}", src.display()))?;
+        let contents = read_file(src, *budget).map_err(|e| format!("{e} (all carried files together may be {} MiB)", CARRY_LIMIT >> 20))?;
+        *budget -= contents.len() as u64;
         return Ok(vec![Entry::File {
             path: dest.to_string(),
             mode,
@@ -59,12 +83,18 @@ pub fn collect(src: &Path, dest: &str) -> Result<Vec<Entry>, String> {
         .map_err(|e| format!("{}: {e}", src.display()))?;
     names.sort();
     for p in names {
-        let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let ft = std::fs::symlink_metadata(&p).map_err(|e| format!("{}: {e}", p.display()))?;
         // Sockets, fifos and links are the running system's, not state to install.
-        if ft.is_file() || ft.is_dir() {
-            out.extend(collect(&p, &format!("{dest}/{name}"))?);
+        if !ft.is_file() && !ft.is_dir() {
+            continue;
         }
+        // An Ignition path is a JSON string: a name that is not UTF-8 cannot be carried as it
+        // is, and renamed it would not be the file etcd or a pod looks for.
+        let name = p
+            .file_name()
+            .and_then(|n| n.to_str())
+            .ok_or_else(|| format!("{}: a name that is not UTF-8 cannot go into an Ignition config", p.display()))?;
+        out.extend(collect(&p, &format!("{dest}/{name}"), budget)?);
     }
     Ok(out)
 }
@@ -124,13 +154,14 @@ pub fn merge(mut base: Value, entries: &[Entry]) -> Result<Value, String> {
 
 /// The command: read, carry, merge, write (0600, atomically). Prints what it carried.
 pub fn run(base: &Path, carry: &[String], output: &Path) -> Result<String, String> {
-    let text = std::fs::read(base).map_err(|e| format!("{}: {e}", base.display()))?;
+    let text = read_file(base, BASE_LIMIT)?;
     let base_cfg: Value = serde_json::from_slice(&text).map_err(|e| format!("{}: {e}", base.display()))?;
+    let carries: Vec<(PathBuf, String)> = carry.iter().map(|a| parse_carry(a)).collect::<Result<_, _>>()?;
     let mut entries = vec![];
     let mut summary = vec![];
-    for arg in carry {
-        let (src, dest) = parse_carry(arg)?;
-        let got = collect(&src, &dest)?;
+    let mut budget = CARRY_LIMIT;
+    for (src, dest) in carries {
+        let got = collect(&src, &dest, &mut budget)?;
         let bytes: usize = got
             .iter()
             .map(|e| match e {
@@ -143,36 +174,10 @@ pub fn run(base: &Path, carry: &[String], output: &Path) -> Result<String, Strin
     }
     let merged = merge(base_cfg, &entries)?;
     let out = serde_json::to_vec(&merged).map_err(|e| e.to_string())?;
-    let dir = output.parent().unwrap_or(Path::new("."));
-    let tmp = dir.join(format!(
-        ".{}.tmp",
-        output.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()
-    ));
-    let write = || -> std::io::Result<()> {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode_0600()
-            .open(&tmp)?;
-        f.write_all(&out)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, output)
-    };
-    write().map_err(|e| format!("{}: {e}", output.display()))?;
+    // The output holds the cluster's keys: 0600, through a temporary of its own.
+    crate::state_file::write(output, &out, 0o600, true).map_err(|e| format!("{}: {e}", output.display()))?;
     summary.push(format!("wrote {} ({} bytes)", output.display(), out.len()));
     Ok(summary.join("\n"))
-}
-
-trait Mode0600 {
-    fn mode_0600(&mut self) -> &mut Self;
-}
-
-impl Mode0600 for std::fs::OpenOptions {
-    fn mode_0600(&mut self) -> &mut Self {
-        use std::os::unix::fs::OpenOptionsExt;
-        self.mode(0o600)
-    }
 }
 
 #[cfg(test)]
@@ -203,8 +208,10 @@ mod tests {
         std::fs::set_permissions(etcd.join("member"), std::fs::Permissions::from_mode(0o700)).unwrap();
         std::fs::set_permissions(etcd.join("member/x"), std::fs::Permissions::from_mode(0o600)).unwrap();
         std::os::unix::fs::symlink("/etc/passwd", etcd.join("link")).unwrap();
-        let mut entries = collect(&etcd, "/var/lib/etcd").unwrap();
-        entries.extend(collect(&etcd.join("member/x"), "/etc/kubernetes/manifests/etcd-pod.yaml").unwrap());
+        let mut budget = CARRY_LIMIT;
+        let mut entries = collect(&etcd, "/var/lib/etcd", &mut budget).unwrap();
+        entries.extend(collect(&etcd.join("member/x"), "/etc/kubernetes/manifests/etcd-pod.yaml", &mut budget).unwrap());
+        assert_eq!(budget, CARRY_LIMIT - 100_002, "member/x is carried twice");
         let base = json!({"ignition": {"version": "3.2.0"}, "storage": {"files": [
             {"path": "/etc/kubernetes/manifests/etcd-pod.yaml", "contents": {"source": "data:,old"}},
             {"path": "/etc/hostname", "contents": {"source": "data:,sno"}}]}});
@@ -229,9 +236,19 @@ mod tests {
 
     #[test]
     fn what_is_missing_or_not_a_config_is_refused() {
-        assert!(collect(Path::new("/nonexistent/hardshift"), "/x").is_err());
+        assert!(collect(Path::new("/nonexistent/hardshift"), "/x", &mut CARRY_LIMIT.clone()).is_err());
         assert!(merge(json!({"storage": {}}), &[]).is_err());
         assert!(parse_carry("relative=/x").is_err());
+        for bad in [
+            "/etc/a=/",
+            "/=/x",
+            "/etc/a=/etc/../../x",
+            "/etc/a=/etc/./x",
+            "/etc/a=/etc//x",
+            "/etc/../x=/y",
+        ] {
+            assert!(parse_carry(bad).is_err(), "{bad}");
+        }
         assert_eq!(parse_carry("/a=/b/").unwrap(), (PathBuf::from("/a"), "/b".to_string()));
         assert_eq!(parse_carry("/a").unwrap(), (PathBuf::from("/a"), "/a".to_string()));
     }
@@ -248,5 +265,50 @@ mod tests {
         let v: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
         assert_eq!(decode(&v["storage"]["files"][0]), b"hello");
         assert!(run(&base, &["/nonexistent/x".into()], &out).is_err());
+    }
+
+    /// The probe's cases: a planted 0644 temporary file or a link at its name; a FIFO as the
+    /// base; a tree above the cap; a name that is not UTF-8.
+    #[test]
+    fn planted_temporaries_fifos_floods_and_odd_names_are_refused_or_bypassed() {
+        use std::os::unix::ffi::OsStrExt;
+        let t = tempfile::tempdir().unwrap();
+        let base = t.path().join("base.ign");
+        std::fs::write(&base, br#"{"ignition":{"version":"3.2.0"}}"#).unwrap();
+        let out = t.path().join("master.ign");
+        let tmp = crate::state_file::temporary(&out);
+        // A planted world-readable temporary: replaced, the output still 0600.
+        std::fs::write(&tmp, b"planted").unwrap();
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o644)).unwrap();
+        run(&base, &[], &out).unwrap();
+        assert_eq!(std::fs::metadata(&out).unwrap().permissions().mode() & 0o777, 0o600);
+        // A planted link: not written through.
+        let victim = t.path().join("victim");
+        std::fs::write(&victim, b"keep").unwrap();
+        std::os::unix::fs::symlink(&victim, &tmp).unwrap();
+        run(&base, &[], &out).unwrap();
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+        assert_eq!(std::fs::metadata(&out).unwrap().permissions().mode() & 0o777, 0o600);
+        // A FIFO as the base or a carried file: refused at once, never waited on.
+        let fifo = t.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let e = run(&fifo, &[], &out).unwrap_err();
+        assert!(e.contains("not a regular file"), "{e}");
+        // More than the cap, all carries together (the size is judged before a byte is read).
+        let big = t.path().join("big");
+        std::fs::File::create(&big).unwrap().set_len(CARRY_LIMIT + 1).unwrap();
+        let e = run(&base, &[format!("{}=/a", big.display())], &out).unwrap_err();
+        assert!(e.contains("more than the 512 MiB"), "{e}");
+        std::fs::write(t.path().join("ten"), [1u8; 10]).unwrap();
+        let mut budget = 15;
+        collect(&t.path().join("ten"), "/a", &mut budget).unwrap();
+        let e = collect(&t.path().join("ten"), "/b", &mut budget).unwrap_err();
+        assert!(e.contains("more than the 5 bytes"), "{e}");
+        // A name that is not UTF-8: refused, not renamed.
+        let tree = t.path().join("tree");
+        std::fs::create_dir(&tree).unwrap();
+        std::fs::write(tree.join(std::ffi::OsStr::from_bytes(b"db\xff")), b"x").unwrap();
+        let e = run(&base, &[format!("{}=/var/lib/etcd", tree.display())], &out).unwrap_err();
+        assert!(e.contains("not UTF-8"), "{e}");
     }
 }

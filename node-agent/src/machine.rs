@@ -312,17 +312,32 @@ pub fn boots_text(boots: &[(i64, String)]) -> String {
     boots.iter().map(|(t, b)| format!("{t} {b}\n")).collect()
 }
 
+/// The most the history file may be: `BOOTS_KEPT` lines of a time and a boot id.
+const BOOTS_FILE_LIMIT: u64 = 64 << 10;
+
+/// The history as `DIR/boots` holds it: empty when there is none yet; an error when it is not a
+/// regular file of a sane size (a FIFO there must not freeze the agent before it connects).
+pub fn read_boots(dir: &Path) -> Result<Vec<(i64, String)>, String> {
+    let path = dir.join("boots");
+    match crate::state_file::read(&path, BOOTS_FILE_LIMIT) {
+        Ok(b) => Ok(parse_boots(&String::from_utf8_lossy(&b))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(vec![]),
+        Err(e) => Err(format!("{}: {e}", path.display())),
+    }
+}
+
 /// Records this boot in `DIR/boots` (atomically) and returns the history.
 pub fn remember_boot(dir: &Path, boot_id: &str, booted_s: i64) -> Result<Vec<(i64, String)>, String> {
     let path = dir.join("boots");
-    let old = std::fs::read_to_string(&path).unwrap_or_default();
-    let boots = record_boot(parse_boots(&old), boot_id, booted_s);
+    let boots = record_boot(read_boots(dir)?, boot_id, booted_s);
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let tmp = dir.join(".boots.tmp");
-    std::fs::write(&tmp, boots_text(&boots)).map_err(|e| format!("{}: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, &path).map_err(|e| format!("{}: {e}", path.display()))?;
+    crate::state_file::write(&path, boots_text(&boots).as_bytes(), 0o644, true).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(boots)
 }
+
+/// How far in the future a boot may be dated and still count (clocks set a little ahead, then
+/// stepped back by NTP); one dated later is a clock that was wrong, not a boot in the window.
+const FUTURE_SLACK_S: i64 = 300;
 
 /// The `boots` component: `LOOP_BOOTS` boots within `LOOP_WINDOW_S` is a reboot loop.
 pub fn judge_boots(boots: &Result<Vec<(i64, String)>, String>, now_s: i64) -> ComponentState {
@@ -330,8 +345,12 @@ pub fn judge_boots(boots: &Result<Vec<(i64, String)>, String>, now_s: i64) -> Co
         Ok(b) => b,
         Err(e) => return comp(Component::Boots, Health::Unknown, "no history", e.clone(), HashMap::new()),
     };
-    let recent: Vec<&(i64, String)> = boots.iter().filter(|(t, _)| now_s - t <= LOOP_WINDOW_S).collect();
-    let details = HashMap::from([
+    let recent: Vec<&(i64, String)> = boots
+        .iter()
+        .filter(|(t, _)| (-FUTURE_SLACK_S..=LOOP_WINDOW_S).contains(&(now_s - t)))
+        .collect();
+    let future = boots.iter().filter(|(t, _)| t - now_s > FUTURE_SLACK_S).count();
+    let mut details = HashMap::from([
         ("boots_kept".to_string(), boots.len().to_string()),
         (
             "recent".to_string(),
@@ -342,6 +361,10 @@ pub fn judge_boots(boots: &Result<Vec<(i64, String)>, String>, now_s: i64) -> Co
                 .join(", "),
         ),
     ]);
+    if future > 0 {
+        // Said, not counted: a clock once set years ahead must not make a loop for years.
+        details.insert("dated_in_the_future".to_string(), future.to_string());
+    }
     let state = format!("{} boots in {} min", recent.len(), LOOP_WINDOW_S / 60);
     if recent.len() >= LOOP_BOOTS {
         let why = format!(
@@ -474,5 +497,34 @@ mod tests {
         assert_eq!(judge_boots(&Ok(b), now + LOOP_WINDOW_S).health, Health::Ok as i32);
         let many: Vec<(i64, String)> = (0..100).map(|i| (i, format!("b{i}"))).collect();
         assert_eq!(record_boot(many, "new", 200).len(), BOOTS_KEPT);
+    }
+
+    /// The probe's cases: boots dated years ahead (a clock once wrong) made a loop for years; a
+    /// FIFO as the history froze the agent before it connected; a link at the temporary's name
+    /// was written through.
+    #[test]
+    fn a_wrong_clock_a_fifo_or_a_planted_link_does_not_make_or_hide_a_loop() {
+        let now = 1_800_000_000;
+        let ahead: Vec<(i64, String)> = (0..5).map(|i| (now + 3 * 365 * 86_400 + i, format!("f{i}"))).collect();
+        let c = judge_boots(&Ok(ahead), now);
+        assert_eq!((c.health, c.state.as_str()), (Health::Ok as i32, "0 boots in 30 min"));
+        assert_eq!(c.details["dated_in_the_future"], "5");
+        // A few seconds ahead (a clock about to be stepped back) still counts.
+        let near: Vec<(i64, String)> = (0..4).map(|i| (now + 60 + i, format!("n{i}"))).collect();
+        assert_eq!(judge_boots(&Ok(near), now).health, Health::Failing as i32);
+
+        let t = tempfile::tempdir().unwrap();
+        nix::unistd::mkfifo(&t.path().join("boots"), nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let e = remember_boot(t.path(), "a", now).unwrap_err();
+        assert!(e.contains("not a regular file"), "{e}");
+        assert_eq!(judge_boots(&Err(e), now).health, Health::Unknown as i32);
+
+        let t = tempfile::tempdir().unwrap();
+        let victim = t.path().join("victim");
+        std::fs::write(&victim, b"keep").unwrap();
+        std::os::unix::fs::symlink(&victim, crate::state_file::temporary(&t.path().join("boots"))).unwrap();
+        remember_boot(t.path(), "a", now).unwrap();
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+        assert_eq!(read_boots(t.path()).unwrap(), [(now, "a".to_string())]);
     }
 }

@@ -25,6 +25,7 @@ mod peers;
 mod probes;
 mod registry;
 mod seq_state;
+mod state_file;
 mod systemd;
 
 use hardshift_proto::v1::{ComponentState, NodeReport};

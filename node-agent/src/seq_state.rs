@@ -17,10 +17,10 @@ pub fn path(dir: &Path) -> PathBuf {
 /// The last seq used by `node` in `boot_id`, or 0 when the file belongs to another boot or node,
 /// or is absent or unreadable (then the sequence starts over, which a new boot id makes safe).
 pub fn load(dir: &Path, node: &str, boot_id: &str) -> u64 {
-    let Ok(text) = std::fs::read_to_string(path(dir)) else {
+    let Ok(bytes) = crate::state_file::read(&path(dir), 4096) else {
         return 0;
     };
-    parse(&text, node, boot_id).unwrap_or(0)
+    parse(&String::from_utf8_lossy(&bytes), node, boot_id).unwrap_or(0)
 }
 
 /// The highest seq a sequence may reach: what the collector's store keeps faithfully (SQLite
@@ -49,9 +49,7 @@ fn parse(text: &str, node: &str, boot_id: &str) -> Option<u64> {
 /// behind anything the collector may have seen.
 pub fn save(dir: &Path, node: &str, boot_id: &str, seq: u64) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(".{FILE}.{}", std::process::id()));
-    std::fs::write(&tmp, format!("{node} {boot_id} {seq}\n"))?;
-    std::fs::rename(&tmp, path(dir))
+    crate::state_file::write(&path(dir), format!("{node} {boot_id} {seq}\n").as_bytes(), 0o644, false)
 }
 
 #[cfg(test)]

@@ -150,10 +150,19 @@ async fn fetch(client: &Client, at: &Reference, cache: &Path, progress: &dyn Pro
     let _ = std::fs::remove_dir_all(&tmp);
     private_dir(&tmp).map_err(|e| Error::Other(format!("{}: {e}", tmp.display())))?;
     let keep = |p: &str| p.starts_with("release-manifests/") || p == "release-manifests";
-    for ((d, _, _), p) in layers.iter().zip(&paths) {
-        extract::apply_layer(p, &tmp, &keep).map_err(|e| Error::Other(format!("layer {d}: {e}")))?;
+    let extracted = layers.iter().zip(&paths).try_for_each(|((d, _, _), p)| {
+        extract::apply_layer(p, &tmp, &keep)
+            .map(drop)
+            .map_err(|e| Error::Other(format!("layer {d}: {e}")))
+    });
+    // A refused layer (an inode bomb, a path out of the tree) leaves nothing behind: what it
+    // wrote before it was refused goes with the temporary tree.
+    if let Err(e) =
+        extracted.and_then(|_| std::fs::write(tmp.join(".complete"), format!("{at}\n")).map_err(|e| Error::Other(e.to_string())))
+    {
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(e);
     }
-    std::fs::write(tmp.join(".complete"), format!("{at}\n")).map_err(|e| Error::Other(e.to_string()))?;
     let _ = std::fs::remove_dir_all(&root);
     std::fs::rename(&tmp, &root).map_err(|e| Error::Other(format!("{}: {e}", root.display())))?;
     Ok((digest, root))

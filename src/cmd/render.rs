@@ -82,7 +82,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     progress.finish();
     let rendered = rendered?;
     for s in &rendered.steps {
-        println!("  {:<24} {:>6.1} s  {}", s.name, s.seconds, s.log);
+        println!("  {:<24} {:>6.1} s  {}", s.name, s.seconds, crate::failure::printable(&s.log));
     }
     println!(
         "rendered release {} (Kubernetes {}) into {}: the renders' outputs under assets/, what ran in renders.json",

@@ -9,7 +9,9 @@ use super::paths::*;
 pub const RECORD: &str = r#"record() { # record RESULT [ERROR]
     mkdir -p "$(dirname "$PROGRESS")"
     local err=${2:-}
-    err=${err//\\/\\\\}; err=${err//\"/\\\"}; err=${err//$'\n'/ }
+    # JSON: backslashes and quotes escaped, every control character (TAB, CR from
+    # coreos-installer's progress, LF, ESC) a space.
+    err=${err//\\/\\\\}; err=${err//\"/\\\"}; err=${err//[[:cntrl:]]/ }
     printf '{"stage":"%s","result":"%s","lastError":"%s","time":"%s"}\n' \
         "$stage" "$1" "$err" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$PROGRESS.tmp" && mv "$PROGRESS.tmp" "$PROGRESS"
     echo "$(basename "$0"): $stage: $1 ${2:-}"
@@ -143,3 +145,28 @@ StandardError=journal+console
 [Install]
 WantedBy=multi-user.target
 ";
+
+#[cfg(test)]
+mod tests {
+    /// What coreos-installer prints (TABs, CRs between its progress lines, an ESC) goes into the
+    /// record as valid JSON, every character but the control ones kept.
+    #[test]
+    fn the_record_is_json_whatever_the_error_holds() {
+        let t = tempfile::tempdir().unwrap();
+        let progress = t.path().join("p.json");
+        let script = format!(
+            "{}\nPROGRESS={}\nstage=write-disk\nrecord failed $'Read disk 1.2 GiB/4 GiB (30%)\\r\\tError: \\e[1m\\\"/dev/sdz\\\" \\\\ no such\\ndevice'",
+            super::RECORD,
+            progress.display()
+        );
+        let out = std::process::Command::new("bash").args(["-c", &script]).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&progress).unwrap()).unwrap();
+        assert_eq!(v["stage"], "write-disk");
+        assert_eq!(v["result"], "failed");
+        assert_eq!(
+            v["lastError"],
+            "Read disk 1.2 GiB/4 GiB (30%)  Error:  [1m\"/dev/sdz\" \\ no such device"
+        );
+    }
+}

@@ -86,6 +86,8 @@ pub fn layout_hashes(assets: &[render::Asset]) -> BTreeMap<String, String> {
 /// Run every render for DIR's bundle; `say` hears each step as it starts (its number from 1, of
 /// how many, and what runs).
 pub fn run(dir: &Path, cluster: &Cluster, opts: &Options, say: &mut dyn FnMut(usize, usize, String)) -> Result<Rendered, Error> {
+    // podman takes a volume's host path only absolute: `--dir ocp4` is the same as its full path.
+    let dir = &std::path::absolute(dir).map_err(|e| Error::other(format!("{}: {e}", dir.display())))?;
     let steps = render::steps(cluster).map_err(|e| Error::input(format!("{}: {e}", dir.display())))?;
     let _lock = fsio::lock(dir, "render").map_err(Error::other)?;
     let live = Live::read(dir, &pki::plan(cluster));
