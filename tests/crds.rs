@@ -187,3 +187,32 @@ fn the_rules_not_evaluated_are_named_with_their_reason() {
     // far below the API server's limit, and must all still run.
     assert!(!unchecked.iter().any(|u| u.why.contains("over budget")), "{unchecked:#?}");
 }
+
+/// A rule over the API server's cost budget on an object the bundle applies: the object is not
+/// "valid" but a warning that names the rule's place and says "over budget" (before, it was
+/// "ok" with only a count of rules not evaluated).
+#[test]
+fn an_object_under_a_rule_over_budget_is_a_warning_that_says_so() {
+    let d = example_copy();
+    create(d.path(), &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    let crds = tempfile::tempdir().unwrap();
+    for e in std::fs::read_dir(release_crds()).unwrap().flatten() {
+        std::fs::copy(e.path(), crds.path().join(e.file_name())).unwrap();
+    }
+    let l = format!("[{}]", (1..=30).map(|i| i.to_string()).collect::<Vec<_>>().join(","));
+    let rule = format!("{l}.all(a, {l}.all(b, {l}.all(c, {l}.map(d, [a, b, c, d]).size() == 30)))");
+    let file = crds.path().join("0000_10_config-operator_01_infrastructures-Default.crd.yaml");
+    let script = "import sys,yaml\nf=sys.argv[1]\nd=yaml.safe_load(open(f))\nfor v in d['spec']['versions']:\n    v['schema']['openAPIV3Schema']['properties']['spec']['x-kubernetes-validations']=[{'rule': sys.argv[2], 'message': 'costly'}]\nyaml.safe_dump(d, open(f,'w'))\n";
+    let (ok, out) = run("python3", &["-c", script, file.to_str().unwrap(), &rule]);
+    assert!(ok, "{out}");
+    let checks = crd_checks(d.path(), Some(crds.path()));
+    let infra: Vec<&Value> = checks
+        .iter()
+        .filter(|c| c["subject"].as_str().is_some_and(|s| s.contains("Infrastructure")))
+        .collect();
+    assert!(!infra.is_empty(), "{checks:#?}");
+    for c in infra {
+        let detail = c["detail"].as_str().unwrap();
+        assert!(c["status"] == "warn" && detail.contains(".spec: not evaluated: over budget"), "{c}");
+    }
+}

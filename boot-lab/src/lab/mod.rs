@@ -42,6 +42,20 @@ pub struct Vm {
     pub halted: bool,
 }
 
+impl Vm {
+    /// The CPU time its QEMU has had (user and system), if it still runs: how far an emulated
+    /// guest has got, whatever the machine's load.
+    pub fn cpu_time(&self) -> Option<Duration> {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).ok()?;
+        // Fields after the command's closing parenthesis: state is the 3rd, utime the 14th.
+        let rest = &stat[stat.rfind(')')? + 2..];
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+        let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK).ok()??.max(1) as u64;
+        Some(Duration::from_millis(ticks * 1000 / hz))
+    }
+}
+
 /// A VM stuck for good this long is powered off: an emulated CPU spinning in iPXE's DHCP retries
 /// or an emergency shell costs the machines still booting a third of a core each. The wait lets
 /// the console say why in Ignition's own words first.
@@ -313,6 +327,37 @@ impl Lab {
                 return true;
             }
             if start.elapsed() > timeout {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+
+    /// `wait_until`, with a deadline in the VM's own progress rather than the wall clock: it fails
+    /// once `name`'s QEMU has had `cpu_budget` of CPU time (an emulated guest under TCG advances
+    /// only as its QEMU runs: on a machine loaded by a parallel build the same boot takes several
+    /// times the wall time) or `wall_cap` has passed, whichever comes first.
+    pub fn wait_until_progress(
+        &mut self,
+        name: &str,
+        cpu_budget: Duration,
+        wall_cap: Duration,
+        mut done: impl FnMut(&Lab) -> bool,
+    ) -> bool {
+        let start = Instant::now();
+        let cpu0 = self.vm(name).cpu_time();
+        loop {
+            self.poll();
+            if done(self) {
+                return true;
+            }
+            let used = self.vm(name).cpu_time().zip(cpu0).map(|(now, then)| now.saturating_sub(then));
+            if start.elapsed() > wall_cap || used.is_some_and(|u| u > cpu_budget) {
+                eprintln!(
+                    "boot-lab: gave up waiting on {name} after {:.0?} ({:.0?} of its QEMU's CPU time)",
+                    start.elapsed(),
+                    used.unwrap_or_default()
+                );
                 return false;
             }
             std::thread::sleep(Duration::from_millis(500));

@@ -145,7 +145,22 @@ pub fn checks(
             0 => String::new(),
             n => format!(", {n} not evaluated here"),
         };
-        if r.problems.is_empty() {
+        // A rule over the cost budget is one the API server stops too (the object refused): said
+        // with its place and why, never passed as "valid".
+        let over: Vec<String> = r
+            .rules_unchecked
+            .iter()
+            .filter(|u| u.why.contains("over budget"))
+            .map(|u| format!("{}: {}", u.path, u.why))
+            .collect();
+        if r.problems.is_empty() && !over.is_empty() {
+            let detail = format!(
+                "{place}: against {source}/{file}: {} CEL rules checked, and {}",
+                r.rules_checked,
+                over.join("; ")
+            );
+            out.push(check(subject, Status::Warn, detail));
+        } else if r.problems.is_empty() {
             let detail = format!(
                 "{place}: valid against {source}/{file} ({} CEL rules checked{unchecked})",
                 r.rules_checked
