@@ -5,6 +5,8 @@
 #   DURATION=120 hack/bench-agent.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Where cargo puts what it builds (CARGO_TARGET_DIR honoured).
+T=$(hack/target-dir.sh)
 DURATION=${DURATION:-600}
 command -v prometheus-node-exporter >/dev/null || { apt-get install -y -q prometheus-node-exporter >/dev/null; }
 cargo build --release --quiet -p hardshift
@@ -14,9 +16,9 @@ pids=()
 cleanup() { kill "${pids[@]}" 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 mkdir -p "$work/b"; cp -r examples/ocp4/*.yaml examples/ocp4/release examples/ocp4/crds "$work/b"/
-target/release/hardshift create --dir "$work/b" --key-algorithm ecdsa-p256 --no-agent --self-contained-nodes >/dev/null
+"$T/release/hardshift" create --dir "$work/b" --key-algorithm ecdsa-p256 --no-agent --self-contained-nodes >/dev/null
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-target/release/hardshift collector --dir "$work/b" --listen "127.0.0.1:$port" --web 127.0.0.1:0 2>/dev/null & pids+=($!)
+"$T/release/hardshift" collector --dir "$work/b" --listen "127.0.0.1:$port" --web 127.0.0.1:0 2>/dev/null & pids+=($!)
 cat > "$work/agent.toml" <<EOT
 collector = "127.0.0.1:$port"
 node = "master-0"
@@ -26,7 +28,7 @@ cert = "$work/b/agent-pki/agent-master-0.crt"
 key = "$work/b/agent-pki/agent-master-0.key"
 interval_ms = 5000
 EOT
-target/agent/hardshift-agent --config "$work/agent.toml" 2>/dev/null & agent=$!; pids+=($agent)
+"$T/agent/hardshift-agent" --config "$work/agent.toml" 2>/dev/null & agent=$!; pids+=($agent)
 prometheus-node-exporter --web.listen-address=127.0.0.1:19100 >/dev/null 2>&1 & ne=$!; pids+=($ne)
 sleep 2
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
@@ -43,5 +45,5 @@ cpu() { awk -v t="$1" -v hz="$hz" -v d="$DURATION" 'BEGIN {printf "%.3f", 100 * 
 printf '%-24s %14s %12s\n' process "max RSS (KB)" "CPU (%core)"
 printf '%-24s %14s %12s\n' hardshift-agent "$amax" "$(cpu $(( $(ticks $agent) - a0 )))"
 printf '%-24s %14s %12s\n' prometheus-node-exporter "$nmax" "$(cpu $(( $(ticks $ne) - n0 )))"
-echo "agent binary: $(stat -c %s target/agent/hardshift-agent) bytes (goal: under 8,000,000; glibc build; needs GLIBC_$(objdump -T target/agent/hardshift-agent | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -V | tail -1))"
-echo "reports stored: $(target/release/hardshift status --dir "$work/b" -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["reports"])')"
+echo "agent binary: $(stat -c %s "$T/agent/hardshift-agent") bytes (goal: under 8,000,000; glibc build; needs GLIBC_$(objdump -T "$T/agent/hardshift-agent" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -V | tail -1))"
+echo "reports stored: $("$T/release/hardshift" status --dir "$work/b" -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["reports"])')"

@@ -12,12 +12,14 @@
 # WEB=0 runs the collector without its dashboard (which, unwatched, redraws every 2 s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Where cargo puts what it builds (CARGO_TARGET_DIR honoured).
+T=$(hack/target-dir.sh)
 AGENTS=${AGENTS:-"1000 5000 10000 20000"}
 INTERVAL_MS=${INTERVAL_MS:-5000}
 DURATION=${DURATION:-60}
 PROFILE=${PROFILE:-release}
 WEB=${WEB:-1}
-bin=target/$([ "$PROFILE" = dev ] && echo debug || echo "$PROFILE")
+bin=$T/$([ "$PROFILE" = dev ] && echo debug || echo "$PROFILE")
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 # Each agent is a descriptor on both sides: the collector keeps 384 of its limit for the store and
 # the dashboard, so N agents need a limit of N + 384 (it says so and lowers --max-connections).

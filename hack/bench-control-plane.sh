@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-3}
 hack/setup.sh --tests >/dev/null
-: "${HARDSHIFT_KUBE_BIN:?set HARDSHIFT_KUBE_BIN to a directory with the release's kube-apiserver, kube-controller-manager, kube-scheduler and kubelet (see hack/tiers)}"
+: "${HARDSHIFT_KUBE_BIN:?set HARDSHIFT_KUBE_BIN to a directory with the release kube-apiserver, kube-controller-manager, kube-scheduler and kubelet (see hack/tiers)}"
 cargo test --quiet --no-run --test control_plane 2>/dev/null
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -20,10 +20,12 @@
 #                                   fresh and re-run (MCO=1, AGENT_URL=1, ALGS, WORKERS as before)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Where cargo puts what it builds (CARGO_TARGET_DIR honoured).
+T=$(hack/target-dir.sh)
 RUNS=${RUNS:-5}
 cargo build --release --quiet --workspace
 cargo build --release --quiet -p hardshift-generator --example keygen-floor
-bin=$PWD/target/release/hardshift
+bin=$T/release/hardshift
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export XDG_CACHE_HOME=$work/cache
@@ -35,7 +37,7 @@ key_kinds() {
 # The floor's own measure of its parallel round (its process also times keys one by one after it),
 # and its peak RSS.
 floor_of() {
-  /usr/bin/time -o "$work/time" -f '%M' target/release/examples/keygen-floor "$(rsa_keys)" "$(ec_keys)" 1 >"$work/floor"
+  /usr/bin/time -o "$work/time" -f '%M' "$T/release/examples/keygen-floor" "$(rsa_keys)" "$(ec_keys)" 1 >"$work/floor"
   echo "$(sed -n 's/.* threads: \([0-9.]*\) s .*/\1/p' "$work/floor") $(tail -1 "$work/time")"
 }
 rsa_keys() { grep -c "Private-Key: (2048 bit" "$work/kinds"; }
@@ -104,7 +106,7 @@ echo "default-cold / no-agent: $(ratio "${R[default-cold]}" "${R[no-agent]}")x"
 echo "rerun:                   ${R[rerun]} s   (goal: under 0.3 s)"
 echo "single node:             ${R[single-node]} s; its one config $(awk -v b="$sno_size" 'BEGIN {printf "%.2f", b / 1048576}') MiB"
 echo "1004 nodes:              ${R[1004-nodes]} s   (goal: under 2 s, peak RSS under 250 MB); rerun ${R[1004-rerun]} s; dense ${R[1004-dense]} s"
-target/release/examples/keygen-floor "$(rsa_keys)" "$(ec_keys)" 1 | sed 's/^/single thread: /' 
+"$T/release/examples/keygen-floor" "$(rsa_keys)" "$(ec_keys)" 1 | sed 's/^/single thread: /' 
 [ "${MATRIX:-0}" = 1 ] || exit 0
 
 extra=(--self-contained-nodes)

@@ -8,6 +8,8 @@
 #   AGENTS=1000 DASHBOARDS=5 INTERVAL_MS=5000 DURATION=60 RUNS=3 hack/bench-dashboard.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Where cargo puts what it builds (CARGO_TARGET_DIR honoured).
+T=$(hack/target-dir.sh)
 AGENTS=${AGENTS:-1000}
 DASHBOARDS=${DASHBOARDS:-5}
 INTERVAL_MS=${INTERVAL_MS:-5000}
@@ -21,14 +23,14 @@ cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -r
 trap cleanup EXIT
 # The agents are nodes of the bundle (the collector admits only its inventory's).
 hack/gen-lab.py "$work/b" "$AGENTS"; cp -r examples/ocp4/release examples/ocp4/crds "$work/b"/
-target/release/hardshift create --dir "$work/b" --key-algorithm ecdsa-p256 --no-agent --self-contained-nodes >/dev/null
+"$T/release/hardshift" create --dir "$work/b" --key-algorithm ecdsa-p256 --no-agent --self-contained-nodes >/dev/null
 hz=$(getconf CLK_TCK)
 free() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 printf '%-7s %-10s %8s %10s %11s %12s %8s %11s %11s %8s\n' agents dashboards stored "cpu_%core" "max_rss_KB" "KB_per_dash" grid_KB grid_gz_KB metrics_KB grid_ms
 for dash in 0 "$DASHBOARDS"; do
   rm -rf "$work/b/collector"
   port=$(free); web=$(free)
-  target/release/hardshift collector --dir "$work/b" --listen "127.0.0.1:$port" --web "127.0.0.1:$web" --no-api-watch \
+  "$T/release/hardshift" collector --dir "$work/b" --listen "127.0.0.1:$port" --web "127.0.0.1:$web" --no-api-watch \
     --max-per-address 100000 --max-connections 100000 2>"$work/collector.log" & col=$!; pids+=("$col")
   # Ready when the agents' port accepts (bound once the inventory is read).
   for _ in $(seq 600); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.5; done
@@ -37,7 +39,7 @@ for dash in 0 "$DASHBOARDS"; do
     curl -sN "http://127.0.0.1:$web/events/grid" >"$work/dash-$i" & streams+=($!); pids+=($!)
   done
   t0=$(awk '{print $14 + $15}' /proc/$col/stat); s0=$(date +%s.%N)
-  target/release/examples/simulate_agents "$work/b" "127.0.0.1:$port" "$AGENTS" "$INTERVAL_MS" "$DURATION" >/dev/null 2>"$work/sim.log"
+  "$T/release/examples/simulate_agents" "$work/b" "127.0.0.1:$port" "$AGENTS" "$INTERVAL_MS" "$DURATION" >/dev/null 2>"$work/sim.log"
   t1=$(awk '{print $14 + $15}' /proc/$col/stat); s1=$(date +%s.%N)
   rss=$(awk '/VmHWM/ {print $2}' /proc/$col/status)
   grid=$(curl -s "http://127.0.0.1:$web/" | wc -c)

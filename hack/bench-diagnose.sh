@@ -8,9 +8,11 @@
 #   NODES="1000 5000" REPORTS=3 FAULTS=1 RUNS=3 hack/bench-diagnose.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Where cargo puts what it builds (CARGO_TARGET_DIR honoured).
+T=$(hack/target-dir.sh)
 cargo build --release --quiet -p hardshift-collector --example bench_diagnose
 for n in ${NODES:-1000 5000}; do
-  target/release/examples/bench_diagnose "$n" "${REPORTS:-3}"
+  "$T/release/examples/bench_diagnose" "$n" "${REPORTS:-3}"
 done
 if [ "${FAULTS:-0}" = 1 ]; then
   out=$(mktemp)

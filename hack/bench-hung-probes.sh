@@ -6,6 +6,8 @@
 #   RUNS=3 hack/bench-hung-probes.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Where cargo puts what it builds (CARGO_TARGET_DIR honoured).
+T=$(hack/target-dir.sh)
 RUNS=${RUNS:-3}
 cargo build --release --quiet -p hardshift-agent
 work=$(mktemp -d)
@@ -59,7 +61,7 @@ for c in hung idle; do
   times=()
   for _ in $(seq "$RUNS"); do
     s=$(date +%s.%N)
-    target/release/hardshift-agent --config "$work/agent-$c.toml" status >/dev/null 2>&1 || true
+    "$T/release/hardshift-agent" --config "$work/agent-$c.toml" status >/dev/null 2>&1 || true
     e=$(date +%s.%N)
     times+=("$(awk -v a="$s" -v b="$e" 'BEGIN {printf "%.2f", b - a}')")
   done

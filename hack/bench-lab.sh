@@ -3,9 +3,11 @@
 # the bundle) for the example and for 1000 workers. Median of RUNS runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Where cargo puts what it builds (CARGO_TARGET_DIR honoured).
+T=$(hack/target-dir.sh)
 RUNS=${RUNS:-5}
 cargo build --release --quiet
-bin=$PWD/target/release/hardshift
+bin=$T/release/hardshift
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }

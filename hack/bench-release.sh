@@ -8,6 +8,8 @@
 #   RUNS=5 hack/bench-release.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Where cargo puts what it builds (CARGO_TARGET_DIR honoured).
+T=$(hack/target-dir.sh)
 cargo build --release --quiet --bin hardshift
 work=$(mktemp -d)
 trap 'kill $(cat "$work/pid" 2>/dev/null) 2>/dev/null || true; rm -rf "$work"' EXIT
@@ -18,10 +20,10 @@ image=$(cat "$work/lab/image")
 echo "release $image, $(find "$work/lab/storage" -type f | wc -l) files in the registry"
 for _ in $(seq "${RUNS:-5}"); do
   rm -rf "$dir/release/cache" "$dir/release/crds" "$dir/release/image-references"
-  /usr/bin/time -f "%e %M" -o "$work/t" target/release/hardshift release pull --dir "$dir" --release-image "$image" >/dev/null
+  /usr/bin/time -f "%e %M" -o "$work/t" "$T/release/hardshift" release pull --dir "$dir" --release-image "$image" >/dev/null
   read -r secs kb < "$work/t"
   t0=$(date +%s.%N)
-  target/release/hardshift mirror-check --dir "$dir" --release-image "$image" >"$work/mc" || true
+  "$T/release/hardshift" mirror-check --dir "$dir" --release-image "$image" >"$work/mc" || true
   t1=$(date +%s.%N)
   printf 'pull+extract %5.2f s  peak %5d MB    mirror-check %5.2f s (%s)\n' "$secs" $((kb / 1024)) "$(echo "$t1 - $t0" | bc)" "$(tail -1 "$work/mc" | sed 's/mirror-check: //')"
 done

@@ -9,9 +9,11 @@
 #                                               tests/fixtures/podman-ocp-bin in place of the images
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Where cargo puts what it builds (CARGO_TARGET_DIR honoured).
+T=$(hack/target-dir.sh)
 RUNS=${RUNS:-5}
 cargo build --release --quiet -p hardshift
-bin=$PWD/target/release/hardshift
+bin=$T/release/hardshift
 work=$(mktemp -d)
 trap 'rm -rf "$work"; [ -n "${image:-}" ] && podman rmi -f "$image" >/dev/null 2>&1 || true' EXIT
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }

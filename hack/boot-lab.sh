@@ -6,7 +6,7 @@
 # (hack/boot-image.sh: Debian's kernel and the real Ignition, not RHCOS) with the inventory's MACs.
 # Waits until each node has reported, prints per node when each step was first seen and
 # `hardshift status`, stops every VM and process it started. Needs root.
-#   hack/boot-lab.sh --dir DIR --nodes NAME[,NAME...] [--timeout S] [--work DIR] [--fault NAME[:NODE]]...
+#   hack/boot-lab.sh --dir DIR --nodes NAME[,NAME...] [--timeout S] [--work DIR] [--fault NAME[:NODE]]... [--hold S|forever]
 #   hack/boot-lab.sh --print-binaries   the binaries it runs (where cargo puts them), and nothing else
 # Exit 0 when every node reported; 1 naming who did not and the last thing seen of it (no DHCP,
 # no Ignition fetch, Ignition failed, no report); 2 on bad arguments.
@@ -15,7 +15,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 
 usage() {
   cat <<'EOF'
-usage: hack/boot-lab.sh --dir DIR --nodes NAME[,NAME...] [--timeout S] [--work DIR] [--fault NAME[:NODE]]...
+usage: hack/boot-lab.sh --dir DIR --nodes NAME[,NAME...] [--timeout S] [--work DIR] [--fault NAME[:NODE]]... [--hold S|forever]
        hack/boot-lab.sh --print-binaries
 
 Boot nodes of the bundle in DIR (`hardshift create` has run) under QEMU through its own lab, and
@@ -29,7 +29,12 @@ wait until each reports. Needs root.
                      answers every name under the cluster's domain), no-ptr:NODE (the node's
                      address does not resolve back to its name), mtu:NODE (the node's NIC
                      at a 9000-byte MTU, the lab's bridge at 1500), slow-disk:NODE (the
-                     node's disk takes 25 writes a second: etcd's fdatasync too slow)
+                     node's disk takes 25 writes a second: etcd's fdatasync too slow),
+                     no-default-route:NODE (the node's gateway left out of its ip= argument
+                     and its NetworkManager keyfile: it reaches its own subnet only)
+  --hold S|forever   keep the lab and its VMs up S seconds after the first reports (forever:
+                     until Ctrl-C): what the machines' probes find a round later (DNS, PTR,
+                     routes, peers) reaches the collector only while the lab runs
   --print-binaries   print the hardshift-boot-lab and hardshift binaries it runs, then exit
   -h, --help         this text
 Exit 0 when every node reported, 1 when one did not, 2 on bad arguments.
@@ -48,12 +53,12 @@ while [ $# -gt 0 ]; do
   case $1 in
     -h | --help) usage; exit 0 ;;
     --print-binaries) print=1 ;;
-    --dir | --nodes | --timeout | --work | --fault)
+    --dir | --nodes | --timeout | --work | --fault | --hold)
       [ $# -ge 2 ] || bad "$1 needs a value"
       case $1 in --dir) dir=$2 ;; --nodes) nodes=$2 ;; esac
       pass+=("$1" "$2")
       shift ;;
-    --dir=* | --nodes=* | --timeout=* | --work=* | --fault=*)
+    --dir=* | --nodes=* | --timeout=* | --work=* | --fault=* | --hold=*)
       case $1 in --dir=*) dir=${1#*=} ;; --nodes=*) nodes=${1#*=} ;; esac
       pass+=("$1") ;;
     *) bad "unknown argument ${1@Q}" ;;

@@ -25,16 +25,18 @@ while [ $# -gt 0 ]; do
   esac
 done
 cd "$(dirname "$0")/.."
+# Where cargo puts what it builds (CARGO_TARGET_DIR honoured).
+T=$(hack/target-dir.sh)
 REPO=$PWD
 SRC=$REPO/deploy/debian
-out=${out:-$REPO/target/debian}
+out=${out:-$T/debian}
 log() { echo "package-deb: $*" >&2; }
 
 declare -A from
 if [ -z "$bin_dir" ]; then
   cargo build --release --locked -p hardshift >&2
   cargo build --profile agent --locked -p hardshift-agent >&2
-  from=([hardshift]=target/release/hardshift [hardshift-agent]=target/agent/hardshift-agent)
+  from=([hardshift]=$T/release/hardshift [hardshift-agent]=$T/agent/hardshift-agent)
 else
   from=([hardshift]=$bin_dir/hardshift [hardshift-agent]=$bin_dir/hardshift-agent)
 fi

@@ -112,6 +112,14 @@ fn a_man_page_for_every_command_and_man_renders_each_cleanly() {
         .unwrap();
     assert_eq!(r.status.code(), Some(2), "{}", String::from_utf8_lossy(&r.stderr));
     assert_eq!(std::fs::read(&file).unwrap(), b"x");
+    // A link to a directory (a distribution's man1 often is one) is that directory.
+    let real = dir.path().join("real-man1");
+    std::fs::create_dir(&real).unwrap();
+    let link = dir.path().join("man1");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let (ok, said, err) = hardshift(&["man", "--out", link.to_str().unwrap()]);
+    assert!(ok, "{said}{err}");
+    assert!(real.join("hardshift.1").is_file());
 }
 
 #[test]

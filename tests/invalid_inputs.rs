@@ -724,30 +724,39 @@ fn an_invalid_master_adds_no_false_rendezvous_error() {
 /// at once, not a create that hangs reading it.
 #[test]
 fn a_fifo_as_an_input_is_refused_not_read() {
-    let d = example_copy();
-    let ic = d.path().join(IC);
-    std::fs::remove_file(&ic).unwrap();
-    let (ok, out) = run("mkfifo", &[ic.to_str().unwrap()]);
-    assert!(ok, "{out}");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_hardshift"))
-        .args(["create", "--dir", d.path().to_str().unwrap()])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let started = std::time::Instant::now();
-    while child.try_wait().unwrap().is_none() && started.elapsed() < std::time::Duration::from_secs(20) {
-        std::thread::sleep(std::time::Duration::from_millis(50));
+    // install-config.yaml itself, and a CRD of DIR/crds/ (read later, with the extras).
+    for (name, said) in [(IC, "install-config.yaml"), ("crds/zz-fifo.crd.yaml", "zz-fifo.crd.yaml")] {
+        let d = example_copy();
+        let path = d.path().join(name);
+        let _ = std::fs::remove_file(&path);
+        let (ok, out) = run("mkfifo", &[path.to_str().unwrap()]);
+        assert!(ok, "{out}");
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_hardshift"))
+            .args([
+                "create",
+                "--dir",
+                d.path().to_str().unwrap(),
+                "--self-contained-nodes",
+                "--no-agent",
+            ])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let started = std::time::Instant::now();
+        while child.try_wait().unwrap().is_none() && started.elapsed() < std::time::Duration::from_secs(60) {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let done = child.try_wait().unwrap().is_some();
+        if !done {
+            let _ = child.kill();
+        }
+        let out = child.wait_with_output().unwrap();
+        assert!(done, "create hangs on a FIFO at {name}");
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+        assert!(err.contains(said) && err.contains("not a regular file"), "{name}: {err}");
     }
-    let done = child.try_wait().unwrap().is_some();
-    if !done {
-        let _ = child.kill();
-    }
-    let out = child.wait_with_output().unwrap();
-    assert!(done, "create hangs on a FIFO");
-    let err = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("install-config.yaml") && err.contains("not a regular file"), "{err}");
 }
 
 #[test]

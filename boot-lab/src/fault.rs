@@ -30,9 +30,14 @@ pub enum Fault {
     /// shared with a noisy neighbour, or a thin-provisioned volume, under etcd's WAL. Each
     /// fdatasync then waits for several writes (data, journal, commit).
     SlowDisk(String),
+    /// The node has no default route: the gateway goes from its `ip=` kernel argument and from
+    /// its NetworkManager keyfiles (its config as the lab serves it). It reaches its own subnet
+    /// only (the lab's helper, DNS and collector are on it), as a node whose gateway field was
+    /// left empty would.
+    NoDefaultRoute(String),
 }
 
-pub const NAMES: &str = "dns-wildcard, no-ptr:NODE, mtu:NODE, slow-disk:NODE";
+pub const NAMES: &str = "dns-wildcard, no-ptr:NODE, mtu:NODE, slow-disk:NODE, no-default-route:NODE";
 
 /// Write operations a second of a disk under `slow-disk:NODE`: an fdatasync of etcd's WAL then
 /// takes about 100 ms where etcd needs under 10 ms, while the boot's writes (merged by the page
@@ -61,7 +66,21 @@ impl FromStr for Fault {
             "no-ptr" => Ok(Fault::NoPtr(needs_node(node)?)),
             "mtu" => Ok(Fault::Mtu(needs_node(node)?)),
             "slow-disk" => Ok(Fault::SlowDisk(needs_node(node)?)),
+            "no-default-route" => Ok(Fault::NoDefaultRoute(needs_node(node)?)),
             _ => Err(format!("--fault {s:?}: no such fault (the faults: {NAMES})")),
+        }
+    }
+}
+
+/// As given on the command line: `NAME[:NODE]`.
+impl std::fmt::Display for Fault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Fault::DnsWildcard => write!(f, "dns-wildcard"),
+            Fault::NoPtr(n) => write!(f, "no-ptr:{n}"),
+            Fault::Mtu(n) => write!(f, "mtu:{n}"),
+            Fault::SlowDisk(n) => write!(f, "slow-disk:{n}"),
+            Fault::NoDefaultRoute(n) => write!(f, "no-default-route:{n}"),
         }
     }
 }
@@ -71,7 +90,7 @@ impl Fault {
     pub fn node(&self) -> Option<&str> {
         match self {
             Fault::DnsWildcard => None,
-            Fault::NoPtr(n) | Fault::Mtu(n) | Fault::SlowDisk(n) => Some(n),
+            Fault::NoPtr(n) | Fault::Mtu(n) | Fault::SlowDisk(n) | Fault::NoDefaultRoute(n) => Some(n),
         }
     }
 }
@@ -126,7 +145,7 @@ pub fn apply_dns(dns: &str, faults: &[Fault]) -> Result<String, String> {
                 let helper = helper_net(dns).ok_or("the lab's DNS config has no host-record to take the network from")?;
                 out.push(format!("address=/{domain}/{helper}.{WILDCARD_ANSWER_HOST}"));
             }
-            Fault::Mtu(_) | Fault::SlowDisk(_) => {}
+            Fault::Mtu(_) | Fault::SlowDisk(_) | Fault::NoDefaultRoute(_) => {}
             Fault::NoPtr(node) => {
                 let prefix = format!("host-record={node}.{domain},");
                 let i = out
@@ -140,6 +159,72 @@ pub fn apply_dns(dns: &str, faults: &[Fault]) -> Result<String, String> {
         }
     }
     Ok(out.iter().map(|l| format!("{l}\n")).collect())
+}
+
+/// The nodes whose default route a fault takes.
+fn without_route(faults: &[Fault]) -> impl Iterator<Item = &str> {
+    faults.iter().filter_map(|f| match f {
+        Fault::NoDefaultRoute(n) => Some(n.as_str()),
+        _ => None,
+    })
+}
+
+/// The iPXE script with `no-default-route` applied: the node's `ip=IP::GATEWAY:...` loses its
+/// gateway field. `ip_of`: a node's address.
+pub fn apply_ipxe(ipxe: &str, faults: &[Fault], ip_of: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = ipxe.to_string();
+    for node in without_route(faults) {
+        let ip = ip_of(node).ok_or_else(|| format!("no-default-route:{node}: no such node"))?;
+        let head = format!(" ip={ip}::");
+        let at = out
+            .find(&head)
+            .ok_or_else(|| format!("no-default-route:{node}: the iPXE script has no ip={ip}:: argument"))?;
+        let gw_start = at + head.len();
+        let gw_end = gw_start + out[gw_start..].find(':').ok_or("an ip= argument without its fields")?;
+        out.replace_range(gw_start..gw_end, "");
+    }
+    Ok(out)
+}
+
+/// A node's Ignition config (JSON) with `no-default-route` applied when it is that node's: each
+/// NetworkManager keyfile's `addressN=IP/PREFIX,GATEWAY` loses its gateway and any `gateway=`
+/// line goes. Unchanged (the same bytes) for every other node.
+pub fn apply_ignition(node: &str, config: &[u8], faults: &[Fault]) -> Result<Vec<u8>, String> {
+    use hardshift_generator::ignition::{decode, encode, Contents};
+    if !without_route(faults).any(|n| n == node) {
+        return Ok(config.to_vec());
+    }
+    let mut v: serde_json::Value = serde_json::from_slice(config).map_err(|e| format!("{node}.ign: {e}"))?;
+    let mut changed = 0;
+    for f in v["storage"]["files"].as_array_mut().into_iter().flatten() {
+        if !f["path"]
+            .as_str()
+            .is_some_and(|p| p.starts_with("/etc/NetworkManager/system-connections/"))
+        {
+            continue;
+        }
+        let c: Contents = serde_json::from_value(f["contents"].clone()).map_err(|e| format!("{node}.ign: {e}"))?;
+        let text = String::from_utf8(decode(&c).ok_or_else(|| format!("{node}.ign: a keyfile hardshift cannot read"))?)
+            .map_err(|e| format!("{node}.ign: {e}"))?;
+        let keyfile: String = text
+            .lines()
+            .filter(|l| !l.starts_with("gateway="))
+            .map(|l| match (l.split_once('='), l.starts_with("address")) {
+                (Some((k, v)), true) => format!("{k}={}\n", v.split(',').next().unwrap_or(v)),
+                _ => format!("{l}\n"),
+            })
+            .collect();
+        if keyfile != text {
+            changed += 1;
+        }
+        f["contents"] = serde_json::to_value(encode(keyfile.as_bytes())).map_err(|e| e.to_string())?;
+    }
+    if changed == 0 {
+        return Err(format!(
+            "no-default-route:{node}: its config has no NetworkManager keyfile with a gateway"
+        ));
+    }
+    serde_json::to_vec(&v).map_err(|e| e.to_string())
 }
 
 /// The first three octets of the first node's IPv4 address.
@@ -181,6 +266,38 @@ mod tests {
         assert!(e.contains("no record for worker-9.ocp4.example.com"), "{e}");
         assert_eq!(apply_dns(DNS, &[]).unwrap(), DNS);
         assert_eq!(apply_dns(DNS, &[Fault::Mtu("master-2".into())]).unwrap(), DNS);
+    }
+
+    #[test]
+    fn no_default_route_takes_the_gateway_from_the_kernel_line_and_the_keyfile() {
+        let f = [Fault::NoDefaultRoute("m".into())];
+        assert_eq!("no-default-route:m".parse(), Ok(f[0].clone()));
+        assert_eq!(f[0].to_string(), "no-default-route:m");
+        let ipxe = ":mac-x\nkernel k ip=192.168.126.101::192.168.126.1:255.255.255.0:m:enp1s0:none nameserver=192.168.126.1\n:mac-y\nkernel k ip=192.168.126.102::192.168.126.1:255.255.255.0:n:enp1s0:none\n";
+        let ip_of = |n: &str| (n == "m").then(|| "192.168.126.101".to_string());
+        let out = apply_ipxe(ipxe, &f, &ip_of).unwrap();
+        assert!(out.contains(" ip=192.168.126.101:::255.255.255.0:m:enp1s0:none "), "{out}");
+        assert!(
+            out.contains(" ip=192.168.126.102::192.168.126.1:"),
+            "another node keeps its route: {out}"
+        );
+        assert_eq!(apply_ipxe(ipxe, &[], &ip_of).unwrap(), ipxe);
+        let key = "[ipv4]\nmethod=manual\naddress1=192.168.126.101/24,192.168.126.1\ndns=192.168.126.1;\n";
+        let cfg = serde_json::json!({"ignition": {"version": "3.2.0"}, "storage": {"files": [
+            {"path": "/etc/NetworkManager/system-connections/enp1s0.nmconnection", "mode": 384,
+             "contents": hardshift_generator::ignition::encode(key.as_bytes())},
+            {"path": "/etc/hostname", "contents": {"source": "data:,m"}}]}});
+        let bytes = serde_json::to_vec(&cfg).unwrap();
+        assert_eq!(
+            apply_ignition("n", &bytes, &f).unwrap(),
+            bytes,
+            "another node's config is as written"
+        );
+        let out: serde_json::Value = serde_json::from_slice(&apply_ignition("m", &bytes, &f).unwrap()).unwrap();
+        let c: hardshift_generator::ignition::Contents = serde_json::from_value(out["storage"]["files"][0]["contents"].clone()).unwrap();
+        let text = String::from_utf8(hardshift_generator::ignition::decode(&c).unwrap()).unwrap();
+        assert_eq!(text, "[ipv4]\nmethod=manual\naddress1=192.168.126.101/24\ndns=192.168.126.1;\n");
+        assert_eq!(out["storage"]["files"][0]["mode"], 384);
     }
 
     #[test]

@@ -53,9 +53,25 @@ struct Args {
     /// or one an earlier run made (marked with .hardshift-boot-lab), emptied first.
     #[arg(long)]
     work: Option<PathBuf>,
-    /// A fault to start the lab with, NAME[:NODE] (repeatable): dns-wildcard, no-ptr:NODE, mtu:NODE, slow-disk:NODE.
+    /// A fault to start the lab with, NAME[:NODE] (repeatable): dns-wildcard, no-ptr:NODE, mtu:NODE,
+    /// slow-disk:NODE, no-default-route:NODE.
     #[arg(long = "fault", value_name = "NAME[:NODE]")]
     faults: Vec<hardshift_boot_lab::fault::Fault>,
+    /// Keep the lab and its VMs up this many seconds after the first reports (`forever`: until
+    /// Ctrl-C): the machines' probes report what they find a round later.
+    #[arg(long, value_name = "SECONDS|forever", value_parser = parse_hold)]
+    hold: Option<Duration>,
+}
+
+/// `--hold`: seconds, or `forever` (until Ctrl-C).
+fn parse_hold(s: &str) -> Result<Duration, String> {
+    match s {
+        "forever" => Ok(Duration::MAX),
+        _ => s
+            .parse::<u64>()
+            .map(Duration::from_secs)
+            .map_err(|_| format!("{s:?}: seconds (e.g. 300) or `forever`")),
+    }
 }
 
 fn main() {
@@ -80,7 +96,11 @@ fn check(a: &Args) -> Result<PathBuf, String> {
     lab::check_nodes(&a.nodes, &machines)?;
     for f in &a.faults {
         if let Some(n) = f.node().filter(|n| !machines.iter().any(|m| m.name == *n)) {
-            return Err(format!("--fault {f:?}: {n} is not a node of this bundle"));
+            let nodes: Vec<&str> = machines.iter().map(|m| m.name.as_str()).collect();
+            return Err(format!(
+                "--fault {f}: {n} is not a node of this bundle (its nodes: {})",
+                nodes.join(", ")
+            ));
         }
     }
     for n in &a.nodes {
@@ -157,6 +177,25 @@ fn run(a: Args) -> Result<i32, String> {
         .output()
         .map_err(|e| format!("{}: {e}", a.hardshift.display()))?;
     println!("\n{}", String::from_utf8_lossy(&status.stdout));
+    match a.hold {
+        Some(hold) if !STOP.load(Ordering::SeqCst) => {
+            let how = if hold == Duration::MAX {
+                "until Ctrl-C".to_string()
+            } else {
+                format!("for {} s (Ctrl-C ends it sooner)", hold.as_secs())
+            };
+            eprintln!(
+                "boot-lab: holding the lab up {how}: `{} diagnose NODE --dir {}` meanwhile sees each later round",
+                a.hardshift.display(),
+                a.dir.display()
+            );
+            lab.wait_until(hold, |_| STOP.load(Ordering::SeqCst));
+            eprintln!("boot-lab: hold over: stopping every VM and server");
+        }
+        _ => eprintln!(
+            "boot-lab: the lab stops now: what the machines' probes find a round after the first report (DNS, PTR, routes, peers) needs --hold SECONDS to reach the collector"
+        ),
+    }
     Ok(verdict(&lab, &work))
 }
 

@@ -61,16 +61,37 @@ pub fn prepare(work: &Path) -> Result<(), String> {
         Err(_) => hardshift_generator::fsio::make_dir_all(work, 0o755).map_err(|e| fail(work, e))?,
     }
     let marker = work.join(MARKER);
-    hardshift_generator::fsio::write_file_atomic(
-        &marker,
-        b"Made by hardshift-boot-lab: its next run empties this directory.\n",
-        0o644,
-    )
-    .map_err(|e| fail(&marker, e))
+    let text = marker_text(work).map_err(|e| fail(work, e))?;
+    hardshift_generator::fsio::write_file_atomic(&marker, text.as_bytes(), 0o644).map_err(|e| fail(&marker, e))
 }
 
+/// What the marker says: that the tool made it, for this very directory (its device and inode:
+/// a marker copied from another work directory is no marker here).
+fn marker_text(work: &Path) -> io::Result<String> {
+    use std::os::unix::fs::MetadataExt;
+    let m = fs::symlink_metadata(work)?;
+    Ok(format!(
+        "Made by hardshift-boot-lab: its next run empties this directory.\ndirectory {}:{}\n",
+        m.dev(),
+        m.ino()
+    ))
+}
+
+/// Whether the tool made `work`: the directory and its marker belong to whoever runs it (root: a
+/// marker another user planted is not one), the marker is a plain file no one else may write, and
+/// it names this directory.
 fn is_marked(work: &Path) -> bool {
-    fs::symlink_metadata(work.join(MARKER)).is_ok_and(|m| m.is_file())
+    use std::os::unix::fs::MetadataExt;
+    let me = nix::unistd::geteuid().as_raw();
+    let (Ok(dir), Ok(marker)) = (fs::symlink_metadata(work), fs::symlink_metadata(work.join(MARKER))) else {
+        return false;
+    };
+    let ours = |m: &fs::Metadata| m.uid() == me && m.mode() & 0o022 == 0;
+    marker.is_file()
+        && ours(&marker)
+        && ours(&dir)
+        && marker.len() < 4096
+        && fs::read_to_string(work.join(MARKER)).ok() == marker_text(work).ok()
 }
 
 /// The names in `dir`, sorted.
@@ -128,6 +149,33 @@ mod tests {
         fs::write(work.join("x"), b"").unwrap();
         std::os::unix::fs::symlink(outside.join("keep"), work.join(MARKER)).unwrap();
         assert!(check(&work).is_err());
+        fs::remove_dir_all(&s).unwrap();
+    }
+
+    /// A marker anyone could plant (the old text, another directory's, or one others may write) is
+    /// no marker: the directory is refused, never emptied.
+    #[test]
+    fn a_planted_or_copied_marker_is_no_marker() {
+        use std::os::unix::fs::PermissionsExt;
+        let s = scratch("planted");
+        let work = s.join("work");
+        fs::create_dir_all(&work).unwrap();
+        fs::write(work.join("precious"), b"x").unwrap();
+        fs::write(
+            work.join(MARKER),
+            b"Made by hardshift-boot-lab: its next run empties this directory.\n",
+        )
+        .unwrap();
+        assert!(check(&work).is_err(), "the bare text anyone can write");
+        let other = s.join("other");
+        prepare(&other).unwrap();
+        fs::copy(other.join(MARKER), work.join(MARKER)).unwrap();
+        assert!(check(&work).is_err(), "another directory's marker");
+        fs::write(work.join(MARKER), marker_text(&work).unwrap()).unwrap();
+        assert!(check(&work).is_ok(), "this directory's, written by its owner");
+        fs::set_permissions(work.join(MARKER), fs::Permissions::from_mode(0o666)).unwrap();
+        assert!(check(&work).is_err(), "a marker others may write");
+        assert!(work.join("precious").exists());
         fs::remove_dir_all(&s).unwrap();
     }
 }

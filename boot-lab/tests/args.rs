@@ -138,6 +138,31 @@ fn an_unknown_node_is_refused_before_anything_is_made() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("master-0") && err.contains("twice"), "{err}");
     assert!(!work.exists());
+    // A fault on a node that is not one: named as given, not as Rust's Debug form.
+    let out = Command::new(BIN)
+        .arg("--dir")
+        .arg(&dir)
+        .arg("--image")
+        .arg(&img)
+        .args(["--hardshift", BIN, "--nodes", "master-0", "--fault", "no-default-route:master-9"])
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--fault no-default-route:master-9: master-9 is not a node of this bundle (its nodes: ")
+            && !err.contains("NoDefaultRoute"),
+        "{err}"
+    );
+    let out = Command::new(BIN)
+        .arg("--dir")
+        .arg(&dir)
+        .args(["--image", "x", "--hardshift", BIN, "--nodes", "master-0", "--hold", "soon"])
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("seconds (e.g. 300) or `forever`"), "{err}");
 }
 
 /// Stand-ins for what hack/boot-lab.sh may run only after its arguments are parsed: each records

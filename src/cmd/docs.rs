@@ -62,8 +62,9 @@ pub fn man(a: ManArgs, cli: clap::Command) -> Result<u8, Failure> {
     Ok(0)
 }
 
+/// `--out`: a directory, or a link to one (a distribution's `man1` often is), made when missing.
 fn make_dir(dir: &Path) -> Result<(), Failure> {
-    match std::fs::symlink_metadata(dir) {
+    match std::fs::metadata(dir) {
         Ok(m) if m.is_dir() => Ok(()),
         Ok(_) => Err(Failure::input(format!(
             "{}: --out must be a directory, and this is not one (give another path)",

@@ -47,10 +47,14 @@ pub(super) fn serve_root(o: &Options, c: &hardshift_generator::cluster::Cluster,
     }
     for m in machines {
         let src = o.dir.join(format!("ignition/{}.ign", m.name));
-        std::fs::copy(&src, www.join(format!("ignition/{}.ign", m.name))).map_err(|e| format!("{}: {e}", src.display()))?;
+        let written = std::fs::read(&src).map_err(|e| format!("{}: {e}", src.display()))?;
+        let served = crate::fault::apply_ignition(&m.name, &written, &o.faults)?;
+        write(&www.join(format!("ignition/{}.ign", m.name)), &served)?;
     }
     let ipxe = read_text(&o.dir.join("lab/pxe/boot.ipxe"))?;
-    write(&www.join("pxe/boot.ipxe"), ipxe_for_image(&ipxe, &c.lab.http_base_url)?.as_bytes())?;
+    let ip_of = |n: &str| machines.iter().find(|m| m.name == n).map(|m| m.ip.clone());
+    let ipxe = crate::fault::apply_ipxe(&ipxe_for_image(&ipxe, &c.lab.http_base_url)?, &o.faults, &ip_of)?;
+    write(&www.join("pxe/boot.ipxe"), ipxe.as_bytes())?;
     for f in ["vmlinuz", "initramfs.img"] {
         link(&o.image.join(f), &www.join("image").join(f))?;
     }

@@ -215,7 +215,9 @@ fn read_extras(dir: &Path, bases: &[(Role, PathBuf)]) -> Result<Extras, Error> {
             .collect();
         names.sort();
         for p in names {
-            match std::fs::read(&p) {
+            // A regular file of a sane size only: a FIFO there would hang `create` (the largest
+            // of the release's CRDs is about 2 MiB).
+            match hardshift_agent_config::regular::read(&p, 16 << 20) {
                 Ok(contents) => extras.crds.push(Crd {
                     file: p.file_name().unwrap_or_default().to_string_lossy().to_string(),
                     contents,
