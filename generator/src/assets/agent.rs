@@ -150,7 +150,7 @@ pub fn settings(c: &Cluster, n: &Node) -> AgentConfig {
         a.kubelet_cert = "".into();
     }
     if c.single_node() {
-        a.in_place_progress = Some(super::in_place::PROGRESS.into());
+        a.in_place_progress = Some(super::paths::IN_PLACE_PROGRESS.into());
     }
     (a.dns, a.endpoint) = dns_checks(c, n);
     a.registry = Some(registry_check(c));

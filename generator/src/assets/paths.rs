@@ -17,6 +17,9 @@ pub const AFTER_CVO: &str = "manifests-after-cvo";
 pub const CVO_STAGED: &str = "/opt/openshift/cvo/cvo-bootstrap.yaml";
 pub const BOOTKUBE: &str = "/usr/local/bin/bootkube.sh";
 pub const BOOTKUBE_PROGRESS: &str = "/var/lib/hardshift/bootkube.json";
+/// A single node's install-to-disk and post-reboot steps' progress (the live system's and then
+/// the disk's): what the agent reports.
+pub const IN_PLACE_PROGRESS: &str = "/var/lib/hardshift/in-place.json";
 /// The kubelet's bootstrap kubeconfig on masters and workers.
 pub const NODE_KUBECONFIG: &str = "/etc/kubernetes/kubeconfig";
 /// The machine-config server's serving certificate on the bootstrap (the MCO's bootstrap pod

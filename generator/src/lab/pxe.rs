@@ -2,7 +2,6 @@
 //! the node's Ignition URL and static network.
 
 use crate::cluster::{Cluster, Node};
-use std::net::IpAddr;
 
 pub const KERNEL: &str = "rhcos/rhcos-live-kernel-x86_64";
 pub const INITRAMFS: &str = "rhcos/rhcos-live-initramfs.x86_64.img";
@@ -72,8 +71,4 @@ pub fn ipxe(c: &Cluster, install_dev: &dyn Fn(&Node) -> String) -> String {
     }
     s.push_str(":unknown\necho hardshift: this MAC is not in the cluster; not installing anything\nexit\n");
     s
-}
-
-pub fn helper_is_v4(c: &Cluster) -> bool {
-    matches!(c.helper_ip, IpAddr::V4(_))
 }

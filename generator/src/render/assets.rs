@@ -165,11 +165,6 @@ const TLS: &[(&str, Src)] = &[
     ("bound-service-account-signing-key.pub", Src::Public("pki/service-account")),
 ];
 
-/// The `tls/` names the layout holds.
-pub fn tls_names() -> impl Iterator<Item = &'static str> {
-    TLS.iter().map(|(n, _)| *n)
-}
-
 fn tls_bytes(pki: &Pki, src: Src) -> String {
     match src {
         Src::Cert(id) | Src::Public(id) => pki.get(id).cert_pem.clone(),
