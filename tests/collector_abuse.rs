@@ -32,6 +32,37 @@ fn log(dir: &Path) -> String {
     std::fs::read_to_string(dir.join("collector.log")).unwrap_or_default()
 }
 
+/// `hardshift collector` for `dir` under `prlimit --nofile=N:N`, agents on `port`, the
+/// dashboard on `web`, `extra` flags; its stderr in DIR/collector.log.
+fn collector_limited(dir: &Path, nofile: u32, port: u16, web: u16, extra: &[&str]) -> Kill {
+    let log_file = std::fs::File::create(dir.join("collector.log")).unwrap();
+    Kill(
+        Command::new("prlimit")
+            .arg(format!("--nofile={nofile}:{nofile}"))
+            .arg("--")
+            .arg(env!("CARGO_BIN_EXE_hardshift"))
+            .args(["collector", "--dir", dir.to_str().unwrap()])
+            .args(["--listen", &format!("127.0.0.1:{port}"), "--web", &format!("127.0.0.1:{web}")])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(log_file)
+            .spawn()
+            .unwrap(),
+    )
+}
+
+/// The dashboard's answer to a viewer (`/api/view.json`): curl's success and the HTTP code.
+fn dashboard_answer(web: u16) -> (bool, String) {
+    let url = format!("http://127.0.0.1:{web}/api/view.json");
+    let (ok, out) = run("curl", &["-sS", "--max-time", "10", "-o", "/dev/null", "-w", "%{http_code}", &url]);
+    (ok, out.trim().to_string())
+}
+
+/// The descriptors process `pid` holds now.
+fn descriptors(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map(|r| r.count()).unwrap_or(0)
+}
+
 fn bundle() -> tempfile::TempDir {
     agent_bin();
     let d = example_copy();
@@ -318,25 +349,8 @@ fn a_flood_on_the_dashboard_port_does_not_exhaust_the_collector() {
     let d = bundle();
     let dir = d.path();
     let (port, web) = (free_port(), free_port());
-    let log_file = std::fs::File::create(dir.join("collector.log")).unwrap();
     // 1,024 descriptors in all, so that exhaustion is reachable by a bounded flood.
-    let col = Kill(
-        Command::new("prlimit")
-            .args(["--nofile=1024:1024", "--"])
-            .arg(env!("CARGO_BIN_EXE_hardshift"))
-            .args([
-                "collector",
-                "--dir",
-                dir.to_str().unwrap(),
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-            ])
-            .args(["--web", &format!("127.0.0.1:{web}")])
-            .stdout(Stdio::null())
-            .stderr(log_file)
-            .spawn()
-            .unwrap(),
-    );
+    let col = collector_limited(dir, 1024, port, web, &[]);
     wait_for("the collector to listen", 120, || {
         TcpStream::connect(("127.0.0.1", port)).is_ok() && TcpStream::connect(("127.0.0.1", web)).is_ok()
     });
@@ -348,24 +362,10 @@ fn a_flood_on_the_dashboard_port_does_not_exhaust_the_collector() {
         stored(dir, "master-0").len() >= 10
     });
     // The dashboard answers a viewer from another address.
-    let (ok, out) = run(
-        "curl",
-        &[
-            "-sS",
-            "--max-time",
-            "10",
-            "-o",
-            "/dev/null",
-            "-w",
-            "%{http_code}",
-            &format!("http://127.0.0.1:{web}/api/view.json"),
-        ],
-    );
-    assert!(ok && out.trim() == "200", "the dashboard during the flood: {out}\n{}", log(dir));
+    let (ok, code) = dashboard_answer(web);
+    assert!(ok && code == "200", "the dashboard during the flood: {code}\n{}", log(dir));
     // Bounded: the dashboard's cap, the agents', and the collector's own, far from the limit.
-    let fds = std::fs::read_dir(format!("/proc/{}/fd", col.0.id()))
-        .map(|r| r.count())
-        .unwrap_or(0);
+    let fds = descriptors(col.0.id());
     assert!(fds > 0 && fds < 512, "the collector holds {fds} descriptors");
     // Full, the dashboard closes the oldest idle socket for each newcomer (issue 36, item 6).
     wait_for("an idle dashboard socket closed for a newer one", 120, || {
@@ -680,19 +680,7 @@ fn both_doors_fit_a_low_open_file_limit_under_floods_on_each() {
     let d = bundle();
     let dir = d.path();
     let (port, web) = (free_port(), free_port());
-    let log_file = std::fs::File::create(dir.join("collector.log")).unwrap();
-    let col = Kill(
-        Command::new("prlimit")
-            .args(["--nofile=256:256", "--"])
-            .arg(env!("CARGO_BIN_EXE_hardshift"))
-            .args(["collector", "--dir", dir.to_str().unwrap()])
-            .args(["--listen", &format!("127.0.0.1:{port}"), "--web", &format!("127.0.0.1:{web}")])
-            .args(["--handshake-timeout", "3s", "--hello-timeout", "3s"])
-            .stdout(Stdio::null())
-            .stderr(log_file)
-            .spawn()
-            .unwrap(),
-    );
+    let col = collector_limited(dir, 256, port, web, &["--handshake-timeout", "3s", "--hello-timeout", "3s"]);
     wait_for("the collector to listen", 120, || {
         TcpStream::connect(("127.0.0.1", port)).is_ok() && TcpStream::connect(("127.0.0.1", web)).is_ok()
     });
@@ -718,23 +706,9 @@ fn both_doors_fit_a_low_open_file_limit_under_floods_on_each() {
     wait_for("10 reports from an agent during the floods", 240, || {
         stored(dir, "master-0").len() >= 10
     });
-    let (ok, out) = run(
-        "curl",
-        &[
-            "-sS",
-            "--max-time",
-            "10",
-            "-o",
-            "/dev/null",
-            "-w",
-            "%{http_code}",
-            &format!("http://127.0.0.1:{web}/api/view.json"),
-        ],
-    );
-    assert!(ok && out.trim() == "200", "the dashboard during the floods: {out}\n{}", log(dir));
-    let fds = std::fs::read_dir(format!("/proc/{}/fd", col.0.id()))
-        .map(|r| r.count())
-        .unwrap_or(0);
+    let (ok, code) = dashboard_answer(web);
+    assert!(ok && code == "200", "the dashboard during the floods: {code}\n{}", log(dir));
+    let fds = descriptors(col.0.id());
     assert!(fds > 0 && fds < 256, "the collector holds {fds} descriptors");
     stop.store(true, Ordering::Relaxed);
     let opened: usize = floods.into_iter().map(|f| f.join().unwrap()).sum();

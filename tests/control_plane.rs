@@ -338,6 +338,30 @@ fn map_kubelet_config(root: &NodeRoot, path: &str, cri: &std::path::Path) {
     std::fs::write(&mapped, serde_json::to_string_pretty(&v).unwrap()).unwrap();
 }
 
+/// The kubelet's arguments as its unit (in `root`) runs it: the unit's exact ExecStart with every
+/// path mapped under the scratch root, its config mapped (`map_kubelet_config`) onto containerd
+/// at `cri`, and its own root and certificate directories there too.
+fn kubelet_args(root: &NodeRoot, cri: &std::path::Path) -> Vec<String> {
+    let words = exec_start(&root.unit("kubelet.service"));
+    assert_eq!(words[0], "/usr/bin/kubelet");
+    let config = words
+        .iter()
+        .find_map(|w| w.strip_prefix("--config="))
+        .expect("--config")
+        .to_string();
+    map_kubelet_config(root, &config, cri);
+    let mut args: Vec<String> = words[1..]
+        .iter()
+        .map(|w| match w.split_once("=/") {
+            Some((flag, path)) => format!("{flag}={}", root.map(&format!("/{path}"))),
+            None => w.clone(),
+        })
+        .collect();
+    args.push(format!("--root-dir={}", root.map("/var/lib/kubelet")));
+    args.push(format!("--cert-dir={}", root.map("/var/lib/kubelet/pki")));
+    args
+}
+
 /// One CSR's request, as `openssl req -text` reads it.
 fn csr_text(cp: &ControlPlane, csr: &Value) -> String {
     use base64::Engine;
@@ -478,23 +502,7 @@ fn master_0s_real_kubelet_joins_through_its_csrs_and_the_agent_reports_it() {
     let ns = cp.net.ns("master-0");
     let ctd = Containerd::start_in(&cp.work.path().join("ctd"), Some(&ns));
     ctd.import_pause(cp.work.path());
-    let words = exec_start(&m0.unit("kubelet.service"));
-    assert_eq!(words[0], "/usr/bin/kubelet");
-    let config = words
-        .iter()
-        .find_map(|w| w.strip_prefix("--config="))
-        .expect("--config")
-        .to_string();
-    map_kubelet_config(&m0, &config, &ctd.sock);
-    let mut args: Vec<String> = words[1..]
-        .iter()
-        .map(|w| match w.split_once("=/") {
-            Some((flag, path)) => format!("{flag}={}", m0.map(&format!("/{path}"))),
-            None => w.clone(),
-        })
-        .collect();
-    args.push(format!("--root-dir={}", m0.map("/var/lib/kubelet")));
-    args.push(format!("--cert-dir={}", m0.map("/var/lib/kubelet/pki")));
+    let args = kubelet_args(&m0, &ctd.sock);
     let kubelet_log = cp.log_path("kubelet");
     let t_kubelet = std::time::Instant::now();
     let kubelet = cp
@@ -1256,21 +1264,7 @@ fn a_single_nodes_installed_kubelet_joins_by_the_post_reboot_steps_rules_alone()
         },
         "the installed kubelet bootstraps as system:bootstrapper"
     );
-    let config = words
-        .iter()
-        .find_map(|w| w.strip_prefix("--config="))
-        .expect("--config")
-        .to_string();
-    map_kubelet_config(&installed, &config, &ctd.sock);
-    let mut args: Vec<String> = words[1..]
-        .iter()
-        .map(|w| match w.split_once("=/") {
-            Some((flag, path)) => format!("{flag}={}", installed.map(&format!("/{path}"))),
-            None => w.clone(),
-        })
-        .collect();
-    args.push(format!("--root-dir={}", installed.map("/var/lib/kubelet")));
-    args.push(format!("--cert-dir={}", installed.map("/var/lib/kubelet/pki")));
+    let args = kubelet_args(&installed, &ctd.sock);
     let kubelet_log = cp.log_path("kubelet");
     let _kubelet = cp
         .net
