@@ -9,7 +9,7 @@
 //! with what it was, never skipped.
 
 use std::net::IpAddr;
-use x509_parser::asn1_rs::{Any, FromDer, Tag};
+use x509_parser::asn1_rs::{Any, FromDer, Oid, Tag};
 use x509_parser::prelude::*;
 
 /// What a node's request asks for, read unambiguously.
@@ -27,6 +27,38 @@ const OID_CN: &str = "2.5.4.3";
 const OID_O: &str = "2.5.4.10";
 const OID_SAN: &str = "2.5.29.17";
 const OID_EXTENSION_REQUEST: &str = "1.2.840.113549.1.9.14";
+
+/// An OID's dotted form, once its DER is known to be what Go's encoding/asn1 accepts: each arc
+/// minimal base-128 (no leading 0x80), none cut short, none above 2^31-1. x509-parser keeps a
+/// malformed OID and prints something for it (a cut-short `55 04 8a` prints as 2.5.4.10, O),
+/// while its own attribute lookups compare bytes: comparing the printed forms of a malformed OID
+/// would read a name no other reader sees. Well-formed, the dotted form names the bytes uniquely.
+fn dotted(oid: &Oid) -> Result<String, String> {
+    let der = oid.as_bytes();
+    let mut arc: u64 = 0;
+    let mut at_start = true;
+    for &b in der {
+        if at_start && b == 0x80 {
+            return Err(format!("an OID with a non-minimal arc ({})", hex(der)));
+        }
+        arc = (arc << 7) | u64::from(b & 0x7f);
+        if arc > i32::MAX as u64 {
+            return Err(format!("an OID with an arc above 2^31-1 ({})", hex(der)));
+        }
+        at_start = b & 0x80 == 0;
+        if at_start {
+            arc = 0;
+        }
+    }
+    if der.is_empty() || !at_start {
+        return Err(format!("a malformed OID ({})", hex(der)));
+    }
+    Ok(oid.to_id_string())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(" ")
+}
 
 /// A subject attribute's usual name, for the message that refuses it.
 fn attribute_name(oid: &str) -> String {
@@ -88,14 +120,17 @@ fn subject(name: &X509Name) -> Result<(String, String), String> {
     for rdn in name.iter() {
         let attrs: Vec<&AttributeTypeAndValue> = rdn.iter().collect();
         if attrs.len() != 1 {
-            let names: Vec<String> = attrs.iter().map(|a| attribute_name(&a.attr_type().to_id_string())).collect();
+            let names: Vec<String> = attrs
+                .iter()
+                .map(|a| dotted(a.attr_type()).map_or_else(|e| e, |o| attribute_name(&o)))
+                .collect();
             return Err(format!(
                 "the subject has a multi-valued RDN ({} in one set): each name must stand alone",
                 names.join(" + ")
             ));
         }
         let attr = attrs[0];
-        let oid = attr.attr_type().to_id_string();
+        let oid = dotted(attr.attr_type()).map_err(|e| format!("the subject holds {e}"))?;
         let what = attribute_name(&oid);
         if oid != OID_CN && oid != OID_O {
             return Err(format!(
@@ -135,7 +170,7 @@ fn sans(req: &X509CertificationRequest, r: &mut Request) -> Result<(), String> {
     let mut requests = 0;
     let mut seen: Vec<String> = Vec::new();
     for attr in req.certification_request_info.iter_attributes() {
-        if attr.oid.to_id_string() != OID_EXTENSION_REQUEST {
+        if dotted(&attr.oid).map_err(|e| format!("the request has an attribute with {e}"))? != OID_EXTENSION_REQUEST {
             continue;
         }
         requests += 1;
@@ -160,7 +195,7 @@ fn sans(req: &X509CertificationRequest, r: &mut Request) -> Result<(), String> {
             return Err("the extension request cannot be read".into());
         };
         for ext in &exts.extensions {
-            let oid = ext.oid.to_id_string();
+            let oid = dotted(&ext.oid).map_err(|e| format!("the extension request holds {e}"))?;
             if seen.contains(&oid) {
                 return Err(format!("the request asks for extension {oid} twice"));
             }
@@ -399,5 +434,44 @@ pub(crate) mod tests {
         let (_, n) = X509Name::from_der(&name).unwrap();
         let e = subject(&n).unwrap_err();
         assert!(e.contains("multi-valued RDN (O + CN in one set)"), "{e}");
+    }
+
+    /// A subject of one RDN per attribute, each attribute's OID given as raw DER bytes.
+    fn name_of(attrs: &[(&[u8], &str)]) -> Vec<u8> {
+        let mut rdns = Vec::new();
+        for (oid, v) in attrs {
+            let mut s = vec![0x06, oid.len() as u8];
+            s.extend_from_slice(oid);
+            s.extend([0x0c, v.len() as u8]);
+            s.extend(v.as_bytes());
+            let mut atv = vec![0x30, s.len() as u8];
+            atv.extend(s);
+            rdns.extend([0x31, atv.len() as u8]);
+            rdns.extend(atv);
+        }
+        let mut name = vec![0x30, rdns.len() as u8];
+        name.extend(rdns);
+        name
+    }
+
+    /// Found by fuzz_csr_subject: `55 04 8a` (its last arc cut short) printed as 2.5.4.10 and
+    /// was read as the O, which x509-parser's own lookups (and Go, which refuses the request)
+    /// never see. Malformed OIDs are refused wherever they stand; well-formed ones still read.
+    #[test]
+    fn a_malformed_oid_is_refused_not_read_as_the_name_it_prints_as() {
+        let cn: &[u8] = &[0x55, 0x04, 0x03];
+        let ok = read_subject(&name_of(&[(&[0x55, 0x04, 0x0a], "system:nodes"), (cn, "system:node:m0")])).unwrap();
+        assert_eq!(ok, ("system:node:m0".to_string(), "system:nodes".to_string()));
+        for (oid, why) in [
+            (&[0x55, 0x04, 0x8a][..], "a malformed OID (55 04 8a)"),
+            (&[0x55, 0x04, 0x80, 0x0a][..], "non-minimal arc"),
+            (&[0x55, 0x04, 0x88, 0x80, 0x80, 0x80, 0x00][..], "above 2^31-1"),
+        ] {
+            let e = read_subject(&name_of(&[(oid, "system:nodes"), (cn, "system:node:m0")])).unwrap_err();
+            assert!(e.contains(why), "{oid:02x?}: {e}");
+        }
+        // 2^31-1 itself is an arc Go reads: refused only for not being CN or O.
+        let e = read_subject(&name_of(&[(&[0x55, 0x04, 0x87, 0xff, 0xff, 0xff, 0x7f], "x"), (cn, "c")])).unwrap_err();
+        assert!(e.contains("attribute 2.5.4.2147483647"), "{e}");
     }
 }
