@@ -49,6 +49,13 @@ impl From<hardshift_generator::pipeline::Error> for Failure {
     }
 }
 
+/// A bundle whose inventory is missing, newer or broken: the user's to fix (each says how).
+impl From<hardshift_bundle::inventory::Error> for Failure {
+    fn from(e: hardshift_bundle::inventory::Error) -> Self {
+        Failure::input(e.to_string())
+    }
+}
+
 impl From<hardshift_generator::release_pull::Error> for Failure {
     fn from(e: hardshift_generator::release_pull::Error) -> Self {
         use hardshift_generator::release_pull::Error;

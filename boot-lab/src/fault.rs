@@ -190,7 +190,7 @@ pub fn apply_ipxe(ipxe: &str, faults: &[Fault], ip_of: &dyn Fn(&str) -> Option<S
 /// NetworkManager keyfile's `addressN=IP/PREFIX,GATEWAY` loses its gateway and any `gateway=`
 /// line goes. Unchanged (the same bytes) for every other node.
 pub fn apply_ignition(node: &str, config: &[u8], faults: &[Fault]) -> Result<Vec<u8>, String> {
-    use hardshift_generator::ignition::{decode, encode, Contents};
+    use hardshift_bundle::data_url::{decode, encode_plain};
     if !without_route(faults).any(|n| n == node) {
         return Ok(config.to_vec());
     }
@@ -203,9 +203,10 @@ pub fn apply_ignition(node: &str, config: &[u8], faults: &[Fault]) -> Result<Vec
         {
             continue;
         }
-        let c: Contents = serde_json::from_value(f["contents"].clone()).map_err(|e| format!("{node}.ign: {e}"))?;
-        let text = String::from_utf8(decode(&c).ok_or_else(|| format!("{node}.ign: a keyfile hardshift cannot read"))?)
-            .map_err(|e| format!("{node}.ign: {e}"))?;
+        let source = f["contents"]["source"].as_str().unwrap_or_default();
+        let bytes = decode(source, f["contents"]["compression"].as_str())
+            .map_err(|e| format!("{node}.ign: a keyfile hardshift cannot read: {e}"))?;
+        let text = String::from_utf8(bytes).map_err(|e| format!("{node}.ign: {e}"))?;
         let keyfile: String = text
             .lines()
             .filter(|l| !l.starts_with("gateway="))
@@ -217,7 +218,7 @@ pub fn apply_ignition(node: &str, config: &[u8], faults: &[Fault]) -> Result<Vec
         if keyfile != text {
             changed += 1;
         }
-        f["contents"] = serde_json::to_value(encode(keyfile.as_bytes())).map_err(|e| e.to_string())?;
+        f["contents"] = serde_json::json!({ "source": encode_plain(keyfile.as_bytes()) });
     }
     if changed == 0 {
         return Err(format!(
@@ -285,7 +286,7 @@ mod tests {
         let key = "[ipv4]\nmethod=manual\naddress1=192.168.126.101/24,192.168.126.1\ndns=192.168.126.1;\n";
         let cfg = serde_json::json!({"ignition": {"version": "3.2.0"}, "storage": {"files": [
             {"path": "/etc/NetworkManager/system-connections/enp1s0.nmconnection", "mode": 384,
-             "contents": hardshift_generator::ignition::encode(key.as_bytes())},
+             "contents": {"source": hardshift_bundle::data_url::encode_plain(key.as_bytes())}},
             {"path": "/etc/hostname", "contents": {"source": "data:,m"}}]}});
         let bytes = serde_json::to_vec(&cfg).unwrap();
         assert_eq!(
@@ -294,8 +295,8 @@ mod tests {
             "another node's config is as written"
         );
         let out: serde_json::Value = serde_json::from_slice(&apply_ignition("m", &bytes, &f).unwrap()).unwrap();
-        let c: hardshift_generator::ignition::Contents = serde_json::from_value(out["storage"]["files"][0]["contents"].clone()).unwrap();
-        let text = String::from_utf8(hardshift_generator::ignition::decode(&c).unwrap()).unwrap();
+        let c = &out["storage"]["files"][0]["contents"];
+        let text = String::from_utf8(hardshift_bundle::data_url::decode(c["source"].as_str().unwrap(), None).unwrap()).unwrap();
         assert_eq!(text, "[ipv4]\nmethod=manual\naddress1=192.168.126.101/24\ndns=192.168.126.1;\n");
         assert_eq!(out["storage"]["files"][0]["mode"], 384);
     }

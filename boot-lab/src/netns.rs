@@ -161,7 +161,7 @@ impl Netns {
     /// Other names go to `nameserver` (the lab's helper), never to the machine's resolver.
     pub fn hosts(&mut self, name: &str, nameserver: &str, entries: &[(&str, &str)]) {
         let dir = std::path::Path::new("/etc/netns").join(self.ns(name));
-        hardshift_generator::fsio::make_dir_all(&dir, 0o755).unwrap();
+        hardshift_bundle::fsio::make_dir_all(&dir, 0o755).unwrap();
         let mut text = String::from("127.0.0.1 localhost\n::1 localhost\n");
         for (ip, names) in entries {
             text.push_str(&format!("{ip} {names}\n"));

@@ -58,11 +58,11 @@ pub fn prepare(work: &Path) -> Result<(), String> {
                 }
             }
         }
-        Err(_) => hardshift_generator::fsio::make_dir_all(work, 0o755).map_err(|e| fail(work, e))?,
+        Err(_) => hardshift_bundle::fsio::make_dir_all(work, 0o755).map_err(|e| fail(work, e))?,
     }
     let marker = work.join(MARKER);
     let text = marker_text(work).map_err(|e| fail(work, e))?;
-    hardshift_generator::fsio::write_file_atomic(&marker, text.as_bytes(), 0o644).map_err(|e| fail(&marker, e))
+    hardshift_bundle::fsio::write_file_atomic(&marker, text.as_bytes(), 0o644).map_err(|e| fail(&marker, e))
 }
 
 /// What the marker says: that the tool made it, for this very directory (its device and inode:

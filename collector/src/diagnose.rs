@@ -3,6 +3,7 @@
 //! explains, and those are dropped (a stopped kubelet is the cause, not also "a CSR waits" and
 //! "the kubelet does not answer"). Pure: the report and its age in, findings out.
 
+use crate::phase::Member;
 use hardshift_proto::v1::{ComponentState, Health, HostState, NodeReport};
 use hardshift_proto::vocab::{state, unit, Component};
 use serde::Serialize;
@@ -811,17 +812,17 @@ pub fn diagnose(node: &str, role: &str, r: &NodeReport, seen_ago_ms: i64) -> Vec
 
 /// None when `n` reported or is in the inventory; else what to tell the user, with the nodes
 /// there are and the likeliest one meant.
-pub fn unknown_node(n: &str, rows: &[crate::store::NodeRow], inventory: &[(String, String)]) -> Option<String> {
-    if rows.iter().any(|r| r.node == n) || inventory.iter().any(|(name, _)| name == n) {
+pub fn unknown_node(n: &str, rows: &[crate::store::NodeRow], inventory: &[Member]) -> Option<String> {
+    if rows.iter().any(|r| r.node == n) || inventory.iter().any(|m| m.name == n) {
         return None;
     }
-    let mut names: Vec<&str> = inventory.iter().map(|(name, _)| name.as_str()).collect();
+    let mut names: Vec<&str> = inventory.iter().map(|m| m.name.as_str()).collect();
     names.extend(
         rows.iter()
             .map(|r| r.node.as_str())
-            .filter(|r| !inventory.iter().any(|(n, _)| n == r)),
+            .filter(|r| !inventory.iter().any(|m| m.name == *r)),
     );
-    let hint = hardshift_generator::config::schema::did_you_mean(n, &names)
+    let hint = hardshift_bundle::names::did_you_mean(n, &names)
         .map(|m| format!("; did you mean {m:?}?"))
         .unwrap_or_default();
     Some(format!(
@@ -832,7 +833,7 @@ pub fn unknown_node(n: &str, rows: &[crate::store::NodeRow], inventory: &[(Strin
 
 /// Every finding of the store's rows (only node `only`'s when given), then the inventory's nodes
 /// (name, role) that never reported.
-pub fn findings(rows: &[crate::store::NodeRow], inventory: &[(String, String)], only: Option<&str>, now_ms: i64) -> Vec<Finding> {
+pub fn findings(rows: &[crate::store::NodeRow], inventory: &[Member], only: Option<&str>, now_ms: i64) -> Vec<Finding> {
     let wanted = |n: &str| only.is_none_or(|w| w == n);
     let mut out: Vec<Finding> = rows
         .iter()
@@ -845,8 +846,8 @@ pub fn findings(rows: &[crate::store::NodeRow], inventory: &[(String, String)], 
     out.extend(
         inventory
             .iter()
-            .filter(|(n, _)| wanted(n) && !rows.iter().any(|r| &r.node == n))
-            .map(|(n, role)| never_reported(n, role)),
+            .filter(|m| wanted(&m.name) && !rows.iter().any(|r| r.node == m.name))
+            .map(|m| never_reported(&m.name, m.role.as_str())),
     );
     out
 }
@@ -857,10 +858,9 @@ mod tests {
 
     #[test]
     fn an_unknown_node_is_refused_with_the_nodes_there_are_and_the_likeliest() {
-        let inventory = vec![
-            ("master-0".to_string(), "master".to_string()),
-            ("worker-0".to_string(), "worker".to_string()),
-        ];
+        use hardshift_proto::vocab::Role;
+        let m = |name: &str, role| Member { name: name.into(), role };
+        let inventory = vec![m("master-0", Role::Master), m("worker-0", Role::Worker)];
         let row = crate::store::NodeRow {
             node: "stray-1".into(),
             role: "worker".into(),

@@ -437,7 +437,7 @@ mod tests {
         ];
         let inventory = ["master-0", "master-1", "master-2"].map(|n| crate::phase::Member {
             name: n.into(),
-            role: "master".into(),
+            role: hardshift_proto::vocab::Role::Master,
         });
         let api = [
             csr("csr-a", "2001-09-09T01:46:40Z", "system:node:master-1", false),

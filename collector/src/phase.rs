@@ -6,14 +6,27 @@
 use crate::api::ApiObject;
 use crate::store::{ApiContact, NodeRow};
 use hardshift_proto::v1::{ComponentState, Health};
-use hardshift_proto::vocab::{state, Component};
+use hardshift_proto::vocab::{state, Component, Role};
 use serde::Serialize;
 
-/// A node of the bundle: its name and role (bootstrap, master, worker).
-#[derive(Debug, Clone)]
+/// A node of the bundle: its name and role, from the bundle's inventory.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Member {
     pub name: String,
-    pub role: String,
+    pub role: Role,
+}
+
+impl Member {
+    /// The inventory's nodes as the phases, the dashboard and diagnose name them.
+    pub fn all(inv: &hardshift_bundle::Inventory) -> Vec<Member> {
+        inv.nodes
+            .iter()
+            .map(|n| Member {
+                name: n.name.clone(),
+                role: n.role,
+            })
+            .collect()
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -177,14 +190,14 @@ struct Ctx<'a> {
 
 impl<'a> Ctx<'a> {
     fn new(inventory: &'a [Member], rows: &'a [NodeRow], api: &'a [ApiObject], contact: &'a ApiContact, now_ms: i64) -> Ctx<'a> {
-        let masters: Vec<&Member> = inventory.iter().filter(|m| m.role == "master").collect();
+        let masters: Vec<&Member> = inventory.iter().filter(|m| m.role == Role::Master).collect();
         let mut me = Ctx {
             inventory,
             rows,
             api,
             contact,
             now_ms,
-            bootstrap: inventory.iter().find(|m| m.role == "bootstrap").map(|m| m.name.as_str()),
+            bootstrap: inventory.iter().find(|m| m.role == Role::Bootstrap).map(|m| m.name.as_str()),
             masters,
             api_unmet: vec![],
             etcd_unmet: vec![],
@@ -401,7 +414,7 @@ fn bootstrap_removable(x: &Ctx) -> Outcome {
 }
 
 fn workers_ready(x: &Ctx) -> Outcome {
-    let workers: Vec<&Member> = x.inventory.iter().filter(|m| m.role == "worker").collect();
+    let workers: Vec<&Member> = x.inventory.iter().filter(|m| m.role == Role::Worker).collect();
     unmet_or(x.not_ready(&workers), format!("{} Ready", workers.len()))
 }
 
@@ -431,7 +444,7 @@ fn complete(x: &Ctx) -> Outcome {
 
 /// A single node's inventory: one master, nothing else.
 fn single_node(inventory: &[Member]) -> bool {
-    inventory.len() == 1 && inventory[0].role == "master"
+    inventory.len() == 1 && inventory[0].role == Role::Master
 }
 
 /// The single node: its name, its newest report's bootstrap-in-place record (stage, result), and
@@ -561,13 +574,17 @@ mod tests {
     use serde_json::json;
 
     fn inv() -> Vec<Member> {
-        [("bootstrap", "bootstrap"), ("master-0", "master"), ("worker-0", "worker")]
-            .iter()
-            .map(|(n, r)| Member {
-                name: n.to_string(),
-                role: r.to_string(),
-            })
-            .collect()
+        [
+            ("bootstrap", Role::Bootstrap),
+            ("master-0", Role::Master),
+            ("worker-0", Role::Worker),
+        ]
+        .iter()
+        .map(|(n, r)| Member {
+            name: n.to_string(),
+            role: *r,
+        })
+        .collect()
     }
 
     /// (name, health, state, details) of one component.
@@ -617,7 +634,7 @@ mod tests {
     fn a_single_node_is_followed_through_both_its_stages() {
         let inv = vec![Member {
             name: "sno".into(),
-            role: "master".into(),
+            role: Role::Master,
         }];
         let none = ApiContact::default();
         let at = |rows: Vec<NodeRow>, api: Vec<ApiObject>| {

@@ -159,7 +159,7 @@ mod tests {
     fn a_bundle_node_that_never_reported_gets_its_own_row() {
         let m = |n: &str| Member {
             name: n.into(),
-            role: "master".into(),
+            role: hardshift_proto::vocab::Role::Master,
         };
         let inv = vec![(m("master-0"), "10.0.0.1".to_string()), (m("master-1"), "10.0.0.2".to_string())];
         let rows = vec![row("master-0")];

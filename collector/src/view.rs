@@ -200,7 +200,7 @@ pub fn build(rows: &[NodeRow], inventory: Option<&[Member]>, api: &[ApiObject], 
                 Some(r) => nodes.push(node_view(r, api, now_ms)),
                 None => nodes.push(NodeView {
                     name: m.name.clone(),
-                    role: m.role.clone(),
+                    role: m.role.to_string(),
                     phase: "no report yet".into(),
                     health: "unknown",
                     seen_ago_s: None,
@@ -311,11 +311,11 @@ mod tests {
         let inv = vec![
             Member {
                 name: "master-0".into(),
-                role: "master".into(),
+                role: hardshift_proto::vocab::Role::Master,
             },
             Member {
                 name: "master-1".into(),
-                role: "master".into(),
+                role: hardshift_proto::vocab::Role::Master,
             },
         ];
         let rows = vec![

@@ -8,7 +8,7 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
 pub const SUMS: &str = crate::layout::SUMS;
-pub const CLUSTER_JSON: &str = "cluster.json";
+pub const CLUSTER_JSON: &str = crate::layout::CLUSTER_JSON;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct File {
@@ -57,6 +57,9 @@ pub fn assemble(
     if let Some(p) = kubeadmin {
         b.add(crate::kubeadmin::PASSWORD_FILE, SECRET, format!("{p}\n"));
     }
+    // The collector scrubs these credentials from what leaves the workstation: read from here,
+    // not from the inputs.
+    b.add(crate::layout::PULL_SECRET, SECRET, format!("{}\n", c.pull_secret.trim_end()));
     b.files.extend(served.iter().map(|(path, bytes)| served_file(path, bytes)));
     // Each config was hashed once, when built: its SHA-256 pins it in the install commands and
     // in SHA256SUMS.
@@ -156,11 +159,52 @@ pub fn cluster_json(c: &Cluster) -> String {
     json
 }
 
+/// The install as every reader after `create` knows it (hardshift_bundle's contract).
+pub fn inventory(c: &Cluster) -> hardshift_bundle::Inventory {
+    use hardshift_bundle::inventory::{Inventory, Node, Release, FORMAT};
+    Inventory {
+        format: FORMAT,
+        name: c.name.clone(),
+        base_domain: c.base_domain.clone(),
+        release: Release {
+            image: c.release.image.clone(),
+            version: c.release.version.clone(),
+            kubernetes: c.release.kubernetes.clone(),
+        },
+        fips: c.fips,
+        single_node: c.bootstrap_in_place.is_some(),
+        machine_networks: c.machine_networks.clone(),
+        cluster_networks: c.cluster_networks.iter().map(|n| n.cidr).collect(),
+        service_networks: c.service_networks.clone(),
+        api_vip: c.api_vip,
+        ingress_vip: c.ingress_vip,
+        helper_ip: c.helper_ip,
+        collector_address: c.collector_address.clone(),
+        collector_port: c.collector_port,
+        http_base_url: c.lab.http_base_url.clone(),
+        nodes: c
+            .nodes
+            .iter()
+            .map(|n| Node {
+                name: n.hostname.clone(),
+                role: n.role,
+                interface: n.interface.clone(),
+                mac: n.mac.clone(),
+                ip: n.ip,
+                prefix: n.prefix,
+                gateway: n.gateway,
+            })
+            .collect(),
+    }
+}
+
 /// Put the lab files in (replacing any), for `create` and for `hardshift lab`, with the cluster
-/// model they were made from (its lab settings are in it).
+/// model they were made from (its lab settings are in it) and the inventory every reader after
+/// `create` knows the install by.
 pub fn add_lab(b: &mut Bundle, c: &Cluster, hashes: &BTreeMap<String, String>) {
     b.files.retain(|p, _| !p.starts_with("lab/"));
     b.add(CLUSTER_JSON, PUBLIC, cluster_json(c));
+    b.add(crate::layout::INVENTORY, PUBLIC, inventory(c).to_json());
     for (path, mode, text) in crate::lab::files(c, hashes) {
         b.add(path, mode, text);
     }

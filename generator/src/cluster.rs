@@ -5,23 +5,7 @@ use serde::Serialize;
 use serde_json::Value;
 use std::net::IpAddr;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    Bootstrap,
-    Master,
-    Worker,
-}
-
-impl Role {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Bootstrap => "bootstrap",
-            Role::Master => "master",
-            Role::Worker => "worker",
-        }
-    }
-}
+pub use hardshift_proto::vocab::Role;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Node {

@@ -3,11 +3,12 @@
 //! `config::read_sources` and `fsio` are the only I/O; everything between is a pure function of
 //! the inputs, an injected `now` and an injected key source.
 
+pub use hardshift_bundle::layout;
+
 pub mod assets;
 pub mod body;
 pub mod bundle;
 pub mod cluster;
-pub mod collector_side;
 pub mod config;
 pub mod crd;
 pub mod fsio;
@@ -15,7 +16,6 @@ pub mod ignition;
 pub mod kubeadmin;
 pub mod kubeconfig;
 pub mod lab;
-pub mod layout;
 pub mod mco;
 pub mod object;
 pub mod pipeline;

@@ -3,6 +3,39 @@
 
 use crate::v1::{ComponentState, ContainerInfo, Health};
 
+/// A node's role in the install: what the bundle's inventory says of each node, and what the
+/// agent says of itself in its hello.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Bootstrap,
+    Master,
+    Worker,
+}
+
+impl Role {
+    pub const ALL: [Role; 3] = [Role::Bootstrap, Role::Master, Role::Worker];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Bootstrap => "bootstrap",
+            Role::Master => "master",
+            Role::Worker => "worker",
+        }
+    }
+
+    /// The role a name spells, as `as_str` writes it.
+    pub fn parse(s: &str) -> Option<Role> {
+        Role::ALL.into_iter().find(|r| r.as_str() == s)
+    }
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A component of a node report, by its name on the wire. Watched systemd units are components
 /// too, named by their unit (`kubelet.service`): see `unit`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -12,7 +12,7 @@ use std::time::Duration;
 #[derive(clap::Args)]
 pub struct Args {
     #[command(flatten)]
-    cluster: super::ClusterArgs,
+    bundle: super::BundleArgs,
     /// The kubeconfig to act with. Default: DIR/auth/kubeconfig
     #[arg(long)]
     kubeconfig: Option<PathBuf>,
@@ -28,19 +28,19 @@ pub struct Args {
 }
 
 /// The nodes of the bundle that may join, with the names and addresses their certificates may carry.
-fn inventory(c: &hardshift_generator::cluster::Cluster) -> Inventory {
-    let domain = c.domain();
+fn inventory(inv: &hardshift_bundle::Inventory) -> Inventory {
+    let domain = inv.domain();
     Inventory {
-        nodes: c
+        nodes: inv
             .nodes
             .iter()
-            .filter(|n| n.role != hardshift_generator::cluster::Role::Bootstrap)
+            .filter(|n| n.role != hardshift_bundle::Role::Bootstrap)
             .map(|n| {
                 (
-                    n.hostname.clone(),
+                    n.name.clone(),
                     InventoryNode {
                         ips: vec![n.ip],
-                        dns: vec![n.hostname.clone(), format!("{}.{domain}", n.hostname)],
+                        dns: vec![n.name.clone(), format!("{}.{domain}", n.name)],
                     },
                 )
             })
@@ -49,17 +49,16 @@ fn inventory(c: &hardshift_generator::cluster::Cluster) -> Inventory {
 }
 
 pub fn run(a: Args) -> Result<u8, Failure> {
-    let cluster = a.cluster.load()?;
-    let inv = inventory(&cluster);
+    let inv = inventory(&a.bundle.inventory()?);
     let path = a
         .kubeconfig
         .clone()
-        .unwrap_or_else(|| a.cluster.dir.join(hardshift_generator::layout::ADMIN_KUBECONFIG));
+        .unwrap_or_else(|| a.bundle.dir.join(hardshift_bundle::layout::ADMIN_KUBECONFIG));
     let opts = approving::Options {
         watch: a.watch,
         dry_run: a.dry_run,
         interval: a.interval,
-        log: a.cluster.dir.join(hardshift_generator::layout::CSR_DECISIONS),
+        log: a.bundle.dir.join(hardshift_bundle::layout::CSR_DECISIONS),
     };
     let rt = tokio::runtime::Runtime::new().map_err(Failure::other)?;
     rt.block_on(async {

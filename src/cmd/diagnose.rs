@@ -54,9 +54,14 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     let now = hardshift_collector::now_ms();
     let rows = store.nodes().map_err(a.store.broken())?;
     a.store.warn_if_halted();
-    // The bundle's nodes (name, role), when its inputs are here: those that never reported are
+    // The bundle's nodes, when the store is in its directory: those that never reported are
     // findings too.
-    let inventory = hardshift_generator::reload::nodes(&a.store.dir);
+    let inventory: Vec<_> = a
+        .store
+        .inventory()
+        .iter()
+        .flat_map(hardshift_collector::phase::Member::all)
+        .collect();
     if let Some(said) = a.node.as_deref().and_then(|n| diagnose::unknown_node(n, &rows, &inventory)) {
         return Err(Failure::input(said));
     }

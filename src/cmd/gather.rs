@@ -26,12 +26,12 @@ pub struct Args {
 
 pub fn run(a: Args) -> Result<u8, Failure> {
     let store = a.store.open()?;
-    let decisions = a.store.dir.join(hardshift_generator::layout::CSR_DECISIONS);
+    let decisions = a.store.dir.join(hardshift_bundle::layout::CSR_DECISIONS);
     let req = gather::Request {
         nodes: a.nodes,
         lines: a.lines,
         socket: a.socket.clone().unwrap_or_else(|| super::logs::admin_socket(&a.store.dir)),
-        secrets: hardshift_generator::reload::secrets(&a.store.dir),
+        secrets: hardshift_bundle::secrets::secrets(&a.store.dir),
         csr_decisions: std::fs::read_to_string(&decisions).ok(),
     };
     let ar = gather::gather(&store, &req, hardshift_collector::now_ms()).map_err(|e| match e {

@@ -41,7 +41,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         .map_err(Failure::other)?;
     // What a node logged leaves it scrubbed: by structure, by pattern, and the bundle's own
     // secrets by value; escaped for the terminal.
-    let scrubber = hardshift_collector::scrub::Scrubber::with_values(hardshift_generator::reload::secrets(&a.dir));
+    let scrubber = hardshift_collector::scrub::Scrubber::with_values(hardshift_bundle::secrets::secrets(&a.dir));
     let text = scrubber.scrub(&resp.lines.join("\n"));
     for l in text.lines() {
         println!("{}", hardshift_collector::scrub::for_terminal(l));

@@ -1,4 +1,6 @@
-//! The CLI's subcommands, one module each, and what they share: loading the cluster from DIR.
+//! The CLI's subcommands, one module each, and what they share: loading the cluster from DIR's
+//! inputs (the commands that make or judge the bundle), or reading the bundle `create` wrote (its
+//! inventory and the collector's store: every command after `create`).
 
 pub mod approve_csrs;
 pub mod collector;
@@ -18,6 +20,7 @@ pub mod wait_for;
 pub mod watch;
 
 use crate::failure::Failure;
+use hardshift_bundle::Inventory;
 use hardshift_collector::scrub::Scrubber;
 use hardshift_collector::store::{Store, StoreError};
 use hardshift_generator::{cluster::Cluster, reload};
@@ -50,13 +53,19 @@ impl ClusterArgs {
     }
 }
 
-/// The cluster's nodes as the collector's phases name them.
-pub fn members(c: &Cluster) -> Vec<hardshift_collector::phase::Member> {
-    let member = |n: &hardshift_generator::cluster::Node| hardshift_collector::phase::Member {
-        name: n.hostname.clone(),
-        role: n.role.as_str().to_string(),
-    };
-    c.nodes.iter().map(member).collect()
+/// The bundle `create` wrote in DIR: what every command after `create` reads the install from.
+#[derive(clap::Args)]
+pub struct BundleArgs {
+    /// The directory `hardshift create` wrote the bundle in.
+    #[arg(long, default_value = ".")]
+    pub dir: PathBuf,
+}
+
+impl BundleArgs {
+    /// The bundle's inventory; none there, or one that does not read, is the user's to fix (exit 2).
+    pub fn inventory(&self) -> Result<Inventory, Failure> {
+        Ok(Inventory::load(&self.dir)?)
+    }
 }
 
 /// A client of the API with the kubeconfig at `path`; a kubeconfig that does not read is the
@@ -89,7 +98,7 @@ pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
 }
 
 pub fn db_path(dir: &std::path::Path, db: Option<PathBuf>) -> PathBuf {
-    db.unwrap_or_else(|| dir.join(hardshift_generator::layout::REPORTS_DB))
+    db.unwrap_or_else(|| dir.join(hardshift_bundle::layout::REPORTS_DB))
 }
 
 /// Where the commands that read the collector's store (`status`, `events`) find it.
@@ -105,6 +114,20 @@ pub struct StoreArgs {
 impl StoreArgs {
     pub fn path(&self) -> PathBuf {
         db_path(&self.dir, self.db.clone())
+    }
+
+    /// The bundle's inventory, when the store sits in the bundle's directory (the nodes that never
+    /// reported are findings too). A store copied elsewhere has none; an inventory that does not
+    /// read is said on stderr, and the store is read without it.
+    pub fn inventory(&self) -> Option<Inventory> {
+        match Inventory::load(&self.dir) {
+            Ok(inv) => Some(inv),
+            Err(hardshift_bundle::inventory::Error::NoBundle { .. }) => None,
+            Err(e) => {
+                eprintln!("warning: {e}");
+                None
+            }
+        }
     }
 
     /// The store, to read: one that is broken is a failure naming the file (exit 1).

@@ -1,6 +1,7 @@
 //! `hardshift status`: the install's phase, then a line per node from the collector's store.
 
 use crate::failure::Failure;
+use hardshift_collector::phase::Member;
 use hardshift_collector::status;
 
 #[derive(clap::Args)]
@@ -20,18 +21,18 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     let code = u8::from(a.store.warn_if_halted());
     let now = hardshift_collector::now_ms();
     let sums: Vec<_> = rows.iter().map(|r| hardshift_collector::summary::summarize(r, now)).collect();
-    // The bundle's nodes, when its inputs are here to name them.
-    let cluster = hardshift_generator::reload::cluster(&a.store.dir, &Default::default()).ok();
-    let inventory: Vec<status::Listed> = cluster
+    // The bundle's nodes, when the store is in the bundle's directory.
+    let bundle = a.store.inventory();
+    let inventory: Vec<status::Listed> = bundle
         .iter()
-        .flat_map(|c| super::members(c).into_iter().zip(c.nodes.iter().map(|n| n.ip.to_string())))
+        .flat_map(|inv| Member::all(inv).into_iter().zip(inv.nodes.iter().map(|n| n.ip.to_string())))
         .collect();
     let silent = status::silent(&inventory, &rows);
     if a.output == super::Output::Json {
         super::print_json(&status::json(&rows, &sums, &silent), &a.store.scrubber())?;
         return Ok(code);
     }
-    if cluster.is_some() {
+    if bundle.is_some() {
         let members: Vec<_> = inventory.iter().map(|(m, _)| m.clone()).collect();
         println!("{}", status::phase_line(&store, &members, &rows, now).map_err(a.store.broken())?);
     }

@@ -16,7 +16,7 @@ pub struct Args {
     #[arg(value_parser = phase::TARGETS)]
     target: String,
     #[command(flatten)]
-    cluster: super::ClusterArgs,
+    bundle: super::BundleArgs,
     /// The report database. Default: DIR/collector/reports.db
     #[arg(long)]
     db: Option<PathBuf>,
@@ -34,8 +34,8 @@ pub struct Args {
 
 pub fn run(a: Args) -> Result<u8, Failure> {
     let last = phase::target(&a.target).ok_or_else(|| Failure::input(format!("unknown target {}", a.target)))?;
-    let inventory = super::members(&a.cluster.load()?);
-    let db = super::db_path(&a.cluster.dir, a.db.clone());
+    let inventory = phase::Member::all(&a.bundle.inventory()?);
+    let db = super::db_path(&a.bundle.dir, a.db.clone());
     let timeout = a.timeout.unwrap_or_else(|| wait::default_timeout(&a.target));
     let outcome = wait::until(&db, &inventory, (&a.target, last), timeout, a.interval, &mut |l| eprintln!("{l}"))
         .map_err(|e| super::broken_store(&db, e))?;

@@ -18,10 +18,10 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     let path = a
         .kubeconfig
         .clone()
-        .unwrap_or_else(|| a.store.dir.join(hardshift_generator::layout::ADMIN_KUBECONFIG));
+        .unwrap_or_else(|| a.store.dir.join(hardshift_bundle::layout::ADMIN_KUBECONFIG));
     let db = super::db_path(&a.store.dir, a.store.db.clone());
     if let Some(p) = db.parent() {
-        hardshift_generator::fsio::make_dir_all(p, 0o700).map_err(|e| Failure::other(format!("{}: {e}", p.display())))?;
+        hardshift_bundle::fsio::make_dir_all(p, 0o700).map_err(|e| Failure::other(format!("{}: {e}", p.display())))?;
     }
     let store = Store::open(&db).map_err(|e| Failure::other(format!("{}: {e}", db.display())))?;
     let rt = tokio::runtime::Runtime::new().map_err(Failure::other)?;

@@ -2,20 +2,21 @@
 //! HTTP root (Ignition configs, the iPXE script for the test image, the image), dnsmasq's config.
 
 use crate::lab::parts::{Machine, Options};
+use hardshift_bundle::Inventory;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
 /// The helper's addresses on the bridge (its own, the API and ingress VIPs, the collector's and
 /// the HTTP server's, each once, with the machine network's prefix), and the HTTP server's
 /// address and port.
-pub(super) fn helper_addresses(c: &hardshift_generator::cluster::Cluster) -> Result<(Vec<String>, (IpAddr, u16)), String> {
+pub(super) fn helper_addresses(c: &Inventory) -> Result<(Vec<String>, (IpAddr, u16)), String> {
     let prefix = c
         .machine_networks
         .iter()
         .find(|n| n.contains(&c.helper_ip))
         .map(|n| n.prefix_len())
         .ok_or_else(|| format!("the helper {} is in no machine network", c.helper_ip))?;
-    let (http_ip, http_port) = http_endpoint(&c.lab.http_base_url)?;
+    let (http_ip, http_port) = http_endpoint(&c.http_base_url)?;
     let collector_ip: IpAddr = c.collector_address.parse().map_err(|_| {
         format!(
             "collector.address {:?} is a name: the boot lab puts the collector on the helper's bridge and needs an IP",
@@ -39,11 +40,11 @@ pub(super) fn helper_addresses(c: &hardshift_generator::cluster::Cluster) -> Res
 /// WORK/www/, what the helper's HTTP server serves: each machine's Ignition config, the iPXE
 /// script for the test image, its kernel and initramfs, and what the bundle says to serve from
 /// the helper (the agent for --agent-url).
-pub(super) fn serve_root(o: &Options, c: &hardshift_generator::cluster::Cluster, machines: &[Machine]) -> Result<PathBuf, String> {
+pub(super) fn serve_root(o: &Options, c: &Inventory, machines: &[Machine]) -> Result<PathBuf, String> {
     let www = o.work.join("www");
     for f in ["ignition", "pxe", "image", "tftp"] {
         let p = www.join(f);
-        hardshift_generator::fsio::make_dir_all(&p, 0o755).map_err(|e| format!("{}: {e}", p.display()))?;
+        hardshift_bundle::fsio::make_dir_all(&p, 0o755).map_err(|e| format!("{}: {e}", p.display()))?;
     }
     for m in machines {
         let src = o.dir.join(format!("ignition/{}.ign", m.name));
@@ -53,7 +54,7 @@ pub(super) fn serve_root(o: &Options, c: &hardshift_generator::cluster::Cluster,
     }
     let ipxe = read_text(&o.dir.join("lab/pxe/boot.ipxe"))?;
     let ip_of = |n: &str| machines.iter().find(|m| m.name == n).map(|m| m.ip.clone());
-    let ipxe = crate::fault::apply_ipxe(&ipxe_for_image(&ipxe, &c.lab.http_base_url)?, &o.faults, &ip_of)?;
+    let ipxe = crate::fault::apply_ipxe(&ipxe_for_image(&ipxe, &c.http_base_url)?, &o.faults, &ip_of)?;
     write(&www.join("pxe/boot.ipxe"), ipxe.as_bytes())?;
     for f in ["vmlinuz", "initramfs.img"] {
         link(&o.image.join(f), &www.join("image").join(f))?;

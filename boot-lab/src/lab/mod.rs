@@ -17,6 +17,7 @@ pub use qemu::accelerator;
 
 use crate::netns::{run, Netns};
 use crate::watch::{self, Milestones};
+use hardshift_bundle::Inventory;
 use helper::{dnsmasq_conf, helper_addresses, serve_root, write};
 use qemu::vm_command;
 use std::net::IpAddr;
@@ -419,17 +420,16 @@ impl Lab {
     }
 }
 
-/// The bundle's cluster, from its inputs.
-fn cluster(dir: &Path) -> Result<hardshift_generator::cluster::Cluster, String> {
-    let sources = hardshift_generator::config::read_sources(dir, None).map_err(|e| format!("{}: {e}", dir.display()))?;
-    hardshift_generator::config::build(&sources, &Default::default()).map_err(|e| format!("{}: {e}", dir.display()))
+/// The bundle's inventory, as `create` wrote it.
+fn cluster(dir: &Path) -> Result<Inventory, String> {
+    Inventory::load(dir).map_err(|e| e.to_string())
 }
 
-fn machines(c: &hardshift_generator::cluster::Cluster) -> Vec<Machine> {
+fn machines(c: &Inventory) -> Vec<Machine> {
     c.nodes
         .iter()
         .map(|n| Machine {
-            name: n.hostname.clone(),
+            name: n.name.clone(),
             role: n.role.as_str().to_string(),
             ip: n.ip.to_string(),
             mac: n.mac.to_ascii_lowercase(),

@@ -52,22 +52,7 @@ pub fn cluster_id(pki: &Pki) -> String {
     cluster_id_of_root_ca(&pki.get("pki/root-ca").cert_pem)
 }
 
-/// The ClusterVersion's `clusterID` from the root CA's PEM (`pki/root-ca.crt`): what the
-/// collector names its bundle by, the same id the cluster itself reports.
-pub fn cluster_id_of_root_ca(root_ca_pem: &str) -> String {
-    let d: [u8; 32] = Sha256::digest(root_ca_pem.as_bytes()).into();
-    let h: String = d[..16].iter().map(|b| format!("{b:02x}")).collect();
-    // A version-4-shaped UUID.
-    format!(
-        "{}-{}-4{}-{}{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[13..16],
-        ["8", "9", "a", "b"][(d[8] & 3) as usize],
-        &h[17..20],
-        &h[20..32]
-    )
-}
+pub use hardshift_bundle::certificates::cluster_id_of_root_ca;
 
 pub fn infrastructure_name(c: &Cluster, pki: &Pki) -> String {
     const ALPHA: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";

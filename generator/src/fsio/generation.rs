@@ -2,11 +2,11 @@
 //! live one repaired; superseded ones removed.
 
 use super::damage::{action, damage, Action};
-use super::dirs::private_dir_all;
 use super::staged::Staged;
 use super::tree::write_tree;
 use super::{current, io_err, nanos, sync_dir, WriteError, CURRENT, PREVIOUS, STATE_DIR};
 use crate::bundle::{self, Bundle};
+use hardshift_bundle::fsio::private_dir_all;
 use std::fs;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};

@@ -1,26 +1,13 @@
-//! The live generation, read: its directory, a file of it, the key and certificate files a
-//! previous run left (what the PKI reuses), every file (for `verify`).
+//! The live generation, read: the key and certificate files a previous run left (what the PKI
+//! reuses), every file (for `verify`).
 
-use super::{CURRENT, STATE_DIR};
+use super::current;
 use crate::bundle::Bundle;
 use crate::pki::{keys::KeyPem, CertSpec, Existing, Kind, Material};
 use std::fs;
 use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-
-/// The live generation's directory, if a bundle was written before.
-pub fn current(dir: &Path) -> Option<PathBuf> {
-    let link = dir.join(STATE_DIR).join(CURRENT);
-    let target = fs::read_link(&link).ok()?;
-    let p = dir.join(STATE_DIR).join(target);
-    p.is_dir().then_some(p)
-}
-
-/// Read a file of the live bundle (`pki/root-ca.crt`).
-pub fn read_current(dir: &Path, rel: &str) -> Option<Vec<u8>> {
-    fs::read(current(dir)?.join(rel)).ok()
-}
 
 /// What the previous run left for each planned entry.
 pub fn read_existing(dir: &Path, specs: &[CertSpec]) -> Existing {

@@ -8,31 +8,29 @@
 //! By what it does: `live` reads the live generation, `generation` writes a new one (its files
 //! by `tree`, some of them early by `staged`), `damage` says how a generation differs from its
 //! bundle; `atomic` writes one file or replaces one directory whole, `dirs` makes directories
-//! with exact modes, `lock` keeps one writer per bundle.
+//! with exact modes, `lock` keeps one writer per bundle (those three, and reading the live
+//! generation, are the bundle crate's: every reader shares them).
 
-mod atomic;
 mod damage;
-mod dirs;
 mod generation;
 mod live;
-mod lock;
 mod staged;
 mod tree;
 
-pub use atomic::{replace_dir, swap_into, write_file_atomic};
 pub use damage::{action, damage, damage_in, Action, Found};
-pub use dirs::{make_dir, make_dir_all, private_dir_all};
 pub use generation::{write, write_staged, Written};
-pub use live::{current, read_bundle, read_current, read_existing};
-pub use lock::{lock, lock_file, DirLock, LockError};
+use hardshift_bundle::fsio::nanos;
+pub use hardshift_bundle::fsio::{
+    current, lock, lock_file, make_dir, make_dir_all, private_dir_all, read_current, replace_dir, swap_into, write_file_atomic, DirLock,
+    LockError, CURRENT,
+};
+pub use live::{read_bundle, read_existing};
 pub use staged::Staged;
 
-use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
 pub const STATE_DIR: &str = crate::layout::STATE_DIR;
-const CURRENT: &str = "current";
 /// The generation that was live before the last change: kept as a backup.
 const PREVIOUS: &str = "previous";
 
@@ -51,13 +49,6 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> WriteError + '_ {
     }
 }
 
-fn nanos() -> u128 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0)
-}
-
 fn sync_dir(p: &Path) -> Result<(), WriteError> {
-    fs::File::open(p).and_then(|d| d.sync_all()).map_err(io_err(p))
+    hardshift_bundle::fsio::sync_dir(p).map_err(io_err(p))
 }

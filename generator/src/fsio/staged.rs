@@ -1,9 +1,9 @@
 //! Files of a fresh bundle written early, while the rest is still being made.
 
-use super::dirs::{make_dir, private_dir_all};
 use super::tree::{write_files, Spread};
 use super::{current, io_err, nanos, WriteError, STATE_DIR};
 use crate::bundle::{self, Bundle};
+use hardshift_bundle::fsio::{make_dir, private_dir_all};
 use std::fs;
 use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;

@@ -1,9 +1,9 @@
 //! A bundle's files written into a directory: what the live generation already holds linked,
 //! not written again; the rest created with its mode, on all cores; then one syncfs.
 
-use super::dirs::{make_dir, private_dir_all};
 use super::{io_err, WriteError};
 use crate::bundle::{self, Bundle};
+use hardshift_bundle::fsio::{make_dir, private_dir_all};
 use std::fs;
 use std::io;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};

@@ -1,6 +1,6 @@
 //! Where everything lives in a bundle directory, by name: what `create` writes, what the user
 //! brings beside it, and what the collector keeps there. Spelled once, here; the modules that
-//! write a part name it from here.
+//! write a part name it from here, and every reader finds it by the same name.
 
 /// hardshift's own state: the record of the last `create`, the locks, the generations.
 pub const STATE_DIR: &str = ".hardshift";
@@ -18,6 +18,16 @@ pub const KUBERNETES_CA_CERT: &str = "pki/kubernetes-ca.crt";
 pub const IGNITION: &str = "ignition";
 pub const ADMIN_KUBECONFIG: &str = "auth/kubeconfig";
 pub const KUBEADMIN_PASSWORD: &str = "auth/kubeadmin-password";
+/// The install's pull secret as install-config gave it (0600): what the collector scrubs from
+/// what leaves the workstation, without reading the inputs again.
+pub const PULL_SECRET: &str = "auth/pull-secret.json";
+/// What every reader after `create` knows the install by: its nodes, roles, addresses and names
+/// (`inventory::Inventory`).
+pub const INVENTORY: &str = "inventory.json";
+/// The resolved cluster model (public; the pull secret left out), for people and `verify`.
+pub const CLUSTER_JSON: &str = "cluster.json";
+/// The bundle's root CA: its hash names the bundle (the cluster ID).
+pub const ROOT_CA_CERT: &str = "pki/root-ca.crt";
 pub const KUBECONFIGS: &str = "kubeconfigs";
 /// The helper's configs (DNS, DHCP, PXE, HAProxy, libvirt, scripts).
 pub const LAB: &str = "lab";

@@ -32,7 +32,7 @@ pub fn replace_dir(target: &Path, files: &[(String, u32, Vec<u8>)], carry: &[&st
                 fs::rename(target.join(c), tmp.join(c))?;
             }
         }
-        sync_dir(&tmp).map_err(|e| io::Error::other(e.to_string()))
+        sync_dir(&tmp)
     })();
     if let Err(e) = written {
         let _ = fs::remove_dir_all(&tmp);
