@@ -28,8 +28,8 @@ cert = "$work/b/agent-pki/agent-master-0.crt"
 key = "$work/b/agent-pki/agent-master-0.key"
 interval_ms = 5000
 EOT
-"$T/agent/hardshift-agent" --config "$work/agent.toml" 2>/dev/null & agent=$!; pids+=($agent)
-prometheus-node-exporter --web.listen-address=127.0.0.1:19100 >/dev/null 2>&1 & ne=$!; pids+=($ne)
+"$T/agent/hardshift-agent" --config "$work/agent.toml" 2>/dev/null & agent=$!; pids+=("$agent")
+prometheus-node-exporter --web.listen-address=127.0.0.1:19100 >/dev/null 2>&1 & ne=$!; pids+=("$ne")
 sleep 2
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 rss() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }

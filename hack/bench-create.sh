@@ -65,33 +65,33 @@ for f in cfg["storage"]["files"]:
 json.dump(cfg, open(sys.argv[2], "w"))
 PY
 alg=(--key-algorithm rsa-2048 --self-contained-nodes)
-declare -A T R
+declare -A W R
 for i in $(seq "$RUNS"); do
   # One round: every case once, in turn, so that machine noise falls on all of them alike.
-  d=$(fresh_dir "$example"); T[openssl]+="$(time_of hack/openssl-pipeline.sh "$d/openssl") "
-  d=$(fresh_dir "$example"); T[no-agent]+="$(time_of "$bin" create --dir "$d" "${alg[@]}" --no-agent) "
+  d=$(fresh_dir "$example"); W[openssl]+="$(time_of hack/openssl-pipeline.sh "$d/openssl") "
+  d=$(fresh_dir "$example"); W[no-agent]+="$(time_of "$bin" create --dir "$d" "${alg[@]}" --no-agent) "
   rm -rf "$XDG_CACHE_HOME"
-  d=$(fresh_dir "$example"); T[default-cold]+="$(time_of "$bin" create --dir "$d" "${alg[@]}") "
-  d=$(fresh_dir "$example"); T[default]+="$(time_of "$bin" create --dir "$d" "${alg[@]}") "
+  d=$(fresh_dir "$example"); W[default-cold]+="$(time_of "$bin" create --dir "$d" "${alg[@]}") "
+  d=$(fresh_dir "$example"); W[default]+="$(time_of "$bin" create --dir "$d" "${alg[@]}") "
   key_kinds "$d"
-  T[rerun]+="$(time_of "$bin" create --dir "$d" "${alg[@]}") "
-  d=$(fresh_dir "$sno"); T[single-node]+="$(time_of "$bin" create --dir "$d" "${alg[@]}") "
+  W[rerun]+="$(time_of "$bin" create --dir "$d" "${alg[@]}") "
+  d=$(fresh_dir "$sno"); W[single-node]+="$(time_of "$bin" create --dir "$d" "${alg[@]}") "
   sno_size=$(stat -c %s "$d"/ignition/*.ign)
   d=$(fresh_dir "$big")
-  T[1004-nodes]+="$(time_of "$bin" create --dir "$d" "${alg[@]}" --mco-base "master=$base,worker=$base" \
+  W[1004-nodes]+="$(time_of "$bin" create --dir "$d" "${alg[@]}" --mco-base "master=$base,worker=$base" \
     --agent-url http://192.168.126.1:8080/hardshift-agent) "
-  T[1004-rerun]+="$(time_of "$bin" create --dir "$d" "${alg[@]}" --mco-base "master=$base,worker=$base" \
+  W[1004-rerun]+="$(time_of "$bin" create --dir "$d" "${alg[@]}" --mco-base "master=$base,worker=$base" \
     --agent-url http://192.168.126.1:8080/hardshift-agent) "
   d=$(fresh_dir "$big")
-  T[floor]+="$(floor_of) "
-  T[1004-dense]+="$(time_of "$bin" create --dir "$d" "${alg[@]}" --mco-base "master=$dense,worker=$dense" \
+  W[floor]+="$(floor_of) "
+  W[1004-dense]+="$(time_of "$bin" create --dir "$d" "${alg[@]}" --mco-base "master=$dense,worker=$dense" \
     --agent-url http://192.168.126.1:8080/hardshift-agent) "
   # Nothing is deleted until the end: ext4 makes a file created right after a mass deletion pay
   # for it (recently_deleted inodes), which is not create's cost.
 done
 printf '%-13s %10s %14s   (median of %s, rsa-2048)\n' case "time (s)" "peak RSS (MB)" "$RUNS"
 for c in floor openssl no-agent default default-cold rerun single-node 1004-nodes 1004-rerun 1004-dense; do
-  read -r -a v <<<"${T[$c]}"
+  read -r -a v <<<"${W[$c]}"
   e=(); m=()
   for ((j = 0; j < ${#v[@]}; j += 2)); do e+=("${v[j]}"); m+=("${v[j+1]}"); done
   R[$c]=$(printf '%s\n' "${e[@]}" | median)

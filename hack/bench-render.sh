@@ -54,7 +54,7 @@ else
   how="podman with a stand-in image (the image cached)"
 fi
 e=(); m=()
-for i in $(seq "$RUNS"); do
+for _ in $(seq "$RUNS"); do
   t=$( { /usr/bin/time -f '%e %M' "$bin" render --dir "$d" "${args[@]}" >/dev/null; } 2>&1 | tail -1)
   e+=("${t% *}"); m+=("${t#* }")
 done

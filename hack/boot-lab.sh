@@ -48,7 +48,7 @@ bad() {
 }
 
 # Every argument is read before anything is installed, built or run.
-pass=() dir= nodes= print=
+pass=() dir='' nodes='' print=''
 while [ $# -gt 0 ]; do
   case $1 in
     -h | --help) usage; exit 0 ;;

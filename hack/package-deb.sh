@@ -100,11 +100,11 @@ else
 fi
 if "$hs" man --help >/dev/null 2>&1; then
   "$hs" man --out "$work/man" >&2
-  for page in $(find "$work/man" -type f -name '*.[1-8]'); do
+  while IFS= read -r -d '' page; do
     section=${page##*.}
     install -D -m 0644 "$page" "$pkg/usr/share/man/man$section/${page##*/}"
     gzip -9n "$pkg/usr/share/man/man$section/${page##*/}"
-  done
+  done < <(find "$work/man" -type f -name '*.[1-8]' -print0)
 else
   log "note: this hardshift has no \`man\` command: the package has no man pages"
   printf '\n# This build of hardshift has no `man` command to write its pages (hack/package-deb.sh said so).\nhardshift: no-manual-page [usr/bin/hardshift]\n' \

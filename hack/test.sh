@@ -4,7 +4,7 @@
 # then each tier of hack/tiers whose directory is given (e.g. HARDSHIFT_KUBE_BIN=/path/to/bin).
 # The last lines name every tier and whether it ran: a tier that did not run is never a pass.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 # How long each phase took, printed as it ends and again at the end (CI's budget is an hour on
 # 2 cores: the numbers say where it goes).
 start=$SECONDS phase_start=$SECONDS timings=()
@@ -32,6 +32,10 @@ if ! wait "$setup_pid"; then
 fi
 tail -n 3 "$setup_log"; rm -f "$setup_log"
 took "set-up (tests), after lint"
+# The project's own scripts: shellcheck at warning level (the generator's scripts, which reach
+# every node, are checked as the bundle carries them by its unit tests).
+shellcheck -S warning hack/*.sh .ci/run || exit 1
+took "shellcheck"
 # CI fuzzes reproducibly: a fixed seed and number of inputs per target (a time limit alone would
 # explore further on a faster machine than the run that was checked).
 # Disk is the scarce resource on a CI machine (a run ran out of it): no incremental caches (a

@@ -551,26 +551,21 @@ fn a_certificate_for_a_name_outside_the_inventory_is_refused() {
     intruder_refused(d.path(), port, &pki_dir);
 }
 
-/// Without the bundle's inputs the collector still knows its nodes, from the agent certificates
-/// create issued (agent-pki/agent-NODE.crt); with neither it refuses to start rather than admit
-/// any name the agent CA signed.
+/// Who may report comes from the bundle's inventory, never from the inputs: with
+/// install-config.yaml moved away the collector still starts and refuses a name the inventory
+/// lacks (signed by the agent CA all the same); without the inventory (a bundle from a hardshift
+/// before it) it does not start, and says what to run.
 #[test]
-fn without_its_inputs_the_collector_admits_only_the_nodes_create_issued() {
+fn without_its_inputs_the_collector_admits_only_the_inventorys_nodes() {
     agent_bin();
     let d = example_copy();
     let dir = d.path();
     create(dir, &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
     let pki_dir = pki_with_intruder(dir);
     std::fs::rename(dir.join("install-config.yaml"), dir.join("install-config.yaml.away")).unwrap();
-    // No inputs and no node certificates: nothing says which names are nodes.
-    let away = dir.join("certs-away");
-    std::fs::create_dir_all(&away).unwrap();
-    for e in std::fs::read_dir(dir.join("agent-pki")).unwrap() {
-        let name = e.unwrap().file_name().into_string().unwrap();
-        if name.starts_with("agent-") && name.ends_with(".crt") && name != "agent-ca.crt" {
-            std::fs::rename(dir.join("agent-pki").join(&name), away.join(&name)).unwrap();
-        }
-    }
+    let inventory = dir.join(".hardshift/current/inventory.json");
+    let away = dir.join("inventory.json.away");
+    std::fs::rename(&inventory, &away).unwrap();
     let out = hardshift(&[
         "collector",
         "--dir",
@@ -581,18 +576,13 @@ fn without_its_inputs_the_collector_admits_only_the_nodes_create_issued() {
     let said = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{said}");
     assert!(
-        said.contains("cannot tell which nodes belong to this bundle") && said.contains("install-config.yaml"),
+        said.contains("inventory.json: missing") && said.contains("run `hardshift create --dir"),
         "{said}"
     );
-    for e in std::fs::read_dir(&away).unwrap() {
-        let e = e.unwrap();
-        std::fs::rename(e.path(), dir.join("agent-pki").join(e.file_name())).unwrap();
-    }
+    std::fs::rename(&away, &inventory).unwrap();
     let port = free_port();
     let _col = collector(dir, port);
     intruder_refused(dir, port, &pki_dir);
-    let log = std::fs::read_to_string(dir.join("collector.log")).unwrap_or_default();
-    assert!(log.contains("admitting the 6 nodes of agent-pki"), "{log}");
 }
 
 /// A seq file saying u64::MAX - 1 (corrupt, or forged) is not continued after: the sequence

@@ -37,28 +37,22 @@ fn short(c: Option<&ComponentState>) -> String {
 pub fn summarize(r: &NodeRow, now_ms: i64) -> Summary {
     let comps: &[ComponentState] = r.last.as_ref().map(|l| l.components.as_slice()).unwrap_or(&[]);
     let find = |n: &str| comps.iter().find(|c| c.name == n);
-    let mut warnings: Vec<(i32, String)> = comps
+    // Ranked by `Health::badness`, the one order of "how bad" (a watched unit that is not there
+    // ranks with the failures).
+    let mut warnings: Vec<(u8, String)> = comps
         .iter()
-        .filter(|c| {
-            [Health::Failing, Health::Warning, Health::Absent]
-                .map(|h| h as i32)
-                .contains(&c.health)
-        })
-        .map(|c| {
-            let why = if c.reason.is_empty() { c.state.clone() } else { c.reason.clone() };
-            // A watched unit that is not there cannot run: it ranks with the failures.
-            let rank = if c.health == Health::Absent as i32 {
-                Health::Failing as i32
-            } else {
-                c.health
-            };
-            (rank, format!("{}: {why}", c.name))
+        .filter_map(|c| {
+            let h = Health::try_from(c.health).ok()?;
+            (h.badness() >= Health::Warning.badness()).then(|| {
+                let why = if c.reason.is_empty() { c.state.clone() } else { c.reason.clone() };
+                (h.badness(), format!("{}: {why}", c.name))
+            })
         })
         .collect();
     let seen_ago_s = (now_ms - r.last_seen_ms).max(0) / 1000;
     if now_ms - r.last_seen_ms > SILENT_AFTER_MS {
         warnings.push((
-            Health::Failing as i32,
+            Health::Failing.badness(),
             format!("silent for {seen_ago_s}s: the node is down, rebooting, or cannot reach the collector"),
         ));
     }
@@ -66,7 +60,7 @@ pub fn summarize(r: &NodeRow, now_ms: i64) -> Summary {
     let clock_offset_ms = host.filter(|h| h.clock_offset_known).map(|h| h.clock_offset_ms);
     if let Some(off) = clock_offset_ms.filter(|o| o.abs() > CLOCK_SKEW_WARN_MS) {
         warnings.push((
-            Health::Failing as i32,
+            Health::Failing.badness(),
             format!(
                 "clock is {:.1}s {} the collector's: certificates will fail (check chrony/NTP)",
                 off.abs() as f64 / 1000.0,
@@ -76,7 +70,7 @@ pub fn summarize(r: &NodeRow, now_ms: i64) -> Summary {
     }
     if r.dropped > 0 {
         warnings.push((
-            Health::Warning as i32,
+            Health::Warning.badness(),
             format!(
                 "{} reports lost: dropped by a full outbox while the collector was unreachable, or not sent before an agent restart",
                 r.dropped

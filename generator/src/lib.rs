@@ -24,6 +24,7 @@ pub mod release;
 pub mod release_pull;
 pub mod reload;
 pub mod render;
+pub mod scripts;
 pub mod shell;
 pub mod summary;
 #[cfg(test)]

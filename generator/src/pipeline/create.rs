@@ -41,7 +41,7 @@ pub fn create(req: &Request, cache: Arc<dyn EncodingCache>, warn: &mut dyn FnMut
     // Inputs are read and checked; from here on the bundle is read and written: one run at a time.
     let _lock = fsio::lock(&req.dir, "create").map_err(Error::other)?;
     let t = std::time::Instant::now();
-    let live = Live::read(&req.dir, &crate::pki::plan(&inputs.cluster));
+    let live = Live::read(&req.dir, &inputs.plan);
     tracing::debug!(ms = t.elapsed().as_millis(), "read the live bundle");
     // A fresh bundle's masters and workers are written while the bootstrap's keys are made.
     let staged = fsio::Staged::begin(&req.dir).map_err(Error::other)?;
@@ -98,7 +98,7 @@ pub fn rebuild(
         req.release_refs = release_refs;
     }
     let inputs = inputs::read(&req, cache)?;
-    let live = Live::read(dir, &crate::pki::plan(&inputs.cluster));
+    let live = Live::read(dir, &inputs.plan);
     let env = Env {
         now: time::OffsetDateTime::now_utc(),
         keys: &crate::pki::keys::SystemKeys,

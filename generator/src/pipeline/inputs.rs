@@ -53,6 +53,9 @@ pub struct Inputs {
     pub agent: Option<PendingAgent>,
     /// The layout the renders were given (their record), when the bases are the renders'.
     pub renders: Option<Layout>,
+    /// The cluster's PKI plan (`pki::plan`), made once: the live bundle is read for it and the
+    /// build issues it.
+    pub plan: Vec<crate::pki::CertSpec>,
 }
 
 /// Read and validate the cluster's inputs in `dir` (install-config, agent-config, hardshift.yaml,
@@ -115,6 +118,7 @@ pub fn read(req: &Request, cache: Arc<dyn EncodingCache>) -> Result<Inputs, Erro
         "read the CRDs and MCO bases"
     );
     Ok(Inputs {
+        plan: crate::pki::plan(&cluster),
         cluster,
         extras,
         agent,

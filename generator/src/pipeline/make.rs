@@ -70,9 +70,9 @@ pub fn make<S: Stage>(req: &Request, inputs: Inputs, live: &Live, env: &Env, sta
         mut extras,
         agent,
         renders,
+        plan: specs,
     } = inputs;
     let t = std::time::Instant::now();
-    let specs = pki::plan(&cluster);
     decide::refuse_rekey(req, &specs, live)?;
     let (password, new_password) = decide::password(live, env.new_password)?;
     let for_nodes = assets::parts::pki_read_by(&cluster, &[Role::Master, Role::Worker]);

@@ -14,8 +14,10 @@ use crate::pki::{keys::SystemKeys, Kind, Material, Outcome};
 use std::path::PathBuf;
 
 fn inputs() -> Inputs {
+    let cluster = crate::testing::example_cluster(None);
     Inputs {
-        cluster: crate::testing::example_cluster(None),
+        plan: crate::pki::plan(&cluster),
+        cluster,
         extras: Default::default(),
         agent: None,
         renders: None,
