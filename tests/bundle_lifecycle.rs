@@ -73,6 +73,7 @@ fn changing_a_master_ip_reissues_only_the_leaves_that_name_it() {
         "ignition/worker-0.ign",
         "ignition/worker-1.ign",
         "cluster.json",
+        "inventory.json",
         "SHA256SUMS",
     ]
     .into_iter()

@@ -162,6 +162,7 @@ fn the_machines_problems_reach_diagnose_and_status() {
         "kernel",
         "boots",
         "fips",
+        "swap",
         "time-sync",
     ] {
         assert!(comps.iter().any(|c| c["name"] == name), "{name} missing: {comps:?}");

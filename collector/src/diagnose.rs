@@ -111,6 +111,7 @@ pub const RULES: &[Rule] = &[
     Rule { id: "HS107", about: "a DNS wildcard under the cluster's domain", severity: Critical, explains: &[], covers: &["dns-wildcard-not-configured"], check: dns_wildcard },
     Rule { id: "HS108", about: "the node's address has no PTR record to its name", severity: Warning, explains: &[], covers: &[], check: no_ptr },
     Rule { id: "HS121", about: "the kernel's FIPS mode is not the bundle's", severity: Critical, explains: &[], covers: &[], check: fips_mismatch },
+    Rule { id: "HS122", about: "swap is on: the kubelet will not start", severity: Critical, explains: &["HS020", "HS021", "HS030", "HS041", "HS043"], covers: &[], check: swap_on },
     Rule { id: "HS120", about: "the installation disk is removable, read-only or too small", severity: Warning, explains: &[], covers: &["has-min-valid-disks"], check: install_disk },
     Rule { id: "HS114", about: "I/O errors in the kernel log", severity: Critical, explains: &["HS115", "HS116", "HS051"], covers: &["IOError"], check: kernel_io },
     Rule { id: "HS115", about: "filesystem errors in the kernel log", severity: Critical, explains: &["HS116"], covers: &["Ext4Error", "Ext4Warning"], check: kernel_fs },
@@ -659,6 +660,15 @@ fn fips_mismatch(s: &Seen) -> Option<Said> {
         format!("{} does not run its kernel in FIPS mode", s.node),
         ev,
         "the node must boot with `fips=1` from its first boot (coreos-installer and the Ignition config of a fips: true bundle set it); reinstall the node from this bundle's configs",
+    )
+}
+
+fn swap_on(s: &Seen) -> Option<Said> {
+    let (_, ev) = machine(s, Component::Swap, &[Health::Failing])?;
+    said_as(
+        format!("{} has swap on, and its kubelet refuses to start with swap", s.node),
+        ev,
+        "`swapoff -a` on the node, then remove the swap area for good (its /etc/fstab line or swap unit; with a MachineConfig once the cluster runs); the kubelet starts on its next restart",
     )
 }
 
@@ -1308,6 +1318,15 @@ mod tests {
                 ),
             ),
             ("HS119", c("boots", f, "5 boots in 30 min", "5 boots within 30 minutes")),
+            (
+                "HS122",
+                c(
+                    "swap",
+                    f,
+                    "on",
+                    "2047 MiB of swap (/dev/vda3): the kubelet refuses to start with swap on",
+                ),
+            ),
             (
                 "HS104",
                 c(

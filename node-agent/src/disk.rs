@@ -63,6 +63,15 @@ fn ms(d: Duration) -> String {
 }
 
 /// The `etcd-disk` component from a probe's result. Pure.
+/// A measure that took no sample within its budget: the disk is that slow (measured again on the
+/// hour, as a measure that worked).
+const NO_SAMPLE: &str = "no sample within the budget";
+
+/// The probe could not measure (an error, not a slow disk): tried again within a minute.
+pub fn not_measured(c: &ComponentState) -> bool {
+    c.state == "not measured" && c.reason != NO_SAMPLE
+}
+
 pub fn component(dir: &Path, result: &Result<Vec<Duration>, String>) -> ComponentState {
     let mut c = ComponentState {
         name: Component::EtcdDisk.name().into(),
@@ -77,7 +86,7 @@ pub fn component(dir: &Path, result: &Result<Vec<Duration>, String>) -> Componen
         Ok(s) if s.is_empty() => {
             c.health = Health::Unknown as i32;
             c.state = "not measured".into();
-            c.reason = "no sample within the budget".into();
+            c.reason = NO_SAMPLE.into();
         }
         Ok(s) => {
             let (p50, p99) = (percentile(s, 50.0), percentile(s, 99.0));

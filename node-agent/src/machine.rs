@@ -4,7 +4,7 @@
 //! loop, kept in the agent's history directory). Each reader is split from a pure judge.
 
 use hardshift_proto::v1::{ComponentState, Health};
-use hardshift_proto::vocab::Component;
+use hardshift_proto::vocab::{self, Component};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -19,22 +19,6 @@ pub const LOOP_WINDOW_S: i64 = 30 * 60;
 pub const NTP_GRACE_S: u64 = 600;
 /// Boots kept in the history file.
 const BOOTS_KEPT: usize = 32;
-
-fn comp(
-    c: Component,
-    health: Health,
-    state: impl Into<String>,
-    reason: impl Into<String>,
-    details: HashMap<String, String>,
-) -> ComponentState {
-    ComponentState {
-        name: c.name().into(),
-        health: health as i32,
-        state: state.into(),
-        reason: reason.into(),
-        details,
-    }
-}
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Disk {
@@ -104,7 +88,7 @@ fn gib(b: u64) -> String {
 pub fn judge_disk(d: &Result<Disk, String>) -> ComponentState {
     let d = match d {
         Ok(d) => d,
-        Err(e) => return comp(Component::InstallDisk, Health::Unknown, "not found", e.clone(), HashMap::new()),
+        Err(e) => return vocab::component(Component::InstallDisk, Health::Unknown, "not found", e.clone()).with_details(HashMap::new()),
     };
     let details = HashMap::from([
         ("device".to_string(), format!("/dev/{}", d.name)),
@@ -129,13 +113,13 @@ pub fn judge_disk(d: &Result<Disk, String>) -> ComponentState {
         fail.push(format!("/dev/{} is read-only", d.name));
     }
     if !fail.is_empty() {
-        return comp(Component::InstallDisk, Health::Failing, state, fail.join("; "), details);
+        return vocab::component(Component::InstallDisk, Health::Failing, state, fail.join("; ")).with_details(details);
     }
     if d.size_bytes < MIN_DISK_BYTES {
         let why = format!("/dev/{} holds {}: OpenShift needs at least 100 GB", d.name, gib(d.size_bytes));
-        return comp(Component::InstallDisk, Health::Warning, state, why, details);
+        return vocab::component(Component::InstallDisk, Health::Warning, state, why).with_details(details);
     }
-    comp(Component::InstallDisk, Health::Ok, state, "", details)
+    vocab::component(Component::InstallDisk, Health::Ok, state, "").with_details(details)
 }
 
 /// `/proc/sys/crypto/fips_enabled`: Some(on), None when the kernel has no such file.
@@ -143,6 +127,44 @@ pub fn fips_enabled(proc: &Path) -> Option<bool> {
     std::fs::read_to_string(proc.join("sys/crypto/fips_enabled"))
         .ok()
         .map(|s| s.trim() == "1")
+}
+
+/// The swap areas `/proc/swaps` lists: (name, size in KiB); an unreadable file says why.
+pub fn read_swaps(proc: &Path) -> Result<Vec<(String, u64)>, String> {
+    let path = proc.join("swaps");
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(text
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            Some((f.first()?.to_string(), f.get(2)?.parse().ok()?))
+        })
+        .collect())
+}
+
+/// The `swap` component: the kubelet refuses to start while swap is on (its failSwapOn, which
+/// OpenShift keeps), so a node with a swap area never runs a pod. Pure.
+pub fn judge_swap(swaps: &Result<Vec<(String, u64)>, String>) -> ComponentState {
+    match swaps {
+        Err(e) => vocab::component(Component::Swap, Health::Unknown, "unreadable", e.clone()),
+        Ok(v) if v.is_empty() => vocab::component(Component::Swap, Health::Ok, "off", ""),
+        Ok(v) => {
+            let kib: u64 = v.iter().map(|(_, k)| k).sum();
+            let names: Vec<&str> = v.iter().map(|(n, _)| n.as_str()).collect();
+            vocab::component(
+                Component::Swap,
+                Health::Failing,
+                "on",
+                format!(
+                    "{} MiB of swap ({}): the kubelet refuses to start with swap on; swapoff -a, and remove it from /etc/fstab or the swap unit",
+                    kib / 1024,
+                    names.join(", ")
+                ),
+            )
+            .with_details(HashMap::from([("areas".to_string(), names.join(",")), ("kib".to_string(), kib.to_string())]))
+        }
+    }
 }
 
 /// The `fips` component: a bundle made with `fips: true` needs the kernel in FIPS mode (RHCOS
@@ -154,9 +176,9 @@ pub fn judge_fips(bundle: bool, kernel: Option<bool>) -> ComponentState {
     ]);
     match (bundle, kernel) {
         (true, Some(true)) | (false, Some(false)) | (false, None) => {
-            comp(Component::Fips, Health::Ok, if bundle { "on" } else { "off" }, "", details)
+            vocab::component(Component::Fips, Health::Ok, if bundle { "on" } else { "off" }, "").with_details(details)
         }
-        (true, k) => comp(
+        (true, k) => vocab::component(
             Component::Fips,
             Health::Failing,
             "kernel not in FIPS mode",
@@ -164,15 +186,15 @@ pub fn judge_fips(bundle: bool, kernel: Option<bool>) -> ComponentState {
                 "the bundle was made with fips: true, but /proc/sys/crypto/fips_enabled is {}",
                 k.map_or("absent", |_| "0")
             ),
-            details,
-        ),
-        (false, Some(true)) => comp(
+        )
+        .with_details(details),
+        (false, Some(true)) => vocab::component(
             Component::Fips,
             Health::Warning,
             "kernel in FIPS mode",
             "the kernel runs in FIPS mode, but the bundle was made without fips: true",
-            details,
-        ),
+        )
+        .with_details(details),
     }
 }
 
@@ -259,32 +281,32 @@ pub fn judge_time(td: &Result<Timedated, String>, chrony: Option<&Result<Trackin
             details.insert("ntp".into(), t.ntp.to_string());
             details.insert("ntp_synchronized".into(), t.synchronized.to_string());
             if !t.ntp {
-                return comp(
+                return vocab::component(
                     Component::TimeSync,
                     Health::Failing,
                     "NTP off",
                     "timedated: NTP is switched off (no chronyd running)",
-                    details,
-                );
+                )
+                .with_details(details);
             }
             (t.synchronized, "timedated")
         }
         (Err(_), Some(s)) => (s, "chrony"),
-        (Err(e), None) => return comp(Component::TimeSync, Health::Unknown, "unknown", e.clone(), details),
+        (Err(e), None) => return vocab::component(Component::TimeSync, Health::Unknown, "unknown", e.clone()).with_details(details),
     };
     if synced {
         let state = match chrony {
             Some(Ok(t)) if !t.system_time.is_empty() => format!("synchronized ({})", t.system_time),
             _ => "synchronized".into(),
         };
-        return comp(Component::TimeSync, Health::Ok, state, "", details);
+        return vocab::component(Component::TimeSync, Health::Ok, state, "").with_details(details);
     }
     let mut why = format!("{source}: the clock is not synchronized to an NTP server {uptime_s} s after boot");
     if let Some(Ok(t)) = chrony {
         why.push_str(&format!(" (chrony: reference {}, leap status {})", t.reference, t.leap));
     }
     let health = if uptime_s < NTP_GRACE_S { Health::Warning } else { Health::Failing };
-    comp(Component::TimeSync, health, "not synchronized", why, details)
+    vocab::component(Component::TimeSync, health, "not synchronized", why).with_details(details)
 }
 
 /// The boots seen, oldest first: (when it booted, unix s; its boot id), one a line.
@@ -343,7 +365,7 @@ const FUTURE_SLACK_S: i64 = 300;
 pub fn judge_boots(boots: &Result<Vec<(i64, String)>, String>, now_s: i64) -> ComponentState {
     let boots = match boots {
         Ok(b) => b,
-        Err(e) => return comp(Component::Boots, Health::Unknown, "no history", e.clone(), HashMap::new()),
+        Err(e) => return vocab::component(Component::Boots, Health::Unknown, "no history", e.clone()).with_details(HashMap::new()),
     };
     let recent: Vec<&(i64, String)> = boots
         .iter()
@@ -372,9 +394,9 @@ pub fn judge_boots(boots: &Result<Vec<(i64, String)>, String>, now_s: i64) -> Co
             recent.len(),
             LOOP_WINDOW_S / 60
         );
-        return comp(Component::Boots, Health::Failing, state, why, details);
+        return vocab::component(Component::Boots, Health::Failing, state, why).with_details(details);
     }
-    comp(Component::Boots, Health::Ok, state, "", details)
+    vocab::component(Component::Boots, Health::Ok, state, "").with_details(details)
 }
 
 #[cfg(test)]
@@ -526,5 +548,25 @@ mod tests {
         remember_boot(t.path(), "a", now).unwrap();
         assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
         assert_eq!(read_boots(t.path()).unwrap(), [(now, "a".to_string())]);
+    }
+
+    /// A swap area fails the node (the kubelet will not start), none is ok, and a /proc without
+    /// the file says so rather than passing.
+    #[test]
+    fn swap_on_fails_and_off_passes() {
+        let d = tempfile::tempdir().unwrap();
+        assert_eq!(judge_swap(&read_swaps(d.path())).health, Health::Unknown as i32);
+        std::fs::write(d.path().join("swaps"), "Filename\tType\tSize\tUsed\tPriority\n").unwrap();
+        let off = judge_swap(&read_swaps(d.path()));
+        assert_eq!((off.health, off.state.as_str()), (Health::Ok as i32, "off"));
+        std::fs::write(
+            d.path().join("swaps"),
+            "Filename\tType\tSize\tUsed\tPriority\n/dev/vda3 partition\t2097148\t0\t-2\n/swapfile file 1048576 0 -3\n",
+        )
+        .unwrap();
+        let on = judge_swap(&read_swaps(d.path()));
+        assert_eq!(on.health, Health::Failing as i32);
+        assert!(on.reason.starts_with("3071 MiB of swap (/dev/vda3, /swapfile)"), "{}", on.reason);
+        assert_eq!(on.details["kib"], "3145724");
     }
 }

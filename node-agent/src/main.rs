@@ -12,7 +12,6 @@ mod cri;
 mod debug;
 mod disk;
 mod etcd;
-mod hardware;
 mod host;
 mod in_place;
 mod install;
@@ -24,102 +23,29 @@ mod outbox;
 mod peers;
 mod probes;
 mod registry;
+mod schedule;
 mod seq_state;
 mod state_file;
 mod systemd;
 
 use hardshift_proto::v1::{ComponentState, NodeReport};
-use hardshift_proto::vocab::Component;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hardshift_proto::now_ms;
 
-/// The configured units' states over D-Bus; one "unreachable" component when the bus is not.
-async fn units(cfg: &config::Config, bus: Option<&zbus::Connection>) -> Vec<ComponentState> {
-    match bus {
-        Some(conn) => {
-            let mut out = Vec::with_capacity(cfg.units.len());
-            for u in &cfg.units {
-                out.push(systemd::unit(conn, u).await);
-            }
-            out
-        }
-        None if !cfg.units.is_empty() => vec![hardshift_proto::v1::ComponentState {
-            name: Component::Systemd.name().into(),
-            health: hardshift_proto::v1::Health::Unknown as i32,
-            state: "unreachable".into(),
-            reason: format!("cannot reach the D-Bus {} bus", cfg.systemd_bus),
-            details: Default::default(),
-        }],
-        None => vec![],
-    }
-}
-
-/// One report: every probe, each bounded by its own timeout. `clock` is this node's offset to
-/// the collector's clock when known.
-async fn report(
-    cfg: &config::Config,
-    bus: Option<&zbus::Connection>,
-    clock: Option<i64>,
-    cached: Vec<ComponentState>,
-    hardware: Vec<ComponentState>,
-) -> NodeReport {
+/// One report: this report's probes (`now`, run at once), with the latest round of the
+/// machine's probes and of the background ones, in the table's order. `clock` is this node's
+/// offset to the collector's clock when known.
+fn report(x: &schedule::Ctx, latest: &schedule::Latest, now: Vec<(usize, Vec<ComponentState>)>, clock: Option<i64>) -> NodeReport {
     let mut host = host::probe();
     if let Some(off) = clock {
         host.clock_offset_ms = off;
         host.clock_offset_known = true;
     }
-    // The probes run at once: each has its own timeout, and one slow answer (a hung etcd, a
-    // kubelet that accepts and never answers) must not hold the others or stretch the interval.
-    let cri = async {
-        match cfg.cri_socket.as_os_str().is_empty() {
-            true => None,
-            false => Some(cri::probe(&cfg.cri_socket).await),
-        }
-    };
-    let etcd = async {
-        match &cfg.etcd {
-            Some(e) => Some(etcd::probe(e).await),
-            None => None,
-        }
-    };
-    let units = units(cfg, bus);
-    let dns = async {
-        match cfg.dns.is_empty() {
-            true => None,
-            false => Some(install::dns(&cfg.dns, &install::resolve(&cfg.dns, Duration::from_secs(2)).await)),
-        }
-    };
-    let lb = async {
-        match cfg.endpoint.is_empty() {
-            true => None,
-            false => Some(install::lb(
-                &cfg.endpoint,
-                &install::connect_all(&cfg.endpoint, Duration::from_secs(1)).await,
-            )),
-        }
-    };
-    let (kubelet, cri, etcd, units, dns, lb) = tokio::join!(probes::kubelet_healthz(&cfg.kubelet_healthz), cri, etcd, units, dns, lb);
-    let mut components = vec![kubelet];
-    // "" turns it off: the bootstrap's standalone kubelet never gets a client certificate.
-    if !cfg.kubelet_cert.as_os_str().is_empty() {
-        components.push(probes::kubelet_cert(&cfg.kubelet_cert, now_ms() / 1000));
-    }
-    components.extend(cfg.bootkube_progress.as_deref().map(install::bootkube));
-    components.extend(cfg.in_place_progress.as_deref().map(install::in_place));
-    components.extend(cached);
-    components.extend(dns);
-    components.extend(lb);
-    let (mut pods, mut containers) = (vec![], vec![]);
-    if let Some((c, p, k)) = cri {
-        components.push(c);
-        (pods, containers) = (p, k);
-    }
-    components.extend(etcd);
-    components.extend(units);
-    components.extend(hardware);
+    let components = latest.assemble(now);
+    let (pods, containers) = x.state.workloads();
     NodeReport {
         seq: 0,
         time_ms: now_ms(),
@@ -252,19 +178,28 @@ fn logging(verbose: u8) {
     tracing_subscriber::registry().with(fmt).with(filter).init();
 }
 
-/// `status`: one report of this node, hardware included, taken here and now.
+/// `status`: one report of this node, the machine's probes included, taken here and now (the
+/// background probes, which write or cost, are left out).
 async fn local_report(cfg: &config::Config) -> NodeReport {
     let conn = bus(cfg).await;
     let h = host::probe();
     let booted = now_ms() / 1000 - h.uptime_seconds as i64;
-    let mut hw = hardware::Hardware::new(cfg, &h.boot_id, booted, false);
     let system = system_bus(cfg, conn.as_ref()).await;
-    let (mut r, hw) = tokio::join!(
-        report(cfg, conn.as_ref(), None, vec![], vec![]),
-        hw.probe(cfg, system.as_ref(), h.uptime_seconds, now_ms() / 1000)
+    let x = schedule::Ctx {
+        cfg: Arc::new(cfg.clone()),
+        units: conn,
+        system,
+        state: Arc::new(schedule::State::new(cfg, &h.boot_id, booted, false)),
+        uptime_s: h.uptime_seconds,
+        now_s: now_ms() / 1000,
+    };
+    let (round, now) = tokio::join!(
+        schedule::run_all(&x, schedule::is_round),
+        schedule::run_all(&x, schedule::is_report)
     );
-    r.components.extend(hw);
-    r
+    let latest = schedule::Latest::default();
+    round.into_iter().for_each(|(row, v)| latest.set(row, v));
+    report(&x, &latest, now, None)
 }
 
 /// `status --json`: the components in the collector's vocabulary, the pods and containers.
@@ -400,86 +335,44 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-/// etcd's disk, measured at start and hourly (it writes, so never per report; a failure is
-/// tried again in a minute); each report carries the latest result.
-fn etcd_disk(cfg: &config::Config) -> Arc<Mutex<Option<ComponentState>>> {
-    let disk: Arc<Mutex<Option<ComponentState>>> = Arc::default();
-    if let Some(dir) = cfg.etcd_disk.clone() {
-        let disk = disk.clone();
-        tokio::spawn(async move {
-            loop {
-                let d = dir.clone();
-                let r = tokio::task::spawn_blocking(move || disk::fdatasync_probe(&d, disk::SAMPLES, disk::BUDGET))
-                    .await
-                    .unwrap_or_else(|e| Err(e.to_string()));
-                let again = if r.is_ok() { 3600 } else { 60 };
-                if let Ok(mut slot) = disk.lock() {
-                    *slot = Some(disk::component(&dir, &r));
-                }
-                tokio::time::sleep(Duration::from_secs(again)).await;
-            }
-        });
-    }
-    disk
-}
-
-/// The registry, asked every `every_s` (a HEAD per image), not per report.
-fn registry_state(cfg: &config::Config) -> Arc<Mutex<Option<ComponentState>>> {
-    let reg: Arc<Mutex<Option<ComponentState>>> = Arc::default();
-    if let Some(rc) = cfg.registry.clone() {
-        let reg = reg.clone();
-        tokio::spawn(async move {
-            loop {
-                let c = registry::probe(&rc).await;
-                if let Ok(mut slot) = reg.lock() {
-                    *slot = Some(c);
-                }
-                tokio::time::sleep(Duration::from_secs(rc.every_s.max(1))).await;
-            }
-        });
-    }
-    reg
-}
-
-/// The machine's components, probed beside the reports every interval, each with its own
-/// deadline; each report carries the latest round, and `done` is told when a round is in, so
-/// the report goes out then rather than up to an interval later. Rounds start on a fixed
-/// cadence (not an interval after the last one ended): a fault shows within one interval plus
-/// one round's time (a 250 ms netem delay took 6–14 s to be named when a round waited a whole
-/// interval after the previous one and its report waited for the next tick).
-fn hardware_rounds(
-    cfg: &config::Config,
-    boot_id: &str,
+/// The machine's probes, a round every interval beside the reports, each with its own deadline;
+/// each report carries the latest round, and `done` is told when a round is in, so the report
+/// goes out then rather than up to an interval later. Rounds start on a fixed cadence (not an
+/// interval after the last one ended): a fault shows within one interval plus one round's time
+/// (a 250 ms netem delay took 6–14 s to be named when a round waited a whole interval after the
+/// previous one and its report waited for the next tick).
+fn rounds(
+    cfg: Arc<config::Config>,
+    state: Arc<schedule::State>,
+    latest: Arc<schedule::Latest>,
     units: Option<zbus::Connection>,
     done: Arc<tokio::sync::Notify>,
-) -> Arc<Mutex<Vec<ComponentState>>> {
-    let hw: Arc<Mutex<Vec<ComponentState>>> = Arc::default();
-    let (slot_hw, cfg, boot_id) = (hw.clone(), cfg.clone(), boot_id.to_string());
+) {
     tokio::spawn(async move {
         let mut cadence = tokio::time::interval(Duration::from_millis(cfg.interval_ms.max(100)));
         // A round longer than the interval (a peer timing out) is followed by the next at once,
         // never by a burst of rounds to catch up.
         cadence.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let up = host::probe().uptime_seconds;
-        let mut probes = hardware::Hardware::new(&cfg, &boot_id, now_ms() / 1000 - up as i64, true);
-        if let Some(e) = probes.boots_error() {
-            tracing::warn!("boot history in {}: {e}", cfg.history_dir.display());
-        }
         let mut system: Option<zbus::Connection> = None;
         loop {
             cadence.tick().await;
             if system.is_none() {
                 system = system_bus(&cfg, units.as_ref()).await;
             }
-            let up = host::probe().uptime_seconds;
-            let v = probes.probe(&cfg, system.as_ref(), up, now_ms() / 1000).await;
-            if let Ok(mut slot) = slot_hw.lock() {
-                *slot = v;
+            let x = schedule::Ctx {
+                cfg: cfg.clone(),
+                units: units.clone(),
+                system: system.clone(),
+                state: state.clone(),
+                uptime_s: host::probe().uptime_seconds,
+                now_s: now_ms() / 1000,
+            };
+            for (row, v) in schedule::run_all(&x, schedule::is_round).await {
+                latest.set(row, v);
             }
             done.notify_one();
         }
     });
-    hw
 }
 
 /// Queue a report, its seq recorded first (said once if it cannot be).
@@ -517,10 +410,16 @@ async fn run(cfg: config::Config) {
     if let Some(c) = &conn {
         tokio::spawn(systemd::watch(c.clone(), cfg.units.clone(), changed.clone()));
     }
-    let disk = etcd_disk(&cfg);
-    let reg = registry_state(&cfg);
+    let shared_cfg = Arc::new(cfg.clone());
+    let up = host::probe().uptime_seconds;
+    let state = Arc::new(schedule::State::new(&cfg, &boot_id, now_ms() / 1000 - up as i64, true));
+    if let Some(e) = state.boots_error() {
+        tracing::warn!("boot history in {}: {e}", cfg.history_dir.display());
+    }
+    let latest = Arc::new(schedule::Latest::default());
+    schedule::spawn_background(shared_cfg.clone(), state.clone(), latest.clone());
     let round = Arc::new(tokio::sync::Notify::new());
-    let hw = hardware_rounds(&cfg, &boot_id, conn.clone(), round.clone());
+    rounds(shared_cfg.clone(), state.clone(), latest.clone(), conn.clone(), round.clone());
     let mut tick = tokio::time::interval(Duration::from_millis(cfg.interval_ms.max(100)));
     loop {
         tokio::select! {
@@ -543,10 +442,16 @@ async fn run(cfg: config::Config) {
                 tokio::spawn(systemd::watch(c.clone(), cfg.units.clone(), changed.clone()));
             }
         }
-        let mut cached: Vec<ComponentState> = disk.lock().ok().and_then(|d| d.clone()).into_iter().collect();
-        cached.extend(reg.lock().ok().and_then(|d| d.clone()));
-        let machine = hw.lock().map(|v| v.clone()).unwrap_or_default();
-        let r = report(&cfg, conn.as_ref(), shared.clock_offset(), cached, machine).await;
+        let x = schedule::Ctx {
+            cfg: shared_cfg.clone(),
+            units: conn.clone(),
+            system: None,
+            state: state.clone(),
+            uptime_s: up,
+            now_s: now_ms() / 1000,
+        };
+        let now = schedule::run_all(&x, schedule::is_report).await;
+        let r = report(&x, &latest, now, shared.clock_offset());
         queue(&shared, &cfg, &boot_id, r, &mut warned);
         shared.new_report.notify_one();
     }

@@ -6,26 +6,10 @@
 //! nss-myhostname would answer for the node itself and hide a missing record.
 
 use hardshift_proto::v1::{ComponentState, Health};
-use hardshift_proto::vocab::Component;
+use hardshift_proto::vocab::{self, Component};
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::time::Duration;
-
-fn comp(
-    c: Component,
-    health: Health,
-    state: impl Into<String>,
-    reason: impl Into<String>,
-    details: HashMap<String, String>,
-) -> ComponentState {
-    ComponentState {
-        name: c.name().into(),
-        health: health as i32,
-        state: state.into(),
-        reason: reason.into(),
-        details,
-    }
-}
 
 /// What `getent -s dns hosts|ahosts KEY` said: its names and addresses, or nothing found.
 #[derive(Debug, Clone, PartialEq)]
@@ -95,8 +79,8 @@ pub fn random_name(domain: &str) -> String {
 pub fn judge_wildcard(name: &str, a: &Result<Answer, String>) -> ComponentState {
     let details = HashMap::from([("name".to_string(), name.to_string())]);
     match a {
-        Ok(Answer::NotFound) => comp(Component::DnsWildcard, Health::Ok, "no wildcard", "", details),
-        Ok(Answer::Found { addresses, .. }) => comp(
+        Ok(Answer::NotFound) => vocab::component(Component::DnsWildcard, Health::Ok, "no wildcard", "").with_details(details),
+        Ok(Answer::Found { addresses, .. }) => vocab::component(
             Component::DnsWildcard,
             Health::Failing,
             "wildcard",
@@ -104,9 +88,9 @@ pub fn judge_wildcard(name: &str, a: &Result<Answer, String>) -> ComponentState 
                 "{name}, a random name, resolves to {}: a wildcard record under the cluster's domain answers names that must fail",
                 addresses.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", ")
             ),
-            details,
-        ),
-        Err(e) => comp(Component::DnsWildcard, Health::Unknown, "unknown", e.clone(), details),
+        )
+        .with_details(details),
+        Err(e) => vocab::component(Component::DnsWildcard, Health::Unknown, "unknown", e.clone()).with_details(details),
     }
 }
 
@@ -116,26 +100,26 @@ pub fn judge_ptr(node: &str, addr: IpAddr, a: &Result<Answer, String>) -> Compon
     match a {
         Ok(Answer::Found { names, .. }) if names.iter().any(|n| n == node || n.split('.').next() == Some(node)) => {
             details.insert("names".into(), names.join(", "));
-            comp(Component::DnsPtr, Health::Ok, names[0].clone(), "", details)
+            vocab::component(Component::DnsPtr, Health::Ok, names[0].clone(), "").with_details(details)
         }
         Ok(Answer::Found { names, .. }) => {
             details.insert("names".into(), names.join(", "));
-            comp(
+            vocab::component(
                 Component::DnsPtr,
                 Health::Failing,
                 "wrong name",
                 format!("{addr} resolves back to {}, not {node}", names.join(", ")),
-                details,
             )
+            .with_details(details)
         }
-        Ok(Answer::NotFound) => comp(
+        Ok(Answer::NotFound) => vocab::component(
             Component::DnsPtr,
             Health::Failing,
             "no PTR record",
             format!("{addr} does not resolve back to a name: RHCOS takes its hostname from it when DHCP gives none"),
-            details,
-        ),
-        Err(e) => comp(Component::DnsPtr, Health::Unknown, "unknown", e.clone(), details),
+        )
+        .with_details(details),
+        Err(e) => vocab::component(Component::DnsPtr, Health::Unknown, "unknown", e.clone()).with_details(details),
     }
 }
 

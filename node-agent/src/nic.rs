@@ -5,7 +5,7 @@
 //! tested on trees recorded from real machines (fixtures/).
 
 use hardshift_proto::v1::{ComponentState, Health};
-use hardshift_proto::vocab::Component;
+use hardshift_proto::vocab::{self, Component};
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::Path;
@@ -198,16 +198,6 @@ pub fn read(root: &Path) -> Snapshot {
     Snapshot { nics, routes, addresses }
 }
 
-fn comp(c: Component, health: Health, state: String, reason: String, details: HashMap<String, String>) -> ComponentState {
-    ComponentState {
-        name: c.name().into(),
-        health: health as i32,
-        state,
-        reason,
-        details,
-    }
-}
-
 /// One NIC in a line: what `status` and the dashboard show.
 pub fn describe(n: &Nic) -> String {
     let link = match n.carrier {
@@ -239,7 +229,7 @@ pub fn describe(n: &Nic) -> String {
 pub fn judge_nics(s: &Snapshot) -> ComponentState {
     let details: HashMap<String, String> = s.nics.iter().map(|n| (n.name.clone(), describe(n))).collect();
     if s.nics.is_empty() {
-        return comp(Component::Nic, Health::Unknown, "no interface found".into(), String::new(), details);
+        return vocab::component(Component::Nic, Health::Unknown, "no interface found", String::new()).with_details(details);
     }
     let in_use =
         |n: &Nic| s.routes.iter().any(|r| r.dev == n.name) || n.master.as_ref().is_some_and(|m| s.routes.iter().any(|r| &r.dev == m));
@@ -306,7 +296,7 @@ pub fn judge_nics(s: &Snapshot) -> ComponentState {
     } else {
         (Health::Ok, String::new())
     };
-    comp(Component::Nic, health, state, reason, details)
+    vocab::component(Component::Nic, health, state, reason).with_details(details)
 }
 
 /// The `route` component: no default route at all fails (the assisted installer's
@@ -325,14 +315,14 @@ pub fn judge_route(s: &Snapshot) -> ComponentState {
         })
         .collect();
     match s.routes.first() {
-        None => comp(
+        None => vocab::component(
             Component::Route,
             Health::Failing,
-            "no default route".into(),
-            "neither /proc/net/route nor /proc/net/ipv6_route has a default route".into(),
-            details,
-        ),
-        Some(r) => comp(
+            "no default route",
+            "neither /proc/net/route nor /proc/net/ipv6_route has a default route",
+        )
+        .with_details(details),
+        Some(r) => vocab::component(
             Component::Route,
             Health::Ok,
             format!(
@@ -341,8 +331,8 @@ pub fn judge_route(s: &Snapshot) -> ComponentState {
                 r.dev
             ),
             String::new(),
-            details,
-        ),
+        )
+        .with_details(details),
     }
 }
 
@@ -380,8 +370,8 @@ pub fn judge_machine_network(addresses: &[IpAddr], networks: &[ipnet::IpNet], ex
         format!("{} in the machine network", list(&inside))
     };
     match problems.is_empty() {
-        true => comp(Component::MachineNetwork, Health::Ok, state, String::new(), details),
-        false => comp(Component::MachineNetwork, Health::Failing, state, problems.join("; "), details),
+        true => vocab::component(Component::MachineNetwork, Health::Ok, state, String::new()).with_details(details),
+        false => vocab::component(Component::MachineNetwork, Health::Failing, state, problems.join("; ")).with_details(details),
     }
 }
 

@@ -79,6 +79,8 @@ pub enum Component {
     InstallDisk,
     /// The kernel's FIPS mode against the bundle's `fips`.
     Fips,
+    /// Swap: the kubelet refuses to start with swap on (its failSwapOn).
+    Swap,
     /// Latency and loss to the other nodes of the bundle.
     Peers,
     /// Don't-fragment probes at the interface MTU to the other nodes.
@@ -91,7 +93,7 @@ pub enum Component {
 
 impl Component {
     /// In the order the dashboard shows them.
-    pub const ALL: [Component; 23] = [
+    pub const ALL: [Component; 24] = [
         Component::Kubelet,
         Component::Cri,
         Component::Etcd,
@@ -113,13 +115,14 @@ impl Component {
         Component::Boots,
         Component::InstallDisk,
         Component::Fips,
+        Component::Swap,
         Component::DnsWildcard,
         Component::DnsPtr,
     ];
 
     /// The machine's own components (the hardware, its network and its kernel): the dashboard
     /// and `status` show them apart from the install's.
-    pub const HARDWARE: [Component; 12] = [
+    pub const HARDWARE: [Component; 13] = [
         Component::Nic,
         Component::Route,
         Component::MachineNetwork,
@@ -130,6 +133,7 @@ impl Component {
         Component::Boots,
         Component::InstallDisk,
         Component::Fips,
+        Component::Swap,
         Component::DnsWildcard,
         Component::DnsPtr,
     ];
@@ -159,10 +163,42 @@ impl Component {
             Component::Boots => "boots",
             Component::InstallDisk => "install-disk",
             Component::Fips => "fips",
+            Component::Swap => "swap",
             Component::Peers => "peers",
             Component::PathMtu => "path-mtu",
             Component::DnsWildcard => "dns-wildcard",
             Component::DnsPtr => "dns-ptr",
+        }
+    }
+
+    /// Its place in `ALL`. A new component does not compile until it is given one, and the
+    /// vocabulary's tests hold `ALL` to these places: none is left out of it.
+    pub const fn position(self) -> usize {
+        match self {
+            Component::Kubelet => 0,
+            Component::Cri => 1,
+            Component::Etcd => 2,
+            Component::KubeletCert => 3,
+            Component::EtcdDisk => 4,
+            Component::Dns => 5,
+            Component::Lb => 6,
+            Component::Registry => 7,
+            Component::Bootkube => 8,
+            Component::InPlace => 9,
+            Component::Systemd => 10,
+            Component::Nic => 11,
+            Component::Route => 12,
+            Component::MachineNetwork => 13,
+            Component::PathMtu => 14,
+            Component::Peers => 15,
+            Component::TimeSync => 16,
+            Component::Kernel => 17,
+            Component::Boots => 18,
+            Component::InstallDisk => 19,
+            Component::Fips => 20,
+            Component::Swap => 21,
+            Component::DnsWildcard => 22,
+            Component::DnsPtr => 23,
         }
     }
 
@@ -173,6 +209,25 @@ impl Component {
     /// This component in a report, if it is there.
     pub fn in_report(self, components: &[ComponentState]) -> Option<&ComponentState> {
         components.iter().find(|c| c.name == self.name())
+    }
+}
+
+/// A component's state in a report: the one way the agent writes one (details added after).
+pub fn component(c: Component, health: Health, state: impl Into<String>, reason: impl Into<String>) -> ComponentState {
+    ComponentState {
+        name: c.name().into(),
+        health: health as i32,
+        state: state.into(),
+        reason: reason.into(),
+        details: Default::default(),
+    }
+}
+
+impl ComponentState {
+    /// The same state with these details (what the probe read, for the dashboard and the rules).
+    pub fn with_details(mut self, details: std::collections::HashMap<String, String>) -> ComponentState {
+        self.details = details;
+        self
     }
 }
 
@@ -314,6 +369,18 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), Component::ALL.len());
         assert_eq!(Component::of("kubelet.service"), None);
+    }
+
+    /// Every component has its own place in ALL, and ALL holds each at its place: a component
+    /// given a place but left out of ALL (or put twice) fails here.
+    #[test]
+    fn all_holds_every_component_at_its_place() {
+        for (i, c) in Component::ALL.iter().enumerate() {
+            assert_eq!(c.position(), i, "{c:?}");
+        }
+        let mut places: Vec<usize> = Component::ALL.iter().map(|c| c.position()).collect();
+        places.dedup();
+        assert_eq!(places, (0..Component::ALL.len()).collect::<Vec<_>>());
     }
 
     #[test]
