@@ -15,7 +15,7 @@ secs=${HARDSHIFT_FUZZ_SECS:-20}
 build_only=""
 [ "${1:-}" != "--build-only" ] || { build_only=1; shift; }
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_manifest_layer_paths fuzz_layer_extraction fuzz_yaml_front_end fuzz_collector_message_path fuzz_agent_config fuzz_crd_files fuzz_cel_rules fuzz_renders_record fuzz_render_outputs fuzz_data_url fuzz_csr_subject)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_manifest_layer_paths fuzz_layer_extraction fuzz_yaml_front_end fuzz_collector_message_path fuzz_agent_config fuzz_crd_files fuzz_cel_rules fuzz_renders_record fuzz_render_outputs fuzz_data_url fuzz_csr_subject fuzz_inventory)
 export RUSTFLAGS="--cfg fuzzing -Cpasses=sancov-module --cfg fuzzing_libfuzzer -Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-level=4 -Cllvm-args=-sanitizer-coverage-pc-table -Cllvm-args=-sanitizer-coverage-trace-compares -Cllvm-args=-sanitizer-coverage-stack-depth"
 # With --target, RUSTFLAGS instrument the targets only, not build scripts and proc macros.
 t0=$SECONDS

@@ -351,3 +351,24 @@ fn fuzz_csr_subject() {
         assert_eq!(name.iter_attributes().count(), 2, "only CN and O");
     });
 }
+
+/// An inventory's bytes, whatever they are (a hand-edited or truncated inventory.json): read or
+/// refused, never a panic; a refusal names the file and a line and column within the bytes; what
+/// is read writes back to what reads as the same inventory.
+#[test]
+fn fuzz_inventory() {
+    use hardshift_bundle::inventory::{Error, Inventory};
+    let path = Path::new("DIR/inventory.json");
+    bolero::check!().for_each(|input: &[u8]| match Inventory::from_json(path, input) {
+        Ok(inv) => {
+            let again = Inventory::from_json(path, inv.to_json().as_bytes()).expect("its own JSON reads");
+            assert_eq!(again, inv);
+        }
+        Err(Error::Invalid { line, column, .. }) => {
+            let lines = input.split(|b| *b == b'\n').count();
+            assert!(line <= lines.max(1) && (line > 0 || column == 0), "line {line} of {lines}");
+        }
+        Err(e @ Error::Newer { .. }) => assert!(e.to_string().starts_with("DIR/inventory.json: inventory format")),
+        Err(e) => panic!("a read of bytes said {e}"),
+    });
+}
