@@ -56,16 +56,6 @@ impl From<hardshift_bundle::inventory::Error> for Failure {
     }
 }
 
-impl From<hardshift_generator::release_pull::Error> for Failure {
-    fn from(e: hardshift_generator::release_pull::Error) -> Self {
-        use hardshift_generator::release_pull::Error;
-        match e {
-            Error::Input(m) => Failure::input(m),
-            Error::Other(m) => Failure::other(m),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #[test]

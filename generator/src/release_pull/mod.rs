@@ -9,21 +9,9 @@ use hardshift_registry::{auth::Auths, client::Client, mirror::DigestSource, prog
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// Why the release could not be reached or read: the user's input (exit 2), or else (exit 1).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Error {
-    Input(String),
-    Other(String),
-}
-
-impl Error {
-    fn input(m: impl std::fmt::Display) -> Error {
-        Error::Input(m.to_string())
-    }
-    fn other(m: impl std::fmt::Display) -> Error {
-        Error::Other(m.to_string())
-    }
-}
+/// Why the release could not be reached or read: the user's input (exit 2), or else (exit 1):
+/// the pipeline's one error type.
+pub use crate::pipeline::Error;
 
 /// What reaching the registry takes, from the inputs in `dir`, and the bundle it is for.
 pub struct Access {
