@@ -500,7 +500,7 @@ fn prometheus_and_alertmanager_name_the_silent_node_of_the_right_install() {
     // A bundle that cannot say which install it is: the collector refuses to start (exit 2),
     // naming the file, rather than serve series no one can tell apart.
     drop(collectors);
-    let record = std::fs::canonicalize(a.path().join("cluster.json")).unwrap();
+    let record = std::fs::canonicalize(a.path().join("inventory.json")).unwrap();
     std::fs::rename(&record, record.with_extension("moved")).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_hardshift"))
         .args([
@@ -516,7 +516,7 @@ fn prometheus_and_alertmanager_name_the_silent_node_of_the_right_install() {
     let said = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{said}");
     assert!(
-        said.contains("cluster.json: missing from the bundle") && said.contains("hardshift create"),
+        said.contains("inventory.json: missing") && said.contains("hardshift create"),
         "{said}"
     );
 }
