@@ -408,10 +408,14 @@ fn hardshift_lab_regenerates_only_the_lab() {
     );
     for c in &changed {
         assert!(
-            c.starts_with("lab/") || c == "SHA256SUMS" || c == "hardshift.yaml" || c == "cluster.json",
+            c.starts_with("lab/")
+                || ["SHA256SUMS", "hardshift.yaml", "cluster.json", "inventory.json"].contains(&c.as_str()),
             "hardshift lab changed {c}"
         );
     }
+    // The inventory says where the helper serves the configs: its readers (boot-lab, `lab serve`)
+    // follow the new address.
+    assert!(String::from_utf8_lossy(&after["inventory.json"]).contains("\"httpBaseUrl\": \"http://192.168.126.1:8081\""));
     assert!(String::from_utf8_lossy(&after["lab/scripts/virt-install.sh"]).contains("--disk size=120"));
     let verify = hardshift(&["verify", "--dir", d.path().to_str().unwrap()]);
     assert!(verify.status.success(), "{}", text(&verify.stdout));
