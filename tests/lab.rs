@@ -408,8 +408,7 @@ fn hardshift_lab_regenerates_only_the_lab() {
     );
     for c in &changed {
         assert!(
-            c.starts_with("lab/")
-                || ["SHA256SUMS", "hardshift.yaml", "cluster.json", "inventory.json"].contains(&c.as_str()),
+            c.starts_with("lab/") || ["SHA256SUMS", "hardshift.yaml", "cluster.json", "inventory.json"].contains(&c.as_str()),
             "hardshift lab changed {c}"
         );
     }
