@@ -31,22 +31,37 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).to_string()
 }
 
-/// The example's inputs (its inventory: bootstrap, master-0..2, worker-0..1) in `dir`.
-fn example_inputs(dir: &Path) {
-    let ex = Path::new(ROOT).join("examples/ocp4");
-    for f in ["install-config.yaml", "agent-config.yaml", "hardshift.yaml"] {
-        std::fs::copy(ex.join(f), dir.join(f)).unwrap();
-    }
-    for sub in ["release", "crds"] {
-        let src = ex.join(sub);
-        if src.is_dir() {
-            std::fs::create_dir_all(dir.join(sub)).unwrap();
-            for e in std::fs::read_dir(&src).unwrap() {
-                let p = e.unwrap().path();
-                std::fs::copy(&p, dir.join(sub).join(p.file_name().unwrap())).unwrap();
-            }
-        }
-    }
+/// A bundle as `hardshift create` leaves it, as far as boot-lab reads it before anything is
+/// made: the live generation's inventory (the example's nodes: bootstrap, master-0..2,
+/// worker-0..1).
+fn example_bundle(dir: &Path) {
+    let generation = dir.join(".hardshift/gen-test");
+    std::fs::create_dir_all(&generation).unwrap();
+    std::os::unix::fs::symlink("gen-test", dir.join(".hardshift/current")).unwrap();
+    let node = |name: &str, role: &str, last: u8| {
+        format!(
+            r#"{{"name": "{name}", "role": "{role}", "interface": "enp1s0", "mac": "52:54:00:00:00:{last:02x}", "ip": "192.168.126.{last}", "prefix": 24, "gateway": "192.168.126.1"}}"#
+        )
+    };
+    let nodes = [
+        node("bootstrap", "bootstrap", 100),
+        node("master-0", "master", 101),
+        node("master-1", "master", 102),
+        node("master-2", "master", 103),
+        node("worker-0", "worker", 110),
+        node("worker-1", "worker", 111),
+    ];
+    let inventory = format!(
+        r#"{{"format": 1, "name": "ocp4", "baseDomain": "example.com",
+  "release": {{"image": "quay.io/openshift-release-dev/ocp-release@sha256:00", "version": "4.18.0", "kubernetes": null}},
+  "fips": false, "singleNode": false,
+  "machineNetworks": ["192.168.126.0/24"], "clusterNetworks": ["10.128.0.0/14"], "serviceNetworks": ["172.30.0.0/16"],
+  "apiVip": "192.168.126.10", "ingressVip": "192.168.126.11", "helperIp": "192.168.126.1",
+  "collectorAddress": "192.168.126.1", "collectorPort": 9443, "httpBaseUrl": "http://192.168.126.1:8080",
+  "nodes": [{}]}}"#,
+        nodes.join(", ")
+    );
+    std::fs::write(generation.join("inventory.json"), inventory).unwrap();
 }
 
 /// An image directory with the three files the tool looks for (never booted here).
@@ -74,7 +89,7 @@ fn a_work_dir_it_did_not_make_is_refused_and_left_alone() {
     let s = Scratch::new("work");
     let dir = s.0.join("bundle");
     std::fs::create_dir_all(&dir).unwrap();
-    example_inputs(&dir);
+    example_bundle(&dir);
     // The node's config, as `hardshift create` leaves it (never served here).
     std::fs::create_dir_all(dir.join("ignition")).unwrap();
     std::fs::write(dir.join("ignition/master-0.ign"), b"{}").unwrap();
@@ -115,7 +130,7 @@ fn an_unknown_node_is_refused_before_anything_is_made() {
     let s = Scratch::new("nodes");
     let dir = s.0.join("bundle");
     std::fs::create_dir_all(&dir).unwrap();
-    example_inputs(&dir);
+    example_bundle(&dir);
     let img = image(&s);
     let before: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
     // The default work dir (DIR/boot-lab) and an explicit one: neither is made.
