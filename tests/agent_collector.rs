@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use hardshift_agent_config::AgentConfig;
+use hardshift_agent_config::AgentToml;
 use hardshift_collector::store::Store;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -16,7 +16,7 @@ fn agent(dir: &Path, port: u16, node: &str, cert_of: &str, pki_dir: &Path) -> (K
     agent_with(dir, port, node, cert_of, pki_dir, |_| {})
 }
 
-fn agent_with(dir: &Path, port: u16, node: &str, cert_of: &str, pki_dir: &Path, extra: impl FnOnce(&mut AgentConfig)) -> (Kill, PathBuf) {
+fn agent_with(dir: &Path, port: u16, node: &str, cert_of: &str, pki_dir: &Path, extra: impl FnOnce(&mut AgentToml)) -> (Kill, PathBuf) {
     let cfg = dir.join(format!("agent-{node}-{cert_of}.toml"));
     let mut c = agent_config(port, node, pki_dir, cert_of);
     c.role = "master".into();

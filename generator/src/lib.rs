@@ -11,6 +11,7 @@ pub mod bundle;
 pub mod cluster;
 pub mod config;
 pub mod crd;
+pub mod created;
 pub mod fsio;
 pub mod ignition;
 pub mod kubeadmin;
@@ -26,9 +27,7 @@ pub mod reload;
 pub mod render;
 pub mod scripts;
 pub mod shell;
-pub mod summary;
 #[cfg(test)]
 pub(crate) mod testing;
 pub mod verify;
-pub mod verifying;
 pub mod yamlout;

@@ -4,11 +4,11 @@
 
 use crate::failure::Failure;
 use hardshift_generator::cluster::{KeyAlgorithm, Role};
+use hardshift_generator::created::lines as created_said;
 use hardshift_generator::fsio::Written;
 use hardshift_generator::pipeline::request::Bootstrap;
 use hardshift_generator::pipeline::{self, Request};
 use hardshift_generator::release_pull::{self as pull, check};
-use hardshift_generator::summary::lines as created_said;
 use std::path::PathBuf;
 
 #[derive(clap::Args)]

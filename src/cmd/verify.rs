@@ -37,7 +37,7 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<u8, Failure> {
-    let (checks, notes) = hardshift_generator::verifying::whole(&hardshift_generator::verifying::Request {
+    let (checks, notes) = hardshift_generator::verify::whole::whole(&hardshift_generator::verify::whole::Request {
         dir: a.input.dir.clone(),
         release_image: a.input.release_image.clone(),
         release_refs: a.input.release_refs.clone(),

@@ -320,8 +320,8 @@ pub fn stored(dir: &Path, node: &str) -> Vec<u64> {
 
 /// An agent config dialing 127.0.0.1:`port` as `node`, with the agent certificate of `cert_of`
 /// from the agent PKI directory `pki`; everything else at the agent's defaults.
-pub fn agent_config(port: u16, node: &str, pki: &Path, cert_of: &str) -> hardshift_agent_config::AgentConfig {
-    hardshift_agent_config::AgentConfig::new(
+pub fn agent_config(port: u16, node: &str, pki: &Path, cert_of: &str) -> hardshift_agent_config::AgentToml {
+    hardshift_agent_config::AgentToml::new(
         format!("127.0.0.1:{port}"),
         node.into(),
         String::new(),
@@ -332,13 +332,13 @@ pub fn agent_config(port: u16, node: &str, pki: &Path, cert_of: &str) -> hardshi
 }
 
 /// An agent config for probing alone (`status`): no collector, no certificates.
-pub fn probe_config(node: &str) -> hardshift_agent_config::AgentConfig {
+pub fn probe_config(node: &str) -> hardshift_agent_config::AgentToml {
     let x = PathBuf::from("x");
-    hardshift_agent_config::AgentConfig::new("127.0.0.1:1".into(), node.into(), String::new(), x.clone(), x.clone(), x)
+    hardshift_agent_config::AgentToml::new("127.0.0.1:1".into(), node.into(), String::new(), x.clone(), x.clone(), x)
 }
 
 /// Write `c` at `path`, as the generator writes a node's.
-pub fn write_agent_config(path: &Path, c: &hardshift_agent_config::AgentConfig) {
+pub fn write_agent_config(path: &Path, c: &hardshift_agent_config::AgentToml) {
     std::fs::write(path, hardshift_agent_config::to_toml(c).unwrap()).unwrap();
 }
 

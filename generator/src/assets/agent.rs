@@ -4,7 +4,7 @@
 use crate::cluster::{Cluster, Node, Role};
 use crate::ignition::{self, Contents, NodeFile, Unit, PUBLIC, SCRIPT, SECRET};
 use crate::pki::Pki;
-use hardshift_agent_config::{AgentConfig, DnsCheck, Endpoint, EtcdConfig, Peer, RegistryConfig, RegistryMirror, Via};
+use hardshift_agent_config::{AgentToml, DnsCheck, Endpoint, EtcdConfig, Peer, RegistryConfig, RegistryMirror, Via};
 use sha2::{Digest, Sha512};
 use std::sync::Arc;
 
@@ -100,13 +100,13 @@ impl Binary {
 }
 
 /// The node's agent config, typed as the agent reads it (`hardshift-agent-config`).
-pub fn settings(c: &Cluster, n: &Node) -> AgentConfig {
+pub fn settings(c: &Cluster, n: &Node) -> AgentToml {
     let host = if c.collector_address.contains(':') {
         format!("[{}]", c.collector_address)
     } else {
         c.collector_address.clone()
     };
-    let mut a = AgentConfig::new(
+    let mut a = AgentToml::new(
         format!("{host}:{}", c.collector_port),
         n.hostname.clone(),
         // A single node is its cluster's master in both its stages (its live system's config is

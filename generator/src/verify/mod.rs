@@ -1,7 +1,8 @@
 //! `hardshift verify`: checks a written bundle against the cluster it was made for.
 //! Sums (`sums`), chains, key/cert pairs, the SANs every node needs, expiry, key file modes and
 //! kubeconfigs (`certs`), the embedded agent (`agents`), the renders (`renders`), and the bundle
-//! against a fresh build (`regeneration`).
+//! against a fresh build (`regeneration`); `whole` reads the live bundle, rebuilds it and makes
+//! every check (these and crd/'s) for the CLI.
 
 mod agents;
 mod certs;
@@ -9,6 +10,7 @@ pub mod mcs;
 mod regeneration;
 mod renders;
 mod sums;
+pub mod whole;
 
 pub use agents::{agents, AgentRef};
 pub use regeneration::regeneration;
