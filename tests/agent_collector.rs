@@ -203,6 +203,46 @@ fn bundle_and_collector() -> (tempfile::TempDir, u16, Kill) {
     (d, port, col)
 }
 
+/// The read commands know the install by what `create` wrote, not by the inputs beside it: an
+/// agent-config.yaml edited after `create` (a node renamed) changes nothing `status`, `diagnose`
+/// and `wait-for` say until `create` runs again; then they follow the new bundle.
+#[test]
+fn the_read_commands_follow_the_bundle_not_inputs_edited_after_create() {
+    let (d, port, _col) = bundle_and_collector();
+    let dir = d.path();
+    let _a = agent(dir, port, "master-0", "master-0", &dir.join("agent-pki"));
+    wait_for("master-0's reports", 120, || !stored(dir, "master-0").is_empty());
+    let s = dir.to_str().unwrap();
+    let rows = |args: &[&str]| -> Vec<serde_json::Value> {
+        let out = hardshift(args);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let listed = |rows: &[serde_json::Value]| -> Vec<String> {
+        let mut n: Vec<String> = rows.iter().map(|r| r["node"].as_str().unwrap_or_default().to_string()).collect();
+        n.sort();
+        n
+    };
+    let bundle_nodes = ["bootstrap", "master-0", "master-1", "master-2", "worker-0", "worker-1"];
+    assert_eq!(listed(&rows(&["status", "--dir", s, "-o", "json"])), bundle_nodes);
+    // worker-1 renamed in the inputs, create not run again.
+    edit(dir, "agent-config.yaml", "hostname: worker-1", "hostname: worker-9");
+    assert_eq!(listed(&rows(&["status", "--dir", s, "-o", "json"])), bundle_nodes);
+    let never: Vec<String> = rows(&["diagnose", "--dir", s, "-o", "json"])
+        .iter()
+        .filter(|f| f["id"] == "HS003")
+        .map(|f| f["node"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert!(never.contains(&"worker-1".to_string()) && !never.contains(&"worker-9".to_string()), "{never:?}");
+    let out = hardshift(&["diagnose", "worker-9", "--dir", s]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("\"worker-9\" is not a node of this bundle"), "{}", text(&out.stderr));
+    // create again: the bundle, and so its readers, now say worker-9.
+    create(dir, &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
+    let after = listed(&rows(&["status", "--dir", s, "-o", "json"]));
+    assert!(after.contains(&"worker-9".to_string()) && !after.contains(&"worker-1".to_string()), "{after:?}");
+}
+
 #[test]
 fn a_kubelet_failure_becomes_an_event() {
     let (d, port, _col) = bundle_and_collector();
