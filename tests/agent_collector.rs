@@ -233,14 +233,24 @@ fn the_read_commands_follow_the_bundle_not_inputs_edited_after_create() {
         .filter(|f| f["id"] == "HS003")
         .map(|f| f["node"].as_str().unwrap_or_default().to_string())
         .collect();
-    assert!(never.contains(&"worker-1".to_string()) && !never.contains(&"worker-9".to_string()), "{never:?}");
+    assert!(
+        never.contains(&"worker-1".to_string()) && !never.contains(&"worker-9".to_string()),
+        "{never:?}"
+    );
     let out = hardshift(&["diagnose", "worker-9", "--dir", s]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("\"worker-9\" is not a node of this bundle"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("\"worker-9\" is not a node of this bundle"),
+        "{}",
+        text(&out.stderr)
+    );
     // create again: the bundle, and so its readers, now say worker-9.
     create(dir, &["--key-algorithm", "ecdsa-p256", "--no-agent"]);
     let after = listed(&rows(&["status", "--dir", s, "-o", "json"]));
-    assert!(after.contains(&"worker-9".to_string()) && !after.contains(&"worker-1".to_string()), "{after:?}");
+    assert!(
+        after.contains(&"worker-9".to_string()) && !after.contains(&"worker-1".to_string()),
+        "{after:?}"
+    );
 }
 
 #[test]
