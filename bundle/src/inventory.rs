@@ -149,27 +149,9 @@ impl Inventory {
         format!("{}.{}", self.name, self.base_domain)
     }
 
-    pub fn node(&self, name: &str) -> Option<&Node> {
-        self.nodes.iter().find(|n| n.name == name)
-    }
-
-    pub fn with_role(&self, role: Role) -> impl Iterator<Item = &Node> {
-        self.nodes.iter().filter(move |n| n.role == role)
-    }
-
     /// The node names, in inventory order.
     pub fn names(&self) -> Vec<&str> {
         self.nodes.iter().map(|n| n.name.as_str()).collect()
-    }
-
-    /// `name` is not a node of this bundle: what it may have meant, and the nodes there are.
-    pub fn unknown_node(&self, name: &str) -> String {
-        let names = self.names();
-        let hint = match crate::names::did_you_mean(name, &names) {
-            Some(m) => format!(" (did you mean {m:?}?)"),
-            None => String::new(),
-        };
-        format!("{name:?} is not a node of this bundle{hint}; its nodes: {}", names.join(", "))
     }
 }
 
@@ -222,8 +204,6 @@ pub(crate) mod tests {
         assert_eq!(Inventory::from_json(Path::new("i.json"), text.as_bytes()).unwrap(), inv);
         assert!(text.contains("\"role\": \"master\""), "{text}");
         assert_eq!(inv.domain(), "ocp4.example.com");
-        assert_eq!(inv.with_role(Role::Master).count(), 1);
-        assert!(inv.unknown_node("master0").contains("did you mean \"master-0\"?"));
     }
 
     #[test]

@@ -14,19 +14,12 @@ pub enum Role {
 }
 
 impl Role {
-    pub const ALL: [Role; 3] = [Role::Bootstrap, Role::Master, Role::Worker];
-
     pub fn as_str(self) -> &'static str {
         match self {
             Role::Bootstrap => "bootstrap",
             Role::Master => "master",
             Role::Worker => "worker",
         }
-    }
-
-    /// The role a name spells, as `as_str` writes it.
-    pub fn parse(s: &str) -> Option<Role> {
-        Role::ALL.into_iter().find(|r| r.as_str() == s)
     }
 }
 
