@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Boot nodes of an existing bundle through its own lab, on a private bridge in a network namespace
-# (the bundle's machine network, helper address and VIPs, whatever they are): the generated dnsmasq
-# (DHCP reservations by MAC, DNS), HAProxy and an HTTP server for DIR/ignition and DIR/http, and
-# `hardshift collector`. VMs (QEMU; KVM when it runs the firmware, else TCG) PXE-boot the test image
+# (the bundle's machine network, helper address and VIPs, whatever they are): `hardshift lab serve`
+# (the generated dnsmasq: DHCP reservations by MAC, DNS; HAProxy; the boot files; every boot step
+# an event) and `hardshift collector`. VMs (QEMU; KVM when it runs the firmware, else TCG) PXE-boot the test image
 # (hack/boot-image.sh: Debian's kernel and the real Ignition, not RHCOS) with the inventory's MACs.
 # Waits until each node has reported, prints per node when each step was first seen and
 # `hardshift status`, stops every VM and process it started. Needs root.

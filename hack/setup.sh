@@ -12,7 +12,7 @@ if [ "${1:-}" = "--tests" ]; then
     bind9-utils bind9-dnsutils isc-dhcp-server containerd runc containernetworking-plugins
     systemd-journal-remote nftables podman busybox-static faketime docker-registry skopeo umoci apache2-utils
     chromium chromium-driver prometheus prometheus-alertmanager zsh fish man-db groff-base lintian dpkg-dev
-    qemu-system-x86 ipxe-qemu mmdebstrap gdisk openssh-client shellcheck)
+    qemu-system-x86 ipxe-qemu ipxe mmdebstrap gdisk openssh-client shellcheck)
   # qemu-system-x86 (tests/boot.rs): on a machine image carrying a backported qemu-utils, apt removes
   # it for bookworm's QEMU (nothing here uses qemu-utils).
   # kubectl: the machine image ships one; Debian's kubernetes-client is the fallback.

@@ -44,7 +44,7 @@ impl From<hardshift_generator::pipeline::Error> for Failure {
         use hardshift_generator::pipeline::Error;
         match e {
             Error::Input(m) => Failure::input(m),
-            Error::Other(m) => Failure::other(m),
+            other => Failure::other(other),
         }
     }
 }

@@ -74,7 +74,10 @@ fn the_bench_agents_are_the_inventory_and_every_report_is_stored_once() {
     assert_eq!(total, s.sent);
 
     // More agents than the inventory holds (50 workers, 3 masters): said, not simulated.
-    let err = simulate::nodes(dir, AGENTS + 4).err().expect("54 agents from 53 nodes refused");
+    let err = simulate::nodes(dir, AGENTS + 4)
+        .err()
+        .expect("54 agents from 53 nodes refused")
+        .to_string();
     assert!(
         err.contains("holds 53 nodes besides the bootstrap, 54 agents asked for") && err.contains("gen-lab.py"),
         "{err}"

@@ -196,9 +196,9 @@ fn bundle_boots_and_reports() {
     let written = std::fs::read(dir.join(format!("ignition/{bad}.ign"))).unwrap();
     let mut tampered = written.clone();
     tampered.push(b'\n');
-    std::fs::write(lab.www.join(format!("ignition/{bad}-written.ign")), &tampered).unwrap();
+    std::fs::write(lab.www.join(format!("http/{bad}-written.ign")), &tampered).unwrap();
     let pin = serde_json::json!({"ignition": {"version": "3.2.0", "config": {"merge": [{
-        "source": format!("http://{}:8080/ignition/{bad}-written.ign", lab.helper),
+        "source": format!("http://{}:8080/{bad}-written.ign", lab.helper),
         "verification": {"hash": format!("sha512-{}", hex(&Sha512::digest(&written)))}}]}}});
     std::fs::write(lab.www.join(format!("ignition/{bad}.ign")), pin.to_string()).unwrap();
     for n in good.iter().chain([&bad]) {
@@ -366,7 +366,9 @@ fn bundle_boots_and_reports() {
         assert_eq!(v["boot_id"], row(&rows, n)["boot_id"], "{v}");
         assert_ne!(v["health"], "ok", "no kubelet here: {v}");
     }
-    assert_eq!(node_view(bad)["phase"], "no report yet");
+    // What the helper saw last of it stands in its row.
+    let shown = node_view(bad)["phase"].as_str().unwrap_or_default().to_string();
+    assert!(shown.starts_with("boot: http GET /"), "{shown}");
     let etcd_disk = row(&status_rows(dir), "master-0")["components"]
         .as_array()
         .and_then(|c| c.iter().find(|c| c["name"] == "etcd-disk").cloned());
@@ -394,9 +396,11 @@ fn bundle_boots_and_reports() {
     assert!(vm.halted, "{bad} still runs");
     assert!(stored(dir, bad).is_empty());
     assert_eq!(row(&status_rows(dir), bad)["reported"], false);
+    // The helper saw it fetch its config: HS009 (the config reached it, its first boot stopped in
+    // Ignition), with the hash named as the likely cause.
     let (_, diag) = hs(&["diagnose", bad, "--dir", s]);
     assert!(
-        diag.contains(&format!("{bad} HS003")) && diag.contains("hash verification failed"),
+        diag.contains(&format!("{bad} HS009")) && diag.contains("hash verification failed"),
         "{diag}"
     );
     phase(&mut t, "refused config");
@@ -453,10 +457,16 @@ fn faults_a_real_lab_has() {
     let (ok, out) = ssh(&lab, &key, &m2, "sudo mkdir -p /var/lib/etcd");
     assert!(ok, "{out}");
     let etcd_dir = Instant::now();
-    let http = hardshift_boot_lab::lab::read_lossy(&lab.work.join("http.log"));
+    // The helper's own record of the agent's download (a boot event in the collector's store,
+    // there before the collector runs).
+    let events = hardshift_collector::store::Store::read(&dir.join("collector/reports.db"))
+        .and_then(|s| s.boot_events(None))
+        .unwrap_or_default();
     assert!(
-        http.contains("\"GET /hardshift-agent HTTP/1.1\" 200"),
-        "Ignition never fetched the agent:\n{http}"
+        events
+            .iter()
+            .any(|e| e.step == hardshift_collector::boot::Step::Http && e.detail.starts_with("GET /hardshift-agent 200 ")),
+        "Ignition never fetched the agent:\n{events:?}"
     );
     // Long enough for reports to queue: the agent reports every few seconds.
     std::thread::sleep(Duration::from_secs(20));
@@ -628,6 +638,10 @@ fn faults_a_real_lab_has() {
     assert!(stored(dir, "worker-0").is_empty());
     assert!(vm.halted, "worker-0 still spins in iPXE's DHCP retries");
     assert_eq!(row(&status_rows(dir), "worker-0")["reported"], false);
+    // diagnose names the typo from what the helper saw: a machine of worker-0's vendor, not in
+    // the inventory, asked for DHCP, and worker-0's own MAC never did.
+    let (_, diag) = hs(&["diagnose", "worker-0", "--dir", s]);
+    assert!(diag.contains("worker-0 HS004") && diag.contains(wrong_mac), "{diag}");
 }
 
 /// What Ignition was to do on node `n`, checked on the machine over SSH.

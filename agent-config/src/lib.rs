@@ -262,9 +262,32 @@ pub fn to_toml(c: &AgentToml) -> Result<String, toml::ser::Error> {
 /// The most a config file may hold (the generated one is about 1 KiB).
 pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
+/// Why the agent's config did not load: a file that did not read, or TOML that did not parse or
+/// fit the config (toml's own error carries the line and column).
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{file}: {source}")]
+    Toml {
+        file: String,
+        #[source]
+        source: toml::de::Error,
+    },
+}
+
 /// Read the main file and its drop-ins (`agent.d/*.toml` beside it, in name order).
-pub fn load(main: &Path) -> Result<AgentToml, String> {
-    let read = |p: &Path| regular::read_to_string(p, MAX_CONFIG_BYTES).map_err(|e| format!("{}: {e}", p.display()));
+pub fn load(main: &Path) -> Result<AgentToml, ConfigError> {
+    let read = |p: &Path| {
+        regular::read_to_string(p, MAX_CONFIG_BYTES).map_err(|source| ConfigError::Read {
+            path: p.to_path_buf(),
+            source,
+        })
+    };
     let text = read(main)?;
     let mut dropins = Vec::new();
     if let Ok(rd) = std::fs::read_dir(main.with_file_name("agent.d")) {
@@ -284,13 +307,17 @@ pub fn load(main: &Path) -> Result<AgentToml, String> {
 /// The config from the main file's text and its drop-ins' (name, text), later keys winning.
 /// Tables merge key by key, at any depth: a drop-in that sets `[etcd] endpoint` keeps the
 /// main file's `[etcd] ca`. Other values, arrays included, are replaced whole.
-pub fn parse(main: (&str, &str), dropins: &[(String, String)]) -> Result<AgentToml, String> {
-    let table = |(name, text): (&str, &str)| text.parse::<toml::Table>().map_err(|e| format!("{name}: {e}"));
+pub fn parse(main: (&str, &str), dropins: &[(String, String)]) -> Result<AgentToml, ConfigError> {
+    let toml = |file: &str| {
+        let file = file.to_string();
+        move |source| ConfigError::Toml { file, source }
+    };
+    let table = |(name, text): (&str, &str)| text.parse::<toml::Table>().map_err(toml(name));
     let mut merged = table(main)?;
     for (name, text) in dropins {
         merge(&mut merged, table((name, text))?);
     }
-    toml::Value::Table(merged).try_into().map_err(|e| format!("{}: {e}", main.0))
+    toml::Value::Table(merged).try_into().map_err(toml(main.0))
 }
 
 fn merge(into: &mut toml::Table, from: toml::Table) {
@@ -324,7 +351,10 @@ mod tests {
                 panic!("load blocked on a FIFO");
             }
         };
-        assert!(err.contains("agent.toml") && err.contains("not a regular file"), "{err}");
+        assert!(
+            matches!(&err, ConfigError::Read { path, source } if path.ends_with("agent.toml") && source.to_string().contains("not a regular file")),
+            "{err}"
+        );
     }
 
     /// What `to_toml` writes, `parse` reads back as the same value, with every field set.
@@ -393,7 +423,10 @@ mod tests {
         assert_eq!(c.interval_ms, 100);
         assert_eq!(c.server_name(), "192.168.126.1");
         let e = parse(("agent.toml", MAIN), &[("20.toml".into(), "intervall_ms = 1\n".into())]).unwrap_err();
-        assert!(e.contains("unknown field `intervall_ms`"), "{e}");
+        assert!(
+            matches!(&e, ConfigError::Toml { source, .. } if source.to_string().contains("unknown field `intervall_ms`")),
+            "{e}"
+        );
     }
 
     #[test]

@@ -40,17 +40,21 @@ fn approved(item: &Value) -> bool {
     conditions(item).iter().any(|c| c["type"] == "Approved" && c["status"] == "True")
 }
 
-fn items(list: &Value, what: &str) -> Result<Vec<Value>, String> {
-    list.get("items")
-        .and_then(Value::as_array)
-        .cloned()
-        .ok_or_else(|| format!("{what}: not a Kubernetes list (no items)"))
+/// A JSON document given as a list that is not one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{what}: not a Kubernetes list (no items)")]
+pub struct NotAList {
+    pub what: &'static str,
+}
+
+fn items(list: &Value, what: &'static str) -> Result<Vec<Value>, NotAList> {
+    list.get("items").and_then(Value::as_array).cloned().ok_or(NotAList { what })
 }
 
 /// Every pending CSR of `csrs` with its decision, as `hardshift approve-csrs` makes it: the
 /// client CSRs approved before (by anyone) count against the one per node, the Nodes of
 /// `nodes` are the registered ones.
-pub fn decide(inv: &Inventory, csrs: &Value, nodes: &Value) -> Result<Vec<(Csr, Decision)>, String> {
+pub fn decide(inv: &Inventory, csrs: &Value, nodes: &Value) -> Result<Vec<(Csr, Decision)>, NotAList> {
     let all = items(csrs, "the CSR list")?;
     let registered: BTreeSet<String> = items(nodes, "the Node list")?
         .iter()

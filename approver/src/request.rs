@@ -28,22 +28,29 @@ const OID_O: &str = "2.5.4.10";
 const OID_SAN: &str = "2.5.29.17";
 const OID_EXTENSION_REQUEST: &str = "1.2.840.113549.1.9.14";
 
+/// Why a request does not read as Go's crypto/x509 and encoding/asn1 read it (the API server
+/// and the machine-approver would not see what we would): such a request is refused, never
+/// approved on a reading of our own.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unreadable(pub String);
+
 /// An OID's dotted form, once its DER is known to be what Go's encoding/asn1 accepts: each arc
 /// minimal base-128 (no leading 0x80), none cut short, none above 2^31-1. x509-parser keeps a
 /// malformed OID and prints something for it (a cut-short `55 04 8a` prints as 2.5.4.10, O),
 /// while its own attribute lookups compare bytes: comparing the printed forms of a malformed OID
 /// would read a name no other reader sees. Well-formed, the dotted form names the bytes uniquely.
-fn dotted(oid: &Oid) -> Result<String, String> {
+fn dotted(oid: &Oid) -> Result<String, Unreadable> {
     let der = oid.as_bytes();
     let mut arc: u64 = 0;
     let mut at_start = true;
     for &b in der {
         if at_start && b == 0x80 {
-            return Err(format!("an OID with a non-minimal arc ({})", hex(der)));
+            return Err(Unreadable(format!("an OID with a non-minimal arc ({})", hex(der))));
         }
         arc = (arc << 7) | u64::from(b & 0x7f);
         if arc > i32::MAX as u64 {
-            return Err(format!("an OID with an arc above 2^31-1 ({})", hex(der)));
+            return Err(Unreadable(format!("an OID with an arc above 2^31-1 ({})", hex(der))));
         }
         at_start = b & 0x80 == 0;
         if at_start {
@@ -51,7 +58,7 @@ fn dotted(oid: &Oid) -> Result<String, String> {
         }
     }
     if der.is_empty() || !at_start {
-        return Err(format!("a malformed OID ({})", hex(der)));
+        return Err(Unreadable(format!("a malformed OID ({})", hex(der))));
     }
     Ok(oid.to_id_string())
 }
@@ -115,38 +122,38 @@ fn other_string(tag: Tag, data: &[u8]) -> (&'static str, String) {
 }
 
 /// The subject's one CN and one O, or why the subject is not read.
-fn subject(name: &X509Name) -> Result<(String, String), String> {
+fn subject(name: &X509Name) -> Result<(String, String), Unreadable> {
     let (mut cns, mut orgs) = (Vec::new(), Vec::new());
     for rdn in name.iter() {
         let attrs: Vec<&AttributeTypeAndValue> = rdn.iter().collect();
         if attrs.len() != 1 {
             let names: Vec<String> = attrs
                 .iter()
-                .map(|a| dotted(a.attr_type()).map_or_else(|e| e, |o| attribute_name(&o)))
+                .map(|a| dotted(a.attr_type()).map_or_else(|e| e.0, |o| attribute_name(&o)))
                 .collect();
-            return Err(format!(
+            return Err(Unreadable(format!(
                 "the subject has a multi-valued RDN ({} in one set): each name must stand alone",
                 names.join(" + ")
-            ));
+            )));
         }
         let attr = attrs[0];
-        let oid = dotted(attr.attr_type()).map_err(|e| format!("the subject holds {e}"))?;
+        let oid = dotted(attr.attr_type()).map_err(|e| Unreadable(format!("the subject holds {e}")))?;
         let what = attribute_name(&oid);
         if oid != OID_CN && oid != OID_O {
-            return Err(format!(
+            return Err(Unreadable(format!(
                 "the subject holds {what}: a node's request holds only CN and O, and the signer would copy the rest into its certificate"
-            ));
+            )));
         }
         let value: &Any = attr.attr_value();
         let text = match value.tag() {
             Tag::PrintableString | Tag::Utf8String => std::str::from_utf8(value.data)
-                .map_err(|_| format!("the subject's {what} is not valid UTF-8"))?
+                .map_err(|_| Unreadable(format!("the subject's {what} is not valid UTF-8")))?
                 .to_string(),
             other => {
                 let (kind, says) = other_string(other, value.data);
-                return Err(format!(
+                return Err(Unreadable(format!(
                     "the subject's {what} is a {kind} ({says:?}): Kubernetes reads it as a name too, so hardshift accepts only PrintableString and UTF8String names"
-                ));
+                )));
             }
         };
         if oid == OID_CN {
@@ -157,54 +164,54 @@ fn subject(name: &X509Name) -> Result<(String, String), String> {
     }
     match (cns.as_slice(), orgs.as_slice()) {
         ([cn], [o]) => Ok((cn.clone(), o.clone())),
-        _ => Err(format!(
+        _ => Err(Unreadable(format!(
             "the subject must hold exactly one CN and one O, it holds CN {cns:?} and O {orgs:?} (Kubernetes takes the last CN and every O)"
-        )),
+        ))),
     }
 }
 
 /// The SANs of the request's one extension request, or why they are not read. Go reads every
 /// extension request (and refuses a duplicate extension); x509-parser's `requested_extensions`
 /// only the first: so every attribute is looked at here.
-fn sans(req: &X509CertificationRequest, r: &mut Request) -> Result<(), String> {
+fn sans(req: &X509CertificationRequest, r: &mut Request) -> Result<(), Unreadable> {
     let mut requests = 0;
     let mut seen: Vec<String> = Vec::new();
     for attr in req.certification_request_info.iter_attributes() {
-        if dotted(&attr.oid).map_err(|e| format!("the request has an attribute with {e}"))? != OID_EXTENSION_REQUEST {
+        if dotted(&attr.oid).map_err(|e| Unreadable(format!("the request has an attribute with {e}")))? != OID_EXTENSION_REQUEST {
             continue;
         }
         requests += 1;
         if requests > 1 {
-            return Err("the request holds two extension requests".into());
+            return Err(Unreadable("the request holds two extension requests".to_string()));
         }
         // The attribute's value is a SET; Go reads its first element only.
         let values = x509_parser::asn1_rs::Set::from_der(attr.value)
-            .map_err(|e| format!("the extension request is not a DER SET: {e}"))?
+            .map_err(|e| Unreadable(format!("the extension request is not a DER SET: {e}")))?
             .1;
         let mut content = values.content.as_ref();
         let mut count = 0;
         while !content.is_empty() {
-            let (rest, _) = Any::from_der(content).map_err(|e| format!("the extension request's values: {e}"))?;
+            let (rest, _) = Any::from_der(content).map_err(|e| Unreadable(format!("the extension request's values: {e}")))?;
             content = rest;
             count += 1;
         }
         if count != 1 {
-            return Err(format!("the extension request holds {count} values, not one"));
+            return Err(Unreadable(format!("the extension request holds {count} values, not one")));
         }
         let ParsedCriAttribute::ExtensionRequest(exts) = attr.parsed_attribute() else {
-            return Err("the extension request cannot be read".into());
+            return Err(Unreadable("the extension request cannot be read".to_string()));
         };
         for ext in &exts.extensions {
-            let oid = dotted(&ext.oid).map_err(|e| format!("the extension request holds {e}"))?;
+            let oid = dotted(&ext.oid).map_err(|e| Unreadable(format!("the extension request holds {e}")))?;
             if seen.contains(&oid) {
-                return Err(format!("the request asks for extension {oid} twice"));
+                return Err(Unreadable(format!("the request asks for extension {oid} twice")));
             }
             seen.push(oid.clone());
             if oid != OID_SAN {
                 continue;
             }
             let ParsedExtension::SubjectAlternativeName(san) = ext.parsed_extension() else {
-                return Err("the request's subjectAltName cannot be read".into());
+                return Err(Unreadable("the request's subjectAltName cannot be read".to_string()));
             };
             for name in &san.general_names {
                 match name {
@@ -213,7 +220,7 @@ fn sans(req: &X509CertificationRequest, r: &mut Request) -> Result<(), String> {
                         Ok(v4) => r.ips.push(IpAddr::from(v4)),
                         Err(_) => match <[u8; 16]>::try_from(*b) {
                             Ok(v6) => r.ips.push(IpAddr::from(v6)),
-                            Err(_) => return Err(format!("an IP SAN of {} bytes", b.len())),
+                            Err(_) => return Err(Unreadable(format!("an IP SAN of {} bytes", b.len()))),
                         },
                     },
                     _ => r.other_sans += 1,
@@ -226,23 +233,23 @@ fn sans(req: &X509CertificationRequest, r: &mut Request) -> Result<(), String> {
 
 /// A DER subject (an X.509 Name) read by the same rules: for the fuzz target, which makes
 /// subjects no signature would cover.
-pub fn read_subject(der: &[u8]) -> Result<(String, String), String> {
-    let (_, name) = X509Name::from_der(der).map_err(|e| format!("not a DER Name: {e}"))?;
+pub fn read_subject(der: &[u8]) -> Result<(String, String), Unreadable> {
+    let (_, name) = X509Name::from_der(der).map_err(|e| Unreadable(format!("not a DER Name: {e}")))?;
     subject(&name)
 }
 
 /// Read a PEM request: its signature verified, its subject and SANs read unambiguously.
-pub fn parse(pem: &[u8]) -> Result<Request, String> {
-    let (_, p) = x509_parser::pem::parse_x509_pem(pem).map_err(|e| format!("not a PEM request: {e}"))?;
+pub fn parse(pem: &[u8]) -> Result<Request, Unreadable> {
+    let (_, p) = x509_parser::pem::parse_x509_pem(pem).map_err(|e| Unreadable(format!("not a PEM request: {e}")))?;
     if p.label != "CERTIFICATE REQUEST" && p.label != "NEW CERTIFICATE REQUEST" {
-        return Err(format!("PEM block is {:?}, not a CERTIFICATE REQUEST", p.label));
+        return Err(Unreadable(format!("PEM block is {:?}, not a CERTIFICATE REQUEST", p.label)));
     }
-    let (rest, req) = X509CertificationRequest::from_der(&p.contents).map_err(|e| format!("not a PKCS#10 request: {e}"))?;
+    let (rest, req) = X509CertificationRequest::from_der(&p.contents).map_err(|e| Unreadable(format!("not a PKCS#10 request: {e}")))?;
     if !rest.is_empty() {
-        return Err(format!("{} bytes after the PKCS#10 request", rest.len()));
+        return Err(Unreadable(format!("{} bytes after the PKCS#10 request", rest.len())));
     }
     req.verify_signature()
-        .map_err(|e| format!("the request's signature does not verify: {e}"))?;
+        .map_err(|e| Unreadable(format!("the request's signature does not verify: {e}")))?;
     let (cn, org) = subject(&req.certification_request_info.subject)?;
     let mut r = Request {
         cn,
@@ -277,7 +284,7 @@ pub(crate) mod tests {
 
     fn refused(pem: &[u8], why: &str) {
         match parse(pem) {
-            Err(e) => assert!(e.contains(why), "{e:?} should say {why:?}"),
+            Err(e) => assert!(e.0.contains(why), "{e:?} should say {why:?}"),
             Ok(r) => panic!("{r:?} should be refused for {why:?}"),
         }
     }
@@ -433,7 +440,7 @@ pub(crate) mod tests {
         name.extend(rdn);
         let (_, n) = X509Name::from_der(&name).unwrap();
         let e = subject(&n).unwrap_err();
-        assert!(e.contains("multi-valued RDN (O + CN in one set)"), "{e}");
+        assert!(e.0.contains("multi-valued RDN (O + CN in one set)"), "{e}");
     }
 
     /// A subject of one RDN per attribute, each attribute's OID given as raw DER bytes.
@@ -468,10 +475,10 @@ pub(crate) mod tests {
             (&[0x55, 0x04, 0x88, 0x80, 0x80, 0x80, 0x00][..], "above 2^31-1"),
         ] {
             let e = read_subject(&name_of(&[(oid, "system:nodes"), (cn, "system:node:m0")])).unwrap_err();
-            assert!(e.contains(why), "{oid:02x?}: {e}");
+            assert!(e.0.contains(why), "{oid:02x?}: {e}");
         }
         // 2^31-1 itself is an arc Go reads: refused only for not being CN or O.
         let e = read_subject(&name_of(&[(&[0x55, 0x04, 0x87, 0xff, 0xff, 0xff, 0x7f], "x"), (cn, "c")])).unwrap_err();
-        assert!(e.contains("attribute 2.5.4.2147483647"), "{e}");
+        assert!(e.0.contains("attribute 2.5.4.2147483647"), "{e}");
     }
 }

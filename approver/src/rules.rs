@@ -56,9 +56,20 @@ pub enum Decision {
     Refuse(String),
 }
 
+/// Why a rule refuses a CSR, in the words `approve-csrs` prints: the one `Err` of the checks,
+/// so a request that does not read is a refusal too (`?` on the parse).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Refusal(String);
+
+impl From<crate::request::Unreadable> for Refusal {
+    fn from(e: crate::request::Unreadable) -> Refusal {
+        Refusal(e.0)
+    }
+}
+
 /// Whether a client CSR comes from a bootstrap identity: the bundle's, or the machine-config
 /// server's service account with exactly its groups (machine-approver `isReqFromNodeBootstrapper`).
-fn from_bootstrapper(csr: &Csr) -> Result<(), String> {
+fn from_bootstrapper(csr: &Csr) -> Result<(), Refusal> {
     if csr.username == BOOTSTRAPPER {
         return Ok(());
     }
@@ -67,22 +78,22 @@ fn from_bootstrapper(csr: &Csr) -> Result<(), String> {
         if groups == BTreeSet::from(NODE_BOOTSTRAPPER_GROUPS) && csr.groups.len() == NODE_BOOTSTRAPPER_GROUPS.len() {
             return Ok(());
         }
-        return Err(format!(
+        return Err(Refusal(format!(
             "{NODE_BOOTSTRAPPER_SA} asks with groups {:?}, not exactly {NODE_BOOTSTRAPPER_GROUPS:?}",
             csr.groups
-        ));
+        )));
     }
-    Err(format!(
+    Err(Refusal(format!(
         "a node's first client certificate is asked for by {BOOTSTRAPPER} or the machine-config server's node-bootstrapper, not {:?}",
         csr.username
-    ))
+    )))
 }
 
 /// Decide one pending CSR. `registered`: the Nodes that exist; `pending`: how many CSRs wait.
 pub fn decide(inv: &Inventory, csr: &Csr, registered: &BTreeSet<String>, pending: usize) -> Decision {
     match check(inv, csr, registered, pending) {
         Ok(why) => Decision::Approve(why),
-        Err(why) => Decision::Refuse(why),
+        Err(Refusal(why)) => Decision::Refuse(why),
     }
 }
 
@@ -132,10 +143,15 @@ pub fn decide_pass(
         .collect()
 }
 
-fn check(inv: &Inventory, csr: &Csr, registered: &BTreeSet<String>, pending: usize) -> Result<String, String> {
+/// A refusal, in the words `approve-csrs` prints.
+fn refuse<T>(why: impl Into<String>) -> Result<T, Refusal> {
+    Err(Refusal(why.into()))
+}
+
+fn check(inv: &Inventory, csr: &Csr, registered: &BTreeSet<String>, pending: usize) -> Result<String, Refusal> {
     let cap = inv.nodes.len() + MAX_PENDING_OVER_NODES;
     if pending > cap {
-        return Err(format!(
+        return refuse(format!(
             "{pending} CSRs are pending, more than the {} nodes + {MAX_PENDING_OVER_NODES}: approving nothing until someone looks",
             inv.nodes.len()
         ));
@@ -143,24 +159,24 @@ fn check(inv: &Inventory, csr: &Csr, registered: &BTreeSet<String>, pending: usi
     let client = match csr.signer.as_str() {
         CLIENT_SIGNER => true,
         SERVING_SIGNER => false,
-        other => return Err(format!("signer {other} is not a kubelet's; only a person should approve it")),
+        other => return refuse(format!("signer {other} is not a kubelet's; only a person should approve it")),
     };
     let r = parse(&csr.request_pem)?;
     let cn = &r.cn;
     let Some(node) = cn.strip_prefix("system:node:") else {
-        return Err(format!("CN {cn:?} is not system:node:<name>"));
+        return refuse(format!("CN {cn:?} is not system:node:<name>"));
     };
     let Some(known) = inv.nodes.get(node) else {
-        return Err(format!("{node} is not a node of this cluster's inventory"));
+        return refuse(format!("{node} is not a node of this cluster's inventory"));
     };
     if r.org != "system:nodes" {
-        return Err(format!("O must be exactly system:nodes, it is {:?}", r.org));
+        return refuse(format!("O must be exactly system:nodes, it is {:?}", r.org));
     }
     let usages: BTreeSet<&str> = csr.usages.iter().map(String::as_str).collect();
     // A usage twice is a request no kubelet makes (the machine-approver counts, and so lets
     // a duplicate pass in place of a missing one).
     if usages.len() != csr.usages.len() {
-        return Err(format!("usages {:?} name one usage twice", csr.usages));
+        return refuse(format!("usages {:?} name one usage twice", csr.usages));
     }
     let (needed, allowed) = if client {
         ("client auth", ["digital signature", "key encipherment", "client auth"])
@@ -168,7 +184,7 @@ fn check(inv: &Inventory, csr: &Csr, registered: &BTreeSet<String>, pending: usi
         ("server auth", ["digital signature", "key encipherment", "server auth"])
     };
     if !usages.contains(needed) || !usages.contains("digital signature") || usages.iter().any(|u| !allowed.contains(u)) {
-        return Err(format!(
+        return refuse(format!(
             "usages {:?}: must be digital signature and {needed} (key encipherment optional), nothing else",
             csr.usages
         ));
@@ -176,33 +192,33 @@ fn check(inv: &Inventory, csr: &Csr, registered: &BTreeSet<String>, pending: usi
     if client {
         from_bootstrapper(csr)?;
         if registered.contains(node) {
-            return Err(format!(
+            return refuse(format!(
                 "{node} is already registered: a new client certificate for it would let a second machine be {node}"
             ));
         }
         if !r.dns.is_empty() || !r.ips.is_empty() || r.other_sans > 0 {
-            return Err("a client certificate names no hosts, and this request does".into());
+            return refuse("a client certificate names no hosts, and this request does".to_string());
         }
         return Ok(format!("client certificate for {node}, a node of the inventory not yet registered"));
     }
     if csr.username != *cn {
-        return Err(format!("a serving CSR for {node} must come from {cn}, not {:?}", csr.username));
+        return refuse(format!("a serving CSR for {node} must come from {cn}, not {:?}", csr.username));
     }
     if !csr.groups.iter().any(|g| g == "system:nodes") || !csr.groups.iter().any(|g| g == "system:authenticated") {
-        return Err(format!("{:?} is not in groups system:nodes and system:authenticated", csr.username));
+        return refuse(format!("{:?} is not in groups system:nodes and system:authenticated", csr.username));
     }
     if r.other_sans > 0 {
-        return Err("names other than DNS names and IP addresses".into());
+        return refuse("names other than DNS names and IP addresses".to_string());
     }
     if r.dns.is_empty() && r.ips.is_empty() {
-        return Err("a serving certificate must name the node".into());
+        return refuse("a serving certificate must name the node".to_string());
     }
     if let Some(d) = r.dns.iter().find(|d| !known.dns.contains(d)) {
-        return Err(format!("DNS name {d} is not {node}'s (allowed: {})", known.dns.join(", ")));
+        return refuse(format!("DNS name {d} is not {node}'s (allowed: {})", known.dns.join(", ")));
     }
     if let Some(ip) = r.ips.iter().find(|ip| !known.ips.contains(ip)) {
         let allowed: Vec<String> = known.ips.iter().map(ToString::to_string).collect();
-        return Err(format!("IP {ip} is not {node}'s (allowed: {})", allowed.join(", ")));
+        return refuse(format!("IP {ip} is not {node}'s (allowed: {})", allowed.join(", ")));
     }
     Ok(format!("serving certificate for {node}, every name and address its own"))
 }

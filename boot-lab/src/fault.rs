@@ -10,6 +10,7 @@
 //! this machine's kernel lacks (CONFIG_NET_SCH_NETEM unset): the boot test makes them inside a
 //! guest, whose Debian kernel has it.
 
+use anyhow::Context;
 use std::str::FromStr;
 
 /// The address a wildcard answers with: inside the machine network's /24 of the example labs,
@@ -48,26 +49,28 @@ pub const SLOW_WRITE_IOPS: u32 = 25;
 pub const JUMBO: u32 = 9000;
 
 impl FromStr for Fault {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Fault, String> {
+    type Err = anyhow::Error;
+    fn from_str(s: &str) -> anyhow::Result<Fault> {
         let (name, node) = match s.split_once(':') {
             Some((n, node)) => (n, Some(node)),
             None => (s, None),
         };
         let needs_node = |node: Option<&str>| match node {
             Some(n) if !n.is_empty() => Ok(n.to_string()),
-            _ => Err(format!("--fault {s:?}: {name} needs a node (--fault {name}:master-0)")),
+            _ => Err(anyhow::anyhow!("--fault {s:?}: {name} needs a node (--fault {name}:master-0)")),
         };
         match name {
             "dns-wildcard" => match node {
                 None => Ok(Fault::DnsWildcard),
-                Some(_) => Err(format!("--fault {s:?}: dns-wildcard is the whole lab's DNS, not one node's")),
+                Some(_) => Err(anyhow::anyhow!(
+                    "--fault {s:?}: dns-wildcard is the whole lab's DNS, not one node's"
+                )),
             },
             "no-ptr" => Ok(Fault::NoPtr(needs_node(node)?)),
             "mtu" => Ok(Fault::Mtu(needs_node(node)?)),
             "slow-disk" => Ok(Fault::SlowDisk(needs_node(node)?)),
             "no-default-route" => Ok(Fault::NoDefaultRoute(needs_node(node)?)),
-            _ => Err(format!("--fault {s:?}: no such fault (the faults: {NAMES})")),
+            _ => Err(anyhow::anyhow!("--fault {s:?}: no such fault (the faults: {NAMES})")),
         }
     }
 }
@@ -113,7 +116,7 @@ pub fn disk_write_iops(faults: &[Fault], node: &str) -> Option<u32> {
 /// included: without this, `no-ptr` would take the record from the zone and dnsmasq would put it
 /// back from the lease (the VM test once waited for HS108 in vain). So the node's lease carries
 /// no name: its address resolves to nothing, as in a datacenter whose reverse zone lacks it.
-pub fn apply_dhcp(dhcp: &str, faults: &[Fault]) -> Result<String, String> {
+pub fn apply_dhcp(dhcp: &str, faults: &[Fault]) -> anyhow::Result<String> {
     let mut out: Vec<String> = dhcp.lines().map(String::from).collect();
     for f in faults {
         let Fault::NoPtr(node) = f else { continue };
@@ -121,7 +124,7 @@ pub fn apply_dhcp(dhcp: &str, faults: &[Fault]) -> Result<String, String> {
         let i = out
             .iter()
             .position(|l| l.starts_with("dhcp-host=") && l.ends_with(&suffix))
-            .ok_or_else(|| format!("no-ptr:{node}: the lab's DHCP has no reservation naming {node}"))?;
+            .with_context(|| format!("no-ptr:{node}: the lab's DHCP has no reservation naming {node}"))?;
         let keep = out[i].len() - suffix.len();
         out[i].truncate(keep);
     }
@@ -130,11 +133,11 @@ pub fn apply_dhcp(dhcp: &str, faults: &[Fault]) -> Result<String, String> {
 
 /// The generated DNS config `dns` (dnsmasq: `local=/DOMAIN/`, `host-record=NAME,IP` for nodes)
 /// with `faults` applied. Errors name what the config lacks for a fault.
-pub fn apply_dns(dns: &str, faults: &[Fault]) -> Result<String, String> {
+pub fn apply_dns(dns: &str, faults: &[Fault]) -> anyhow::Result<String> {
     let domain = dns
         .lines()
         .find_map(|l| l.strip_prefix("local=/")?.strip_suffix('/'))
-        .ok_or("the lab's DNS config has no local=/DOMAIN/ line")?
+        .context("the lab's DNS config has no local=/DOMAIN/ line")?
         .to_string();
     let mut out: Vec<String> = dns.lines().map(String::from).collect();
     for f in faults {
@@ -142,7 +145,7 @@ pub fn apply_dns(dns: &str, faults: &[Fault]) -> Result<String, String> {
             Fault::DnsWildcard => {
                 // A more specific address= and every host-record still win over it (dnsmasq
                 // answers from its records first); only names nothing else answers hit it.
-                let helper = helper_net(dns).ok_or("the lab's DNS config has no host-record to take the network from")?;
+                let helper = helper_net(dns).context("the lab's DNS config has no host-record to take the network from")?;
                 out.push(format!("address=/{domain}/{helper}.{WILDCARD_ANSWER_HOST}"));
             }
             Fault::Mtu(_) | Fault::SlowDisk(_) | Fault::NoDefaultRoute(_) => {}
@@ -151,7 +154,7 @@ pub fn apply_dns(dns: &str, faults: &[Fault]) -> Result<String, String> {
                 let i = out
                     .iter()
                     .position(|l| l.starts_with(&prefix))
-                    .ok_or_else(|| format!("no-ptr:{node}: the lab's DNS has no record for {node}.{domain}"))?;
+                    .with_context(|| format!("no-ptr:{node}: the lab's DNS has no record for {node}.{domain}"))?;
                 // address= gives the A record only; host-record gives both.
                 let ip = out[i][prefix.len()..].split(',').next().unwrap_or_default().to_string();
                 out[i] = format!("address=/{node}.{domain}/{ip}");
@@ -171,16 +174,16 @@ fn without_route(faults: &[Fault]) -> impl Iterator<Item = &str> {
 
 /// The iPXE script with `no-default-route` applied: the node's `ip=IP::GATEWAY:...` loses its
 /// gateway field. `ip_of`: a node's address.
-pub fn apply_ipxe(ipxe: &str, faults: &[Fault], ip_of: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+pub fn apply_ipxe(ipxe: &str, faults: &[Fault], ip_of: &dyn Fn(&str) -> Option<String>) -> anyhow::Result<String> {
     let mut out = ipxe.to_string();
     for node in without_route(faults) {
-        let ip = ip_of(node).ok_or_else(|| format!("no-default-route:{node}: no such node"))?;
+        let ip = ip_of(node).with_context(|| format!("no-default-route:{node}: no such node"))?;
         let head = format!(" ip={ip}::");
         let at = out
             .find(&head)
-            .ok_or_else(|| format!("no-default-route:{node}: the iPXE script has no ip={ip}:: argument"))?;
+            .with_context(|| format!("no-default-route:{node}: the iPXE script has no ip={ip}:: argument"))?;
         let gw_start = at + head.len();
-        let gw_end = gw_start + out[gw_start..].find(':').ok_or("an ip= argument without its fields")?;
+        let gw_end = gw_start + out[gw_start..].find(':').context("an ip= argument without its fields")?;
         out.replace_range(gw_start..gw_end, "");
     }
     Ok(out)
@@ -189,12 +192,12 @@ pub fn apply_ipxe(ipxe: &str, faults: &[Fault], ip_of: &dyn Fn(&str) -> Option<S
 /// A node's Ignition config (JSON) with `no-default-route` applied when it is that node's: each
 /// NetworkManager keyfile's `addressN=IP/PREFIX,GATEWAY` loses its gateway and any `gateway=`
 /// line goes. Unchanged (the same bytes) for every other node.
-pub fn apply_ignition(node: &str, config: &[u8], faults: &[Fault]) -> Result<Vec<u8>, String> {
+pub fn apply_ignition(node: &str, config: &[u8], faults: &[Fault]) -> anyhow::Result<Vec<u8>> {
     use hardshift_bundle::data_url::{decode, encode_plain};
     if !without_route(faults).any(|n| n == node) {
         return Ok(config.to_vec());
     }
-    let mut v: serde_json::Value = serde_json::from_slice(config).map_err(|e| format!("{node}.ign: {e}"))?;
+    let mut v: serde_json::Value = serde_json::from_slice(config).with_context(|| format!("{node}.ign"))?;
     let mut changed = 0;
     for f in v["storage"]["files"].as_array_mut().into_iter().flatten() {
         if !f["path"]
@@ -205,8 +208,8 @@ pub fn apply_ignition(node: &str, config: &[u8], faults: &[Fault]) -> Result<Vec
         }
         let source = f["contents"]["source"].as_str().unwrap_or_default();
         let bytes = decode(source, f["contents"]["compression"].as_str())
-            .map_err(|e| format!("{node}.ign: a keyfile hardshift cannot read: {e}"))?;
-        let text = String::from_utf8(bytes).map_err(|e| format!("{node}.ign: {e}"))?;
+            .with_context(|| format!("{node}.ign: a keyfile hardshift cannot read"))?;
+        let text = String::from_utf8(bytes).with_context(|| format!("{node}.ign"))?;
         let keyfile: String = text
             .lines()
             .filter(|l| !l.starts_with("gateway="))
@@ -221,11 +224,11 @@ pub fn apply_ignition(node: &str, config: &[u8], faults: &[Fault]) -> Result<Vec
         f["contents"] = serde_json::json!({ "source": encode_plain(keyfile.as_bytes()) });
     }
     if changed == 0 {
-        return Err(format!(
+        return Err(anyhow::anyhow!(
             "no-default-route:{node}: its config has no NetworkManager keyfile with a gateway"
         ));
     }
-    serde_json::to_vec(&v).map_err(|e| e.to_string())
+    Ok(serde_json::to_vec(&v)?)
 }
 
 /// The first three octets of the first node's IPv4 address.
@@ -246,13 +249,17 @@ mod tests {
 
     #[test]
     fn faults_parse_or_say_what_is_wrong() {
-        assert_eq!("dns-wildcard".parse(), Ok(Fault::DnsWildcard));
-        assert_eq!("no-ptr:master-2".parse(), Ok(Fault::NoPtr("master-2".into())));
-        assert!("no-ptr".parse::<Fault>().unwrap_err().contains("needs a node"));
-        assert!("dns-wildcard:master-0".parse::<Fault>().unwrap_err().contains("whole lab"));
-        assert_eq!("mtu:master-0".parse(), Ok(Fault::Mtu("master-0".into())));
-        assert!("mtu".parse::<Fault>().unwrap_err().contains("needs a node"));
-        assert!("jumbo:master-0".parse::<Fault>().unwrap_err().contains(NAMES));
+        assert_eq!("dns-wildcard".parse::<Fault>().unwrap(), (Fault::DnsWildcard));
+        assert_eq!("no-ptr:master-2".parse::<Fault>().unwrap(), (Fault::NoPtr("master-2".into())));
+        assert!("no-ptr".parse::<Fault>().unwrap_err().to_string().contains("needs a node"));
+        assert!("dns-wildcard:master-0"
+            .parse::<Fault>()
+            .unwrap_err()
+            .to_string()
+            .contains("whole lab"));
+        assert_eq!("mtu:master-0".parse::<Fault>().unwrap(), (Fault::Mtu("master-0".into())));
+        assert!("mtu".parse::<Fault>().unwrap_err().to_string().contains("needs a node"));
+        assert!("jumbo:master-0".parse::<Fault>().unwrap_err().to_string().contains(NAMES));
     }
 
     #[test]
@@ -264,7 +271,7 @@ mod tests {
         assert!(!p.contains("host-record=master-2"), "{p}");
         assert!(p.contains("host-record=api.ocp4.example.com,192.168.126.10\n"), "{p}");
         let e = apply_dns(DNS, &[Fault::NoPtr("worker-9".into())]).unwrap_err();
-        assert!(e.contains("no record for worker-9.ocp4.example.com"), "{e}");
+        assert!(e.to_string().contains("no record for worker-9.ocp4.example.com"), "{e}");
         assert_eq!(apply_dns(DNS, &[]).unwrap(), DNS);
         assert_eq!(apply_dns(DNS, &[Fault::Mtu("master-2".into())]).unwrap(), DNS);
     }
@@ -272,7 +279,7 @@ mod tests {
     #[test]
     fn no_default_route_takes_the_gateway_from_the_kernel_line_and_the_keyfile() {
         let f = [Fault::NoDefaultRoute("m".into())];
-        assert_eq!("no-default-route:m".parse(), Ok(f[0].clone()));
+        assert_eq!("no-default-route:m".parse::<Fault>().unwrap(), (f[0].clone()));
         assert_eq!(f[0].to_string(), "no-default-route:m");
         let ipxe = ":mac-x\nkernel k ip=192.168.126.101::192.168.126.1:255.255.255.0:m:enp1s0:none nameserver=192.168.126.1\n:mac-y\nkernel k ip=192.168.126.102::192.168.126.1:255.255.255.0:n:enp1s0:none\n";
         let ip_of = |n: &str| (n == "m").then(|| "192.168.126.101".to_string());
@@ -317,7 +324,7 @@ mod tests {
         assert!(out.contains("dhcp-host=52:54:00:00:00:66,192.168.126.102,master-1\n"), "{out}");
         assert_eq!(apply_dhcp(dhcp, &[]).unwrap(), dhcp);
         let e = apply_dhcp(dhcp, &["no-ptr:master-9".parse().unwrap()]).unwrap_err();
-        assert!(e.contains("master-9"), "{e}");
+        assert!(e.to_string().contains("master-9"), "{e}");
     }
 
     #[test]
@@ -325,6 +332,6 @@ mod tests {
         let faults = vec!["slow-disk:master-2".parse().unwrap(), "mtu:master-0".parse().unwrap()];
         assert_eq!(disk_write_iops(&faults, "master-2"), Some(SLOW_WRITE_IOPS));
         assert_eq!(disk_write_iops(&faults, "master-0"), None);
-        assert!("slow-disk".parse::<Fault>().unwrap_err().contains("needs a node"));
+        assert!("slow-disk".parse::<Fault>().unwrap_err().to_string().contains("needs a node"));
     }
 }

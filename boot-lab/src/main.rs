@@ -2,6 +2,7 @@
 //! lab and wait until each reports. Exit 0 when every node reported; 1 naming who did not and the
 //! last thing seen of it; 2 on bad arguments.
 
+use anyhow::Context;
 mod progress;
 
 use clap::Parser;
@@ -18,12 +19,12 @@ extern "C" fn on_signal(_: nix::libc::c_int) {
     STOP.store(true, Ordering::SeqCst);
 }
 
-fn catch_signals() -> Result<(), String> {
+fn catch_signals() -> anyhow::Result<()> {
     use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
     let action = SigAction::new(SigHandler::Handler(on_signal), SaFlags::empty(), SigSet::empty());
     for sig in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
         // SAFETY: the handler only stores to an atomic.
-        unsafe { sigaction(sig, &action) }.map_err(|e| format!("sigaction {sig}: {e}"))?;
+        unsafe { sigaction(sig, &action) }.with_context(|| format!("sigaction {sig}"))?;
     }
     Ok(())
 }
@@ -64,13 +65,13 @@ struct Args {
 }
 
 /// `--hold`: seconds, or `forever` (until Ctrl-C).
-fn parse_hold(s: &str) -> Result<Duration, String> {
+fn parse_hold(s: &str) -> anyhow::Result<Duration> {
     match s {
         "forever" => Ok(Duration::MAX),
         _ => s
             .parse::<u64>()
             .map(Duration::from_secs)
-            .map_err(|_| format!("{s:?}: seconds (e.g. 300) or `forever`")),
+            .map_err(|_| anyhow::anyhow!("{s:?}: seconds (e.g. 300) or `forever`")),
     }
 }
 
@@ -91,13 +92,13 @@ fn secs(d: Option<Duration>) -> String {
 
 /// Every argument, checked before anything is made, started or removed: the work directory (only
 /// one the tool made is ever emptied), the nodes against the bundle's inventory, the image.
-fn check(a: &Args) -> Result<PathBuf, String> {
+fn check(a: &Args) -> anyhow::Result<PathBuf> {
     let machines = lab::inventory(&a.dir)?;
     lab::check_nodes(&a.nodes, &machines)?;
     for f in &a.faults {
         if let Some(n) = f.node().filter(|n| !machines.iter().any(|m| m.name == *n)) {
             let nodes: Vec<&str> = machines.iter().map(|m| m.name.as_str()).collect();
-            return Err(format!(
+            return Err(anyhow::anyhow!(
                 "--fault {f}: {n} is not a node of this bundle (its nodes: {})",
                 nodes.join(", ")
             ));
@@ -106,7 +107,7 @@ fn check(a: &Args) -> Result<PathBuf, String> {
     for n in &a.nodes {
         let ign = a.dir.join(format!("ignition/{n}.ign"));
         if !ign.is_file() {
-            return Err(format!(
+            return Err(anyhow::anyhow!(
                 "{}: no Ignition config for {n} (run `hardshift create --dir {}` first)",
                 ign.display(),
                 a.dir.display()
@@ -115,27 +116,29 @@ fn check(a: &Args) -> Result<PathBuf, String> {
     }
     for f in ["vmlinuz", "initramfs.img", "disk.raw"] {
         if !a.image.join(f).is_file() {
-            return Err(format!(
+            return Err(anyhow::anyhow!(
                 "--image {}: no {f} (hack/boot-image.sh prints the directory to give)",
                 a.image.display()
             ));
         }
     }
     if !a.hardshift.is_file() {
-        return Err(format!("--hardshift {}: no such file", a.hardshift.display()));
+        return Err(anyhow::anyhow!("--hardshift {}: no such file", a.hardshift.display()));
     }
     if a.timeout == 0 {
-        return Err("--timeout must be at least 1 (seconds)".into());
+        return Err(anyhow::anyhow!("--timeout must be at least 1 (seconds)"));
     }
     let work = a.work.clone().unwrap_or_else(|| a.dir.join("boot-lab"));
     workdir::check(&work)?;
     Ok(work)
 }
 
-fn run(a: Args) -> Result<i32, String> {
+fn run(a: Args) -> anyhow::Result<i32> {
     let work = check(&a)?;
     if !nix_is_root() {
-        return Err("the boot lab needs root (network namespaces, taps, dnsmasq on port 67)".into());
+        return Err(anyhow::anyhow!(
+            "the boot lab needs root (network namespaces, taps, dnsmasq on port 67)"
+        ));
     }
     catch_signals()?;
     workdir::prepare(&work)?;
@@ -175,7 +178,7 @@ fn run(a: Args) -> Result<i32, String> {
         .args(["status", "--dir"])
         .arg(&a.dir)
         .output()
-        .map_err(|e| format!("{}: {e}", a.hardshift.display()))?;
+        .with_context(|| a.hardshift.display().to_string())?;
     println!("\n{}", String::from_utf8_lossy(&status.stdout));
     match a.hold {
         Some(hold) if !STOP.load(Ordering::SeqCst) => {

@@ -1,7 +1,8 @@
-//! What a booting machine has got to, read from what the lab's own programs log: dnsmasq's DHCP
-//! log, the HTTP server's access log, the VM's serial console and the collector's store. Pure
-//! functions of those texts, so each rule is tested on the lines the real programs print.
+//! What a booting machine has got to: the helper's boot events (`lab serve`: DHCP, HTTP), the
+//! VM's serial console and the collector's store. Pure functions of those, so each rule is tested
+//! on what the real programs give.
 
+use hardshift_collector::boot::{BootEvent, Step};
 use std::time::Duration;
 
 /// When (after power-on) each step of a boot was first seen.
@@ -52,27 +53,27 @@ impl Milestones {
     }
 }
 
-/// The address dnsmasq acknowledged to `mac`: `... DHCPACK(eth0) 192.168.126.100 52:54:00:... host`.
-pub fn lease(dnsmasq_log: &str, mac: &str) -> Option<String> {
-    dnsmasq_log.lines().find_map(|l| {
-        let rest = &l[l.find("DHCPACK(")?..];
-        let mut w = rest.split_whitespace().skip(1);
-        let (ip, m) = (w.next()?, w.next()?);
-        m.eq_ignore_ascii_case(mac).then(|| ip.to_string())
-    })
+/// The address the helper's DHCP acknowledged to `mac` (a `dhcp-ack` boot event).
+pub fn lease(events: &[BootEvent], mac: &str) -> Option<String> {
+    events
+        .iter()
+        .find(|e| e.step == Step::DhcpAck && e.mac.eq_ignore_ascii_case(mac))
+        .map(|e| e.ip.clone())
 }
 
-/// dnsmasq saw `mac` and had nothing for it: `DHCPDISCOVER(eth0) 52:54:00:... no address available`.
-pub fn unserved(dnsmasq_log: &str, mac: &str) -> bool {
-    dnsmasq_log.lines().any(|l| {
-        l.contains("DHCPDISCOVER(") && l.contains("no address available") && l.to_ascii_lowercase().contains(&mac.to_ascii_lowercase())
-    })
+/// The helper's DHCP saw `mac` and had no reservation for it.
+pub fn unserved(events: &[BootEvent], mac: &str) -> bool {
+    events
+        .iter()
+        .any(|e| e.step == Step::DhcpNoAddress && e.mac.eq_ignore_ascii_case(mac))
 }
 
-/// The HTTP server (Python's http.server) served `/ignition/<name>.ign` with 200.
-pub fn fetched(http_log: &str, name: &str) -> bool {
-    let get = format!("\"GET /ignition/{name}.ign HTTP/1.1\" 200");
-    http_log.lines().any(|l| l.contains(&get))
+/// The helper served `/ignition/<name>.ign` whole, with 200.
+pub fn fetched(events: &[BootEvent], name: &str) -> bool {
+    let get = format!("GET /ignition/{name}.ign 200 ");
+    events
+        .iter()
+        .any(|e| e.step == Step::Http && e.detail.starts_with(&get) && !e.detail.contains("cut short"))
 }
 
 /// systemd in the initramfs reached ignition-complete.target: every Ignition stage ran.
@@ -133,33 +134,49 @@ fn plain(line: &str) -> String {
 mod tests {
     use super::*;
 
-    // Lines as dnsmasq 2.89 (Debian 12) prints them with --log-dhcp.
-    const DNSMASQ: &str = "dnsmasq-dhcp[77]: 1370611318 DHCPDISCOVER(eth0) 52:54:00:aa:bb:01
-dnsmasq-dhcp[77]: 1370611318 DHCPOFFER(eth0) 192.168.126.100 52:54:00:aa:bb:01
-dnsmasq-dhcp[77]: 1370611318 DHCPACK(eth0) 192.168.126.100 52:54:00:aa:bb:01 bootstrap
-dnsmasq-dhcp[77]: 2877044526 DHCPDISCOVER(eth0) 52:54:00:de:ad:01 no address available
-";
-
-    #[test]
-    fn a_lease_is_the_ack_for_that_mac() {
-        assert_eq!(lease(DNSMASQ, "52:54:00:AA:BB:01").as_deref(), Some("192.168.126.100"));
-        assert_eq!(lease(DNSMASQ, "52:54:00:aa:bb:02"), None);
-        assert_eq!(lease(DNSMASQ, "52:54:00:de:ad:01"), None);
+    fn e(step: Step, mac: &str, ip: &str, detail: &str) -> BootEvent {
+        BootEvent {
+            at_ms: 1,
+            node: String::new(),
+            mac: mac.into(),
+            ip: ip.into(),
+            step,
+            detail: detail.into(),
+        }
     }
 
     #[test]
-    fn a_mac_without_reservation_is_unserved() {
-        assert!(unserved(DNSMASQ, "52:54:00:de:ad:01"));
-        assert!(!unserved(DNSMASQ, "52:54:00:aa:bb:01"));
+    fn a_lease_is_the_ack_for_that_mac_and_a_stranger_is_unserved() {
+        let events = [
+            e(Step::DhcpDiscover, "52:54:00:aa:bb:01", "", ""),
+            e(Step::DhcpAck, "52:54:00:aa:bb:01", "192.168.126.100", "bootstrap"),
+            e(Step::DhcpNoAddress, "52:54:00:de:ad:01", "", "no address available"),
+        ];
+        assert_eq!(lease(&events, "52:54:00:AA:BB:01").as_deref(), Some("192.168.126.100"));
+        assert_eq!(lease(&events, "52:54:00:aa:bb:02"), None);
+        assert_eq!(lease(&events, "52:54:00:de:ad:01"), None);
+        assert!(unserved(&events, "52:54:00:de:ad:01"));
+        assert!(!unserved(&events, "52:54:00:aa:bb:01"));
     }
 
     #[test]
-    fn only_a_200_for_the_nodes_own_config_is_a_fetch() {
-        let log = "192.168.126.100 - - [27/Nov/2026 11:15:00] \"GET /ignition/bootstrap.ign HTTP/1.1\" 200 -\n\
-                   192.168.126.101 - - [27/Nov/2026 11:15:01] \"GET /ignition/master-0.ign HTTP/1.1\" 404 -\n";
-        assert!(fetched(log, "bootstrap"));
-        assert!(!fetched(log, "master-0"));
-        assert!(!fetched(log, "master-1"));
+    fn only_a_whole_200_for_the_nodes_own_config_is_a_fetch() {
+        let events = [
+            e(Step::Http, "", "192.168.126.100", "GET /ignition/bootstrap.ign 200 1000 B 3 ms"),
+            e(Step::Http, "", "192.168.126.101", "GET /ignition/master-0.ign 404"),
+            e(Step::HttpRefused, "", "192.168.126.101", "GET /ignition/master-1.ign 403: ..."),
+            e(
+                Step::Http,
+                "",
+                "192.168.126.102",
+                "GET /ignition/master-2.ign 200 cut short: 10 of 1000 B in 2 ms",
+            ),
+        ];
+        assert!(fetched(&events, "bootstrap"));
+        assert!(!fetched(&events, "master-0"));
+        assert!(!fetched(&events, "master-1"));
+        assert!(!fetched(&events, "master-2"));
+        assert!(!fetched(&events, "bootstrap-x"));
     }
 
     #[test]

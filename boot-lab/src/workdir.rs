@@ -2,6 +2,7 @@
 //! made itself. The tool marks what it makes (`MARKER`) and takes only a new or empty directory, or
 //! a marked one; anything else is refused, never emptied. No symlink is followed.
 
+use anyhow::Context;
 use std::fs;
 use std::io;
 use std::path::Path;
@@ -11,20 +12,20 @@ pub const MARKER: &str = ".hardshift-boot-lab";
 
 /// Whether `work` can be the work directory: missing, an empty directory, or one the tool made.
 /// Touches nothing.
-pub fn check(work: &Path) -> Result<(), String> {
+pub fn check(work: &Path) -> anyhow::Result<()> {
     let shown = work.display();
     let meta = match fs::symlink_metadata(work) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(format!("--work {shown}: {e}")),
+        Err(e) => return Err(anyhow::anyhow!("--work {shown}: {e}")),
         Ok(m) => m,
     };
     if meta.file_type().is_symlink() {
-        return Err(format!(
+        return Err(anyhow::anyhow!(
             "--work {shown} is a symlink: give the directory itself (the boot lab empties its work directory, and follows no link to do so)"
         ));
     }
     if !meta.is_dir() {
-        return Err(format!("--work {shown} is not a directory: give a new or empty directory"));
+        return Err(anyhow::anyhow!("--work {shown} is not a directory: give a new or empty directory"));
     }
     let names = entries(work)?;
     if names.is_empty() || is_marked(work) {
@@ -34,7 +35,7 @@ pub fn check(work: &Path) -> Result<(), String> {
     if names.len() > shown_names.len() {
         shown_names.push("...");
     }
-    Err(format!(
+    Err(anyhow::anyhow!(
         "--work {shown} holds {} entr{} ({}) and is not a boot lab's work directory (no {MARKER} in it): \
          the boot lab empties its work directory at each run, so it takes only a new or empty one, or one it made; \
          give another --work (a new directory), or empty this one yourself if nothing in it is needed",
@@ -46,9 +47,9 @@ pub fn check(work: &Path) -> Result<(), String> {
 
 /// Make `work` ready for a run: created (with its marker), or, when the tool made it before,
 /// emptied of what the last run left. Refuses what `check` refuses.
-pub fn prepare(work: &Path) -> Result<(), String> {
+pub fn prepare(work: &Path) -> anyhow::Result<()> {
     check(work)?;
-    let fail = |p: &Path, e: io::Error| format!("{}: {e}", p.display());
+    let fail = |p: &Path, e: io::Error| anyhow::Error::new(e).context(p.display().to_string());
     match fs::symlink_metadata(work) {
         Ok(_) => {
             for name in entries(work)? {
@@ -62,7 +63,8 @@ pub fn prepare(work: &Path) -> Result<(), String> {
     }
     let marker = work.join(MARKER);
     let text = marker_text(work).map_err(|e| fail(work, e))?;
-    hardshift_bundle::fsio::write_file_atomic(&marker, text.as_bytes(), 0o644).map_err(|e| fail(&marker, e))
+    hardshift_bundle::fsio::write_file_atomic(&marker, text.as_bytes(), 0o644).map_err(|e| fail(&marker, e))?;
+    Ok(())
 }
 
 /// What the marker says: that the tool made it, for this very directory (its device and inode:
@@ -95,8 +97,8 @@ fn is_marked(work: &Path) -> bool {
 }
 
 /// The names in `dir`, sorted.
-fn entries(dir: &Path) -> Result<Vec<String>, String> {
-    let rd = fs::read_dir(dir).map_err(|e| format!("--work {}: {e}", dir.display()))?;
+fn entries(dir: &Path) -> anyhow::Result<Vec<String>> {
+    let rd = fs::read_dir(dir).with_context(|| format!("--work {}", dir.display()))?;
     let mut names: Vec<String> = rd.flatten().map(|e| e.file_name().to_string_lossy().to_string()).collect();
     names.sort();
     Ok(names)

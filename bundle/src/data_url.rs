@@ -8,20 +8,27 @@ use base64::Engine;
 /// memory (the same cap as the bundle's reads).
 pub const MAX_DECODED: u64 = 64 << 20;
 
+/// Why inline contents do not read back.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Undecodable(pub String);
+
 /// Decode a data URL `source` (and its `compression`), or say why not: not a data URL, bad base64,
 /// bad gzip, a compression Ignition does not read, more than [`MAX_DECODED`] bytes.
-pub fn decode(source: &str, compression: Option<&str>) -> Result<Vec<u8>, String> {
+pub fn decode(source: &str, compression: Option<&str>) -> Result<Vec<u8>, Undecodable> {
     let rest = source
         .strip_prefix("data:")
-        .ok_or_else(|| format!("not a data URL: {}", source.chars().take(40).collect::<String>()))?;
-    let (meta, payload) = rest.split_once(',').ok_or("a data URL without a comma")?;
+        .ok_or_else(|| Undecodable(format!("not a data URL: {}", source.chars().take(40).collect::<String>())))?;
+    let (meta, payload) = rest
+        .split_once(',')
+        .ok_or_else(|| Undecodable("a data URL without a comma".into()))?;
     if payload.len() as u64 > MAX_DECODED * 2 {
-        return Err(format!("a data URL of more than {} MiB", (MAX_DECODED * 2) >> 20));
+        return Err(Undecodable(format!("a data URL of more than {} MiB", (MAX_DECODED * 2) >> 20)));
     }
     let raw = if meta.ends_with(";base64") {
         base64::engine::general_purpose::STANDARD
             .decode(payload)
-            .map_err(|e| format!("bad base64: {e}"))?
+            .map_err(|e| Undecodable(format!("bad base64: {e}")))?
     } else {
         percent_decode(payload)
     };
@@ -32,14 +39,14 @@ pub fn decode(source: &str, compression: Option<&str>) -> Result<Vec<u8>, String
             flate2::read::GzDecoder::new(&raw[..])
                 .take(MAX_DECODED + 1)
                 .read_to_end(&mut out)
-                .map_err(|e| format!("bad gzip: {e}"))?;
+                .map_err(|e| Undecodable(format!("bad gzip: {e}")))?;
             out
         }
         None | Some("") => raw,
-        Some(other) => return Err(format!("compression {other:?} is not one Ignition reads")),
+        Some(other) => return Err(Undecodable(format!("compression {other:?} is not one Ignition reads"))),
     };
     if raw.len() as u64 > MAX_DECODED {
-        return Err(format!("more than {} MiB once decoded", MAX_DECODED >> 20));
+        return Err(Undecodable(format!("more than {} MiB once decoded", MAX_DECODED >> 20)));
     }
     Ok(raw)
 }
@@ -100,7 +107,7 @@ mod tests {
         }
         let z = gz.finish().unwrap();
         let e = decode(&encode_plain(&z), Some("gzip")).unwrap_err();
-        assert!(e.contains("more than 64 MiB"), "{e}");
-        assert!(decode("data:,x", Some("xz")).unwrap_err().contains("xz"));
+        assert!(e.0.contains("more than 64 MiB"), "{e}");
+        assert!(decode("data:,x", Some("xz")).unwrap_err().0.contains("xz"));
     }
 }

@@ -13,6 +13,7 @@
 //!
 //! `tests/bench_collector.rs` includes this file and calls `run` at a small size.
 
+use anyhow::Context;
 use hardshift_proto::v1::agent_client::AgentClient;
 use hardshift_proto::v1::agent_message::Body;
 use hardshift_proto::v1::collector_message::Body as In;
@@ -61,10 +62,10 @@ pub struct Summary {
 
 /// The first `n` nodes of the bundle in `dir` (inventory order, the bootstrap left out) with the
 /// agent certificates and keys `create` wrote for them.
-pub fn nodes(dir: &Path, n: usize) -> Result<Vec<SimNode>, String> {
+pub fn nodes(dir: &Path, n: usize) -> anyhow::Result<Vec<SimNode>> {
     let path = dir.join("cluster.json");
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e} (run `hardshift create` first)", path.display()))?;
-    let cluster: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = std::fs::read_to_string(&path).with_context(|| format!("{} (run `hardshift create` first)", path.display()))?;
+    let cluster: serde_json::Value = serde_json::from_str(&text).with_context(|| path.display().to_string())?;
     let inventory: Vec<(String, String)> = cluster["nodes"]
         .as_array()
         .into_iter()
@@ -73,7 +74,7 @@ pub fn nodes(dir: &Path, n: usize) -> Result<Vec<SimNode>, String> {
         .filter(|(_, role)| role != "bootstrap")
         .collect();
     if inventory.len() < n {
-        return Err(format!(
+        return Err(anyhow::anyhow!(
             "{} holds {} nodes besides the bootstrap, {n} agents asked for: make a bundle with enough (hack/gen-lab.py DIR {n}, then hardshift create)",
             path.display(),
             inventory.len()
@@ -85,7 +86,7 @@ pub fn nodes(dir: &Path, n: usize) -> Result<Vec<SimNode>, String> {
         .map(|(name, role)| {
             let read = |ext: &str| {
                 let p = dir.join(format!("agent-pki/agent-{name}.{ext}"));
-                std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))
+                std::fs::read_to_string(&p).with_context(|| p.display().to_string())
             };
             let identity = Identity::from_pem(read("crt")?, read("key")?);
             Ok(SimNode { name, role, identity })
@@ -140,7 +141,7 @@ async fn agent(
     until: Instant,
     totals: Arc<Totals>,
     seq: Arc<AtomicU64>,
-) -> Result<(), String> {
+) -> anyhow::Result<()> {
     let SimNode {
         name: node,
         role,
@@ -150,14 +151,12 @@ async fn agent(
         .ca_certificate(ca)
         .identity(identity)
         .domain_name("127.0.0.1");
-    let ch: Channel = Channel::from_shared(format!("https://{addr}"))
-        .map_err(|e| e.to_string())?
-        .tls_config(tls)
-        .map_err(|e| e.to_string())?
+    let ch: Channel = Channel::from_shared(format!("https://{addr}"))?
+        .tls_config(tls)?
         .connect_timeout(Duration::from_secs(30))
         .connect()
         .await
-        .map_err(|e| format!("{node}: {e}"))?;
+        .with_context(|| node.to_string())?;
     let (tx, rx) = mpsc::channel(16);
     tx.send(AgentMessage {
         body: Some(Body::Hello(Hello {
@@ -168,15 +167,14 @@ async fn agent(
             last_seq: 0,
         })),
     })
-    .await
-    .map_err(|e| e.to_string())?;
+    .await?;
     let mut inbound = AgentClient::new(ch)
         .connect(tokio_stream::wrappers::ReceiverStream::new(rx))
         .await
-        .map_err(|s| format!("{node}: {}", s.message()))?
+        .map_err(|s| anyhow::anyhow!("{node}: {}", s.message()))?
         .into_inner();
     // The initial Ack (what is already stored).
-    inbound.message().await.map_err(|s| format!("{node}: {}", s.message()))?;
+    inbound.message().await.map_err(|s| anyhow::anyhow!("{node}: {}", s.message()))?;
     if totals.connected.fetch_add(1, Ordering::Relaxed) + 1 == totals.agents {
         // The script's CPU measure of the steady state starts here.
         eprintln!(
@@ -227,7 +225,7 @@ async fn agent(
             .await
             .is_err()
         {
-            return Err(format!("{node}: stream closed"));
+            return Err(anyhow::anyhow!("{node}: stream closed"));
         }
         totals.sent.fetch_add(1, Ordering::Relaxed);
         seq.store(n, Ordering::Relaxed);
@@ -240,7 +238,7 @@ async fn agent(
     drop(tx);
     acks.abort();
     if last_acked.load(Ordering::Relaxed) < n {
-        return Err(format!("{node}: last report {n} never acknowledged"));
+        return Err(anyhow::anyhow!("{node}: last report {n} never acknowledged"));
     }
     Ok(())
 }
@@ -288,7 +286,7 @@ pub fn run(nodes: Vec<SimNode>, ca_pem: &str, addr: &str, interval: Duration, du
         for (name, seq, t) in tasks {
             match t.await {
                 Ok(Ok(())) => {}
-                Ok(Err(e)) => failed.push(e),
+                Ok(Err(e)) => failed.push(format!("{e:#}")),
                 Err(e) => failed.push(format!("{name}: {e}")),
             }
             sent.push((name, seq.load(Ordering::Relaxed)));

@@ -24,11 +24,20 @@ pub fn kind(what: &str, container: bool, lines: u32) -> Kind {
     }
 }
 
-/// Ask `node`, through the collector listening on `socket`; Err: why not, in a line.
-pub async fn ask(socket: &Path, node: &str, kind: Kind) -> Result<DebugResponse, String> {
+/// Why a debug request got no answer: the collector is not there, or it (or the agent) said no.
+#[derive(Debug, thiserror::Error)]
+pub enum AskError {
+    #[error("{0} (is `hardshift collector` running for this bundle?)")]
+    NoCollector(#[source] hardshift_proto::ConnectError),
+    #[error("{}", .0.message())]
+    Refused(tonic::Status),
+}
+
+/// Ask `node`, through the collector listening on `socket`.
+pub async fn ask(socket: &Path, node: &str, kind: Kind) -> Result<DebugResponse, AskError> {
     let ch = hardshift_proto::unix_channel(socket, std::time::Duration::from_secs(3))
         .await
-        .map_err(|e| format!("{e} (is `hardshift collector` running for this bundle?)"))?;
+        .map_err(AskError::NoCollector)?;
     AdminClient::new(ch)
         .debug(AdminDebugRequest {
             node: node.to_string(),
@@ -36,5 +45,5 @@ pub async fn ask(socket: &Path, node: &str, kind: Kind) -> Result<DebugResponse,
         })
         .await
         .map(|r| r.into_inner())
-        .map_err(|s| s.message().to_string())
+        .map_err(AskError::Refused)
 }

@@ -51,13 +51,27 @@ fn pending(c: &CertificateSigningRequest) -> bool {
     c.status.as_ref().and_then(|s| s.conditions.as_ref()).is_none_or(|cs| cs.is_empty())
 }
 
+/// A call to the API that failed: what was asked, and kube's error.
+#[derive(Debug, thiserror::Error)]
+#[error("{what}: {source}")]
+pub struct ApiError {
+    pub what: String,
+    #[source]
+    pub source: kube::Error,
+}
+
+fn api(what: impl Into<String>) -> impl FnOnce(kube::Error) -> ApiError {
+    let what = what.into();
+    move |source| ApiError { what, source }
+}
+
 /// One look at the API: the pending CSRs with their decisions.
-async fn pass(csrs: &Api<CertificateSigningRequest>, nodes: &Api<Node>, inv: &Inventory) -> Result<Vec<(Csr, Decision)>, String> {
-    let list = csrs.list(&ListParams::default()).await.map_err(|e| format!("list CSRs: {e}"))?;
+async fn pass(csrs: &Api<CertificateSigningRequest>, nodes: &Api<Node>, inv: &Inventory) -> Result<Vec<(Csr, Decision)>, ApiError> {
+    let list = csrs.list(&ListParams::default()).await.map_err(api("list CSRs"))?;
     let registered: BTreeSet<String> = nodes
         .list(&ListParams::default())
         .await
-        .map_err(|e| format!("list Nodes: {e}"))?
+        .map_err(api("list Nodes"))?
         .items
         .into_iter()
         .filter_map(|n| n.metadata.name)
@@ -78,19 +92,19 @@ async fn pass(csrs: &Api<CertificateSigningRequest>, nodes: &Api<Node>, inv: &In
 }
 
 /// Mark one CSR approved, with the rule that allowed it as the condition's message.
-async fn approve(csrs: &Api<CertificateSigningRequest>, name: &str, why: &str) -> Result<(), String> {
+async fn approve(csrs: &Api<CertificateSigningRequest>, name: &str, why: &str) -> Result<(), ApiError> {
     let body = serde_json::json!({"status": {"conditions": [{
         "type": "Approved", "status": "True", "reason": "HardshiftApprover", "message": why,
     }]}});
     csrs.patch_approval(name, &PatchParams::default(), &Patch::Merge(&body))
         .await
         .map(drop)
-        .map_err(|e| format!("approve {name}: {e}"))
+        .map_err(api(format!("approve {name}")))
 }
 
 /// Decide the pending CSRs (and, with `watch`, those that arrive until Ctrl-C), approve the
 /// allowed unless `dry_run`, and hand every new decision to `say` once it is acted on.
-pub async fn run(client: kube::Client, inv: &Inventory, o: &Options, say: &mut dyn FnMut(&Csr, &Decision)) -> Result<Counts, String> {
+pub async fn run(client: kube::Client, inv: &Inventory, o: &Options, say: &mut dyn FnMut(&Csr, &Decision)) -> Result<Counts, ApiError> {
     let csrs: Api<CertificateSigningRequest> = Api::all(client.clone());
     let nodes: Api<Node> = Api::all(client);
     // What was said about a CSR is said once, not at every look.

@@ -170,7 +170,7 @@ fn state(dir: &Path, db: &Path, admin: &Path, holder: &str) -> Result<DirLock, E
             "{}: another collector serves this bundle ({holder}); stop it first, or give this one another --dir",
             dir.display()
         )),
-        fsio::LockError::Io(e) => Error::Other(e),
+        e @ fsio::LockError::Io { .. } => Error::Other(e.to_string()),
     })?;
     let sockets = admin.parent().unwrap_or(dir);
     fsio::make_dir_all(sockets, 0o700)

@@ -99,6 +99,12 @@ pub const RULES: &[Rule] = &[
     Rule { id: "HS001", about: "the node is silent", severity: Critical, explains: &[], covers: &["connected"], check: silent },
     Rule { id: "HS002", about: "the agent connected but no report is stored", severity: Warning, explains: &[], covers: &[], check: without_a_report },
     Rule { id: "HS003", about: "a node of the bundle never reported", severity: Warning, explains: &[], covers: &["has-inventory"], check: without_a_report },
+    Rule { id: "HS004", about: "a node never asked for DHCP while a machine of its vendor, not in the inventory, did (a MAC typo)", severity: Critical, explains: &[], covers: &[], check: without_a_report },
+    Rule { id: "HS005", about: "a node never asked the helper for an address", severity: Critical, explains: &[], covers: &[], check: without_a_report },
+    Rule { id: "HS006", about: "a node got its DHCP lease and asked for no boot file", severity: Critical, explains: &[], covers: &[], check: without_a_report },
+    Rule { id: "HS007", about: "a boot file a node asked for was refused or missing (403, 404, TFTP)", severity: Critical, explains: &[], covers: &[], check: without_a_report },
+    Rule { id: "HS008", about: "a node's live rootfs download was cut short", severity: Critical, explains: &[], covers: &[], check: without_a_report },
+    Rule { id: "HS009", about: "a node fetched its config, and its agent never reported", severity: Critical, explains: &[], covers: &[], check: without_a_report },
     Rule { id: "HS010", about: "clock skew", severity: Critical, explains: &["HS031", "HS021", "HS030"], covers: &["time-synced-between-host-and-service"], check: clock_skew },
     Rule { id: "HS070", about: "the hostname is not the node's name", severity: Critical, explains: &["HS030"], covers: &["hostname-valid"], check: wrong_hostname },
     Rule { id: "HS071", about: "DNS answers differ from the bundle's zones", severity: Critical, explains: &["HS030", "HS072", "HS044"], covers: &["api-domain-name-resolved-correctly", "api-int-domain-name-resolved-correctly", "apps-domain-name-resolved-correctly"], check: wrong_dns },
@@ -112,6 +118,7 @@ pub const RULES: &[Rule] = &[
     Rule { id: "HS108", about: "the node's address has no PTR record to its name", severity: Warning, explains: &[], covers: &[], check: no_ptr },
     Rule { id: "HS121", about: "the kernel's FIPS mode is not the bundle's", severity: Critical, explains: &[], covers: &[], check: fips_mismatch },
     Rule { id: "HS122", about: "swap is on: the kubelet will not start", severity: Critical, explains: &["HS020", "HS021", "HS030", "HS041", "HS043"], covers: &[], check: swap_on },
+    Rule { id: "HS123", about: "the kernel's open-file table is nearly full", severity: Critical, explains: &[], covers: &[], check: file_table_full },
     Rule { id: "HS120", about: "the installation disk is removable, read-only or too small", severity: Warning, explains: &[], covers: &["has-min-valid-disks"], check: install_disk },
     Rule { id: "HS114", about: "I/O errors in the kernel log", severity: Critical, explains: &["HS115", "HS116", "HS051"], covers: &["IOError"], check: kernel_io },
     Rule { id: "HS115", about: "filesystem errors in the kernel log", severity: Critical, explains: &["HS116"], covers: &["Ext4Error", "Ext4Warning"], check: kernel_fs },
@@ -672,6 +679,15 @@ fn swap_on(s: &Seen) -> Option<Said> {
     )
 }
 
+fn file_table_full(s: &Seen) -> Option<Said> {
+    let (_, ev) = machine(s, Component::FileTable, &[Health::Failing])?;
+    said_as(
+        format!("{}'s kernel is out of file handles", s.node),
+        ev,
+        "find the process holding them (`for p in /proc/[0-9]*; do echo $(ls $p/fd | wc -l) $p; done | sort -n | tail`) and restart or fix it; raise fs.file-max only once the leak is understood",
+    )
+}
+
 fn install_disk(s: &Seen) -> Option<Said> {
     let (_, ev) = machine(s, Component::InstallDisk, &[Health::Failing, Health::Warning])?;
     said_as(
@@ -785,10 +801,38 @@ pub fn no_report(node: &str, seen_ago_ms: i64) -> Vec<Finding> {
     vec![f]
 }
 
-/// A node of the bundle the collector never heard from: it did not boot through the lab, Ignition
-/// refused its config, or its agent cannot reach the collector. The collector cannot tell which;
-/// the places that can are named.
-pub fn never_reported(node: &str, role: &str) -> Finding {
+/// What the helper saw of the boots (`lab serve`): every boot event, and each node's inventory MAC.
+#[derive(Default)]
+pub struct Boots<'a> {
+    pub events: &'a [crate::boot::BootEvent],
+    pub macs: &'a [(String, String)],
+}
+
+/// A node of the bundle the collector never heard from. With the helper's boot events, the step
+/// it stopped at names the cause (HS004–HS009, or HS003 with the last step seen); without them
+/// the collector cannot tell, and the places that can are named.
+pub fn never_reported(node: &str, role: &str, boots: &Boots, now_ms: i64) -> Finding {
+    let mac = boots
+        .macs
+        .iter()
+        .find(|(n, _)| n == node)
+        .map(|(_, m)| m.as_str())
+        .unwrap_or_default();
+    if let Some(s) = crate::boot_stuck::why(node, mac, boots.events, now_ms) {
+        let mut f = rule(s.id).finding(
+            node,
+            Said {
+                title: s.title,
+                evidence: s.evidence,
+                fix: s.fix,
+            },
+        );
+        // Within its stage's time the node is on its way: said, not yet blamed.
+        if s.within_time {
+            f.severity = Warning;
+        }
+        return f;
+    }
     rule("HS003").finding(
         node,
         Said {
@@ -843,7 +887,7 @@ pub fn unknown_node(n: &str, rows: &[crate::store::NodeRow], inventory: &[Member
 
 /// Every finding of the store's rows (only node `only`'s when given), then the inventory's nodes
 /// (name, role) that never reported.
-pub fn findings(rows: &[crate::store::NodeRow], inventory: &[Member], only: Option<&str>, now_ms: i64) -> Vec<Finding> {
+pub fn findings(rows: &[crate::store::NodeRow], inventory: &[Member], only: Option<&str>, now_ms: i64, boots: &Boots) -> Vec<Finding> {
     let wanted = |n: &str| only.is_none_or(|w| w == n);
     let mut out: Vec<Finding> = rows
         .iter()
@@ -857,7 +901,7 @@ pub fn findings(rows: &[crate::store::NodeRow], inventory: &[Member], only: Opti
         inventory
             .iter()
             .filter(|m| wanted(&m.name) && !rows.iter().any(|r| r.node == m.name))
-            .map(|m| never_reported(&m.name, m.role.as_str())),
+            .map(|m| never_reported(&m.name, m.role.as_str(), boots, now_ms)),
     );
     out
 }
@@ -1325,6 +1369,15 @@ mod tests {
                     f,
                     "on",
                     "2047 MiB of swap (/dev/vda3): the kubelet refuses to start with swap on",
+                ),
+            ),
+            (
+                "HS123",
+                c(
+                    "file-table",
+                    f,
+                    "99000 of 100000 open files (99 %)",
+                    "99000 file handles are open of the kernel's 100000 (fs.file-max)",
                 ),
             ),
             (

@@ -34,6 +34,35 @@ pub fn from_api(c: crate::store::ApiChange) -> Event {
     }
 }
 
+/// A step the helper saw (`lab serve`), on the node's timeline; a machine not in the inventory
+/// under its MAC, a restart of the helper's own programs under "helper".
+pub fn from_boot(b: crate::boot::BootEvent) -> Event {
+    let node = match (b.node.is_empty(), b.mac.is_empty()) {
+        (false, _) => b.node,
+        (true, false) => format!("unknown {}", b.mac),
+        (true, true) if b.step == crate::boot::Step::HelperRestart => "helper".into(),
+        (true, true) => format!("unknown {}", b.ip),
+    };
+    let reason = match (b.mac.is_empty(), b.ip.is_empty()) {
+        (false, false) => format!("{} {}", b.mac, b.ip),
+        (false, true) => b.mac,
+        (true, false) => b.ip,
+        (true, true) => String::new(),
+    };
+    Event {
+        node,
+        time_ms: b.at_ms,
+        component: "boot".into(),
+        from: String::new(),
+        to: if b.detail.is_empty() {
+            b.step.name().to_string()
+        } else {
+            format!("{} {}", b.step, b.detail)
+        },
+        reason,
+    }
+}
+
 /// Reports of one node in (boot, seq) order → the changes between consecutive reports.
 pub fn changes(node: &str, reports: &[(String, NodeReport)]) -> Vec<Event> {
     let mut out = Vec::new();
@@ -110,6 +139,9 @@ pub fn timeline(store: &crate::store::Store, node: Option<&str>) -> Result<Vec<E
     let mut all = Vec::new();
     for n in &nodes {
         all.extend(changes(n, &store.reports(n)?));
+    }
+    for b in store.boot_events(node)? {
+        all.push(from_boot(b));
     }
     for c in store.api_changes()? {
         // With a node named, its own Node object's changes and any naming it (its CSRs).

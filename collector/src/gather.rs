@@ -118,7 +118,7 @@ pub fn gather(store: &Store, req: &Request, now_ms: i64) -> Result<Archive, Erro
                     ar.text(path, &what, &body, &mut budget);
                 }
                 Ok(resp) => ar.error(&r.node, &what, &resp.error),
-                Err(e) => ar.error(&r.node, &what, &e),
+                Err(e) => ar.error(&r.node, &what, &e.to_string()),
             }
         }
     }

@@ -6,6 +6,8 @@ pub mod agents;
 pub mod api;
 pub mod approver;
 pub mod approving;
+pub mod boot;
+pub mod boot_stuck;
 pub mod bundle;
 pub mod daemon;
 pub mod diagnose;

@@ -190,6 +190,16 @@ fn node_view(row: &NodeRow, api: &[ApiObject], now_ms: i64) -> NodeView {
     }
 }
 
+/// A node that has not reported shows where its boot got to, as the helper saw it (`lab serve`).
+pub fn with_boot_steps(view: &mut View, last: &[crate::boot::BootEvent]) {
+    for n in view.nodes.iter_mut().filter(|n| n.seen_ago_s.is_none()) {
+        if let Some(e) = last.iter().find(|e| e.node == n.name) {
+            let detail: String = e.detail.chars().take(80).collect();
+            n.phase = format!("boot: {} {detail}", e.step).trim_end().to_string();
+        }
+    }
+}
+
 /// The view of the install: every reporting node, and every inventory node that has not
 /// reported yet (in inventory order when there is one).
 pub fn build(rows: &[NodeRow], inventory: Option<&[Member]>, api: &[ApiObject], contact: &ApiContact, now_ms: i64) -> View {
@@ -331,6 +341,19 @@ mod tests {
         assert_eq!(v.nodes[0].components[0].name, "kubelet");
         assert_eq!(v.nodes[1].phase, "no report yet");
         assert_eq!(v.nodes[1].health, "unknown");
+        // What the helper saw of master-1's boot stands in its row; a node that reported keeps its phase.
+        let mut v2 = build(&rows, Some(&inv), &[], &ApiContact::default(), 12_000);
+        let step = |node: &str| crate::boot::BootEvent {
+            at_ms: 1,
+            node: node.into(),
+            mac: String::new(),
+            ip: String::new(),
+            step: crate::boot::Step::Http,
+            detail: "GET /rhcos/rhcos-live-rootfs.x86_64.img 404".into(),
+        };
+        with_boot_steps(&mut v2, &[step("master-1"), step("master-0")]);
+        assert_eq!(v2.nodes[1].phase, "boot: http GET /rhcos/rhcos-live-rootfs.x86_64.img 404");
+        assert_eq!(v2.nodes[0].phase, v.nodes[0].phase);
         assert!(!v.checks.is_empty());
         // Silent: failing whatever its last report said, and diagnosed as such.
         let later = build(&rows, Some(&inv), &[], &ApiContact::default(), 12_000 + SILENT_AFTER_MS);

@@ -25,7 +25,10 @@ enum Seen {
         ns: Option<String>,
         names: BTreeSet<(String, String)>,
     },
-    Contact(Result<(), String>),
+    /// The API answered (`/readyz` said ok).
+    Answered,
+    /// The API did not answer, or a watch broke: why, in a line.
+    Lost(String),
 }
 
 fn resource(kind: &str) -> ApiResource {
@@ -72,7 +75,7 @@ async fn watch_one(client: kube::Client, kind: &'static str, ns: Option<&'static
     let mut listing: BTreeSet<(String, String)> = BTreeSet::new();
     while let Some(ev) = stream.next().await {
         let msg = match ev {
-            Err(e) => Seen::Contact(Err(format!("watch {kind}: {e}"))),
+            Err(e) => Seen::Lost(format!("watch {kind}: {e}")),
             Ok(watcher::Event::Init) => {
                 listing.clear();
                 continue;
@@ -113,13 +116,13 @@ async fn watch_one(client: kube::Client, kind: &'static str, ns: Option<&'static
 async fn readyz(client: kube::Client, tx: tokio::sync::mpsc::Sender<Seen>) {
     loop {
         let req = http::Request::get("/readyz").body(Vec::new()).expect("request");
-        let r = match tokio::time::timeout(Duration::from_secs(5), client.request_text(req)).await {
-            Err(_) => Err("GET /readyz: no answer within 5 s".to_string()),
-            Ok(Err(e)) => Err(format!("GET /readyz: {e}")),
-            Ok(Ok(body)) if body.trim() == "ok" => Ok(()),
-            Ok(Ok(body)) => Err(format!("GET /readyz: {}", body.trim())),
+        let seen = match tokio::time::timeout(Duration::from_secs(5), client.request_text(req)).await {
+            Err(_) => Seen::Lost("GET /readyz: no answer within 5 s".to_string()),
+            Ok(Err(e)) => Seen::Lost(format!("GET /readyz: {e}")),
+            Ok(Ok(body)) if body.trim() == "ok" => Seen::Answered,
+            Ok(Ok(body)) => Seen::Lost(format!("GET /readyz: {}", body.trim())),
         };
-        if tx.send(Seen::Contact(r)).await.is_err() {
+        if tx.send(seen).await.is_err() {
             return;
         }
         tokio::time::sleep(Duration::from_secs(5)).await;
@@ -166,12 +169,13 @@ pub async fn run_api_watch(client: kube::Client, mut store: Store, stop: impl st
                 }
                 s.api_contact(Ok(()), now)
             }
-            Seen::Contact(r) => s.api_contact(r.as_ref().map(|_| ()).map_err(|e| e.as_str()), now),
+            Seen::Answered => s.api_contact(Ok(()), now),
+            Seen::Lost(e) => s.api_contact(Err(e.as_str()), now),
         });
         if let Err(e) = r {
             tracing::error!("api: store: {e}");
         }
-        if let Seen::Contact(Err(e)) = &msg {
+        if let Seen::Lost(e) = &msg {
             let repeat = last_error
                 .as_ref()
                 .is_some_and(|(l, at)| l == e && at.elapsed() < Duration::from_secs(60));

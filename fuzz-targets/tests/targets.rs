@@ -142,7 +142,7 @@ fn fuzz_renders_record() {
             let again = rendered::parse_record(&serde_json::to_vec(&r).unwrap()).unwrap();
             assert_eq!(serde_json::to_value(&again).unwrap(), serde_json::to_value(&r).unwrap());
         }
-        Err(e) => assert!(e.contains(" line ") && e.contains(" column "), "{e}"),
+        Err(e) => assert!(e.0.line() > 0 && e.to_string().contains(" column "), "{e}"),
     });
 }
 
@@ -269,7 +269,7 @@ fn fuzz_crd_files() {
                     "metadata": {"name": "w"}, "spec": {"a": [1, "b", {"c": null}]}});
                 let _ = set.check(&obj);
             }
-            Err(e) => assert!(e.contains("x.crd.yaml"), "an error must name the file: {e}"),
+            Err(e) => assert!(e.to_string().contains("x.crd.yaml"), "an error must name the file: {e}"),
         }
     });
 }

@@ -32,10 +32,12 @@ pub fn password(mut random: impl FnMut() -> u8) -> String {
 }
 
 /// A password as read back from the bundle, or why it cannot be used.
-pub fn check(text: &str) -> Result<String, String> {
+pub fn check(text: &str) -> Result<String, crate::config::Broken> {
     let p = text.trim_end_matches('\n');
     if p.len() < 8 || p.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(format!("{PASSWORD_FILE}: expected one line of at least 8 characters"));
+        return Err(crate::config::Broken(format!(
+            "{PASSWORD_FILE}: expected one line of at least 8 characters"
+        )));
     }
     Ok(p.to_string())
 }

@@ -30,7 +30,7 @@ pub type McoFile = (String, u32, Vec<u8>);
 
 /// Every input file, by the names the MCO's flags default to. The config CRs are found by group,
 /// kind and name among the manifests bootkube applies; one that is not there is named, never guessed.
-pub fn inputs(c: &Cluster, pki: &Pki) -> Result<Vec<McoFile>, String> {
+pub fn inputs(c: &Cluster, pki: &Pki) -> Result<Vec<McoFile>, crate::render::Lacking> {
     let yaml = |v: &Value| crate::yamlout::to_yaml(v).into_bytes();
     let mut out: Vec<McoFile> = Vec::new();
     let mut add = |p: &str, mode: u32, bytes: Vec<u8>| out.push((format!("{DIR}/{p}"), mode, bytes));

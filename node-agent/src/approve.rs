@@ -3,6 +3,7 @@
 //! name, the signer, the usages, its own names and addresses, one client certificate until it
 //! registers), instead of approving whatever its bootstrap identity asked for.
 
+use anyhow::Context;
 use hardshift_approver::{Decision, Inventory, InventoryNode};
 use std::io::Read;
 use std::net::IpAddr;
@@ -12,19 +13,19 @@ use std::process::ExitCode;
 /// The most either list may be: thousands of CSRs are a few MiB.
 const LIMIT: u64 = 64 << 20;
 
-fn read_json(path: &Path) -> Result<serde_json::Value, String> {
-    let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    if !f.metadata().map_err(|e| format!("{}: {e}", path.display()))?.is_file() {
-        return Err(format!("{}: not a regular file", path.display()));
+fn read_json(path: &Path) -> anyhow::Result<serde_json::Value> {
+    let f = std::fs::File::open(path).with_context(|| path.display().to_string())?;
+    if !f.metadata().with_context(|| path.display().to_string())?.is_file() {
+        return Err(anyhow::anyhow!("{}: not a regular file", path.display()));
     }
     let mut buf = Vec::new();
     f.take(LIMIT + 1)
         .read_to_end(&mut buf)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+        .with_context(|| path.display().to_string())?;
     if buf.len() as u64 > LIMIT {
-        return Err(format!("{}: more than {} MiB", path.display(), LIMIT >> 20));
+        return Err(anyhow::anyhow!("{}: more than {} MiB", path.display(), LIMIT >> 20));
     }
-    serde_json::from_slice(&buf).map_err(|e| format!("{}: {e}", path.display()))
+    serde_json::from_slice(&buf).with_context(|| path.display().to_string())
 }
 
 /// Control characters out of what a request's author wrote, before it reaches the journal.
@@ -45,7 +46,7 @@ pub fn run(node: &str, ips: &[IpAddr], dns: &[String], csrs: &Path, nodes: &Path
     };
     let decided = read_json(csrs).and_then(|c| {
         let n = read_json(nodes)?;
-        hardshift_approver::list::decide(&inv, &c, &n)
+        hardshift_approver::list::decide(&inv, &c, &n).map_err(anyhow::Error::from)
     });
     match decided {
         Ok(decisions) => {
@@ -71,7 +72,7 @@ pub fn run(node: &str, ips: &[IpAddr], dns: &[String], csrs: &Path, nodes: &Path
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("hardshift-agent approve-csrs: {}", scrub(&e));
+            eprintln!("hardshift-agent approve-csrs: {}", scrub(&format!("{e:#}")));
             ExitCode::from(2)
         }
     }

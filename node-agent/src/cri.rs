@@ -39,8 +39,8 @@ pub struct Snapshot {
 pub type Client = hardshift_proto::cri::runtime_service_client::RuntimeServiceClient<tonic::transport::Channel>;
 
 /// Every pod sandbox and container, and each sandbox id's `namespace/name`.
-pub async fn inventory(c: &mut Client) -> Result<(Vec<PodSandbox>, Vec<Container>, HashMap<String, String>), String> {
-    let st = |s: tonic::Status| format!("CRI: {}: {}", s.code(), s.message());
+pub async fn inventory(c: &mut Client) -> anyhow::Result<(Vec<PodSandbox>, Vec<Container>, HashMap<String, String>)> {
+    let st = |s: tonic::Status| anyhow::anyhow!("CRI: {}: {}", s.code(), s.message());
     let sandboxes = c
         .list_pod_sandbox(ListPodSandboxRequest { filter: None })
         .await
@@ -63,9 +63,9 @@ pub async fn inventory(c: &mut Client) -> Result<(Vec<PodSandbox>, Vec<Container
     Ok((sandboxes, containers, names))
 }
 
-async fn read(socket: &Path) -> Result<Snapshot, String> {
+async fn read(socket: &Path) -> anyhow::Result<Snapshot> {
     let mut c = hardshift_proto::cri_client(socket, TIMEOUT).await?;
-    let st = |s: tonic::Status| format!("{}: {}", s.code(), s.message());
+    let st = |s: tonic::Status| anyhow::anyhow!("{}: {}", s.code(), s.message());
     let v = c.version(VersionRequest { version: "v1".into() }).await.map_err(st)?.into_inner();
     let status = c.status(StatusRequest { verbose: false }).await.map_err(st)?.into_inner();
     let (sandboxes, list, pod_names) = inventory(&mut c).await?;

@@ -3,6 +3,7 @@
 //! log file found through the CRI, and etcd's member list. Nothing sent is ever executed.
 
 use crate::config::Config;
+use anyhow::Context;
 use hardshift_proto::cri::ContainerStatusRequest;
 use hardshift_proto::v1::debug_request::Kind;
 use hardshift_proto::v1::{DebugRequest, DebugResponse};
@@ -18,12 +19,12 @@ pub const MAX_BYTES: usize = 1 << 20;
 const TIMEOUT: Duration = Duration::from_secs(10);
 
 /// `kubelet` or `kubelet.service` → `kubelet.service`, if allow-listed.
-pub fn allowed_unit(unit: &str) -> Result<String, String> {
+pub fn allowed_unit(unit: &str) -> anyhow::Result<String> {
     let base = unit.strip_suffix(".service").unwrap_or(unit);
     if UNITS.contains(&base) {
         Ok(format!("{base}.service"))
     } else {
-        Err(format!(
+        Err(anyhow::anyhow!(
             "unit {unit:?} is not one a debug request may read (allowed: {})",
             UNITS.join(", ")
         ))
@@ -55,7 +56,7 @@ fn tail(text: &str, lines: u32) -> (Vec<String>, bool) {
     (out, truncated)
 }
 
-async fn journal(cfg: &Config, unit: &str, lines: u32) -> Result<(Vec<String>, bool), String> {
+async fn journal(cfg: &Config, unit: &str, lines: u32) -> anyhow::Result<(Vec<String>, bool)> {
     let unit = allowed_unit(unit)?;
     let n = bound(lines);
     let mut cmd = tokio::process::Command::new("journalctl");
@@ -66,18 +67,18 @@ async fn journal(cfg: &Config, unit: &str, lines: u32) -> Result<(Vec<String>, b
     cmd.stdin(std::process::Stdio::null()).kill_on_drop(true);
     let out = tokio::time::timeout(TIMEOUT, cmd.output())
         .await
-        .map_err(|_| format!("journalctl did not finish within {}s", TIMEOUT.as_secs()))?
-        .map_err(|e| format!("journalctl: {e}"))?;
+        .map_err(|_| anyhow::anyhow!("journalctl did not finish within {}s", TIMEOUT.as_secs()))?
+        .context("journalctl")?;
     if !out.status.success() {
-        return Err(format!("journalctl: {}", String::from_utf8_lossy(&out.stderr).trim()));
+        return Err(anyhow::anyhow!("journalctl: {}", String::from_utf8_lossy(&out.stderr).trim()));
     }
     let (l, t) = tail(&String::from_utf8_lossy(&out.stdout), n);
     Ok((l, t || lines > MAX_LINES))
 }
 
 /// The last bytes of a file, at most MAX_BYTES, from a line start.
-fn read_tail(path: &std::path::Path) -> Result<String, String> {
-    let e = |x: std::io::Error| format!("{}: {x}", path.display());
+fn read_tail(path: &std::path::Path) -> anyhow::Result<String> {
+    let e = |x: std::io::Error| anyhow::Error::new(x).context(path.display().to_string());
     let mut f = std::fs::File::open(path).map_err(e)?;
     let len = f.metadata().map_err(e)?.len();
     let start = len.saturating_sub(MAX_BYTES as u64);
@@ -93,12 +94,12 @@ fn read_tail(path: &std::path::Path) -> Result<String, String> {
 }
 
 /// `selector`: a container id or unique id prefix, or `namespace/pod/container` (its newest attempt).
-async fn container_log(cfg: &Config, selector: &str, lines: u32) -> Result<(Vec<String>, bool), String> {
+async fn container_log(cfg: &Config, selector: &str, lines: u32) -> anyhow::Result<(Vec<String>, bool)> {
     if selector.is_empty() {
-        return Err("no container named (an id, or namespace/pod/container)".into());
+        return Err(anyhow::anyhow!("no container named (an id, or namespace/pod/container)"));
     }
     let mut c = hardshift_proto::cri_client(&cfg.cri_socket, Duration::from_secs(3)).await?;
-    let st = |s: tonic::Status| format!("CRI: {}", s.message());
+    let st = |s: tonic::Status| anyhow::anyhow!("CRI: {}", s.message());
     let (_, list, pods) = crate::cri::inventory(&mut c).await?;
     let pod_of = |id: &str| pods.get(id).cloned().unwrap_or_default();
     let chosen = if selector.contains('/') {
@@ -112,11 +113,14 @@ async fn container_log(cfg: &Config, selector: &str, lines: u32) -> Result<(Vec<
     } else {
         let by_id: Vec<_> = list.iter().filter(|k| k.id.starts_with(selector)).collect();
         if by_id.len() > 1 {
-            return Err(format!("{selector:?} matches {} containers: give more of the id", by_id.len()));
+            return Err(anyhow::anyhow!(
+                "{selector:?} matches {} containers: give more of the id",
+                by_id.len()
+            ));
         }
         by_id.first().copied()
     };
-    let chosen = chosen.ok_or_else(|| format!("no container {selector:?} on this node"))?;
+    let chosen = chosen.with_context(|| format!("no container {selector:?} on this node"))?;
     let status = c
         .container_status(ContainerStatusRequest {
             container_id: chosen.id.clone(),
@@ -126,9 +130,9 @@ async fn container_log(cfg: &Config, selector: &str, lines: u32) -> Result<(Vec<
         .map_err(st)?
         .into_inner()
         .status
-        .ok_or("CRI: no status")?;
+        .context("CRI: no status")?;
     if status.log_path.is_empty() {
-        return Err(format!("container {} has no log path", chosen.id));
+        return Err(anyhow::anyhow!("container {} has no log path", chosen.id));
     }
     let n = bound(lines);
     let text = read_tail(std::path::Path::new(&status.log_path))?;
@@ -136,8 +140,8 @@ async fn container_log(cfg: &Config, selector: &str, lines: u32) -> Result<(Vec<
     Ok((l, t || lines > MAX_LINES))
 }
 
-async fn etcd_members(cfg: &Config) -> Result<(Vec<String>, bool), String> {
-    let e = cfg.etcd.as_ref().ok_or("this node runs no etcd member the agent knows of")?;
+async fn etcd_members(cfg: &Config) -> anyhow::Result<(Vec<String>, bool)> {
+    let e = cfg.etcd.as_ref().context("this node runs no etcd member the agent knows of")?;
     Ok((crate::etcd::members(e).await?, false))
 }
 
@@ -146,7 +150,7 @@ pub async fn answer(cfg: &Config, req: DebugRequest) -> DebugResponse {
         Some(Kind::Journal(j)) => journal(cfg, &j.unit, j.lines).await,
         Some(Kind::ContainerLog(c)) => container_log(cfg, &c.container, c.lines).await,
         Some(Kind::EtcdMembers(_)) => etcd_members(cfg).await,
-        None => Err("unknown request kind (a newer collector?)".into()),
+        None => Err(anyhow::anyhow!("unknown request kind (a newer collector?)")),
     };
     match r {
         Ok((lines, truncated)) => DebugResponse {
@@ -157,7 +161,8 @@ pub async fn answer(cfg: &Config, req: DebugRequest) -> DebugResponse {
         },
         Err(error) => DebugResponse {
             id: req.id,
-            error,
+            // The whole chain, outermost first: the collector shows it as the answer.
+            error: format!("{error:#}"),
             lines: vec![],
             truncated: false,
         },

@@ -3,6 +3,7 @@
 //! 10 ms; a slower disk shows as leader elections, "apply request took too long" and a stuck
 //! scale-out. The probe writes at most SAMPLES × 2300 bytes for at most BUDGET, then removes its file.
 
+use anyhow::Context;
 use hardshift_proto::v1::{ComponentState, Health};
 use hardshift_proto::vocab::Component;
 use std::collections::HashMap;
@@ -19,14 +20,14 @@ pub const BUDGET: Duration = Duration::from_secs(5);
 pub const P99_LIMIT: Duration = Duration::from_millis(10);
 
 /// Each fdatasync's duration, in order; stops at `samples` or when `budget` is spent.
-pub fn fdatasync_probe(dir: &Path, samples: usize, budget: Duration) -> Result<Vec<Duration>, String> {
+pub fn fdatasync_probe(dir: &Path, samples: usize, budget: Duration) -> anyhow::Result<Vec<Duration>> {
     let path = dir.join(format!(".hardshift-fdatasync-probe-{}", std::process::id()));
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
         .open(&path)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+        .with_context(|| path.display().to_string())?;
     // Removed whatever happens below: the probe never leaves a file in etcd's directory.
     struct Remove<'a>(&'a Path);
     impl Drop for Remove<'_> {
@@ -39,9 +40,9 @@ pub fn fdatasync_probe(dir: &Path, samples: usize, budget: Duration) -> Result<V
     let start = Instant::now();
     let mut out = Vec::with_capacity(samples);
     while out.len() < samples && start.elapsed() < budget {
-        f.write_all(&block).map_err(|e| format!("{}: {e}", path.display()))?;
+        f.write_all(&block).with_context(|| path.display().to_string())?;
         let t = Instant::now();
-        nix::unistd::fdatasync(&f).map_err(|e| format!("fdatasync {}: {e}", path.display()))?;
+        nix::unistd::fdatasync(&f).with_context(|| format!("fdatasync {}", path.display()))?;
         out.push(t.elapsed());
     }
     Ok(out)
@@ -72,7 +73,7 @@ pub fn not_measured(c: &ComponentState) -> bool {
     c.state == "not measured" && c.reason != NO_SAMPLE
 }
 
-pub fn component(dir: &Path, result: &Result<Vec<Duration>, String>) -> ComponentState {
+pub fn component(dir: &Path, result: &anyhow::Result<Vec<Duration>>) -> ComponentState {
     let mut c = ComponentState {
         name: Component::EtcdDisk.name().into(),
         ..Default::default()
@@ -81,7 +82,7 @@ pub fn component(dir: &Path, result: &Result<Vec<Duration>, String>) -> Componen
         Err(e) => {
             c.health = Health::Unknown as i32;
             c.state = "not measured".into();
-            c.reason = e.clone();
+            c.reason = format!("{e:#}");
         }
         Ok(s) if s.is_empty() => {
             c.health = Health::Unknown as i32;
@@ -141,7 +142,10 @@ mod tests {
             "{}",
             c.reason
         );
-        let c = component(Path::new("/var/lib/etcd"), &Err("/var/lib/etcd: No such file or directory".into()));
+        let c = component(
+            Path::new("/var/lib/etcd"),
+            &Err(anyhow::anyhow!("/var/lib/etcd: No such file or directory")),
+        );
         assert_eq!((c.health, c.state.as_str()), (Health::Unknown as i32, "not measured"));
     }
 

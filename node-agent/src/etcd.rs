@@ -4,6 +4,7 @@
 //! `read` gathers a `Snapshot`; `judge` (pure) turns it into the component, naming every failure
 //! in etcd's own words ("etcdserver: no leader").
 
+use anyhow::Context;
 use hardshift_proto::etcd::alarm_request::AlarmAction;
 use hardshift_proto::etcd::cluster_client::ClusterClient;
 use hardshift_proto::etcd::kv_client::KvClient;
@@ -23,13 +24,13 @@ pub use hardshift_agent_config::EtcdConfig;
 #[derive(Debug, Clone)]
 pub struct Snapshot {
     /// A linearizable read of one key.
-    pub read: Result<(), String>,
-    pub status: Result<StatusResponse, String>,
-    pub members: Result<Vec<Member>, String>,
-    pub alarms: Result<Vec<AlarmMember>, String>,
+    pub read: Result<(), tonic::Status>,
+    pub status: Result<StatusResponse, tonic::Status>,
+    pub members: Result<Vec<Member>, tonic::Status>,
+    pub alarms: Result<Vec<AlarmMember>, tonic::Status>,
 }
 
-fn said(s: tonic::Status) -> String {
+fn said(s: &tonic::Status) -> String {
     if s.message().is_empty() {
         format!("{:?}", s.code())
     } else {
@@ -38,8 +39,8 @@ fn said(s: tonic::Status) -> String {
 }
 
 /// One TLS connection to the member, shared by the probe's calls (HTTP/2 streams).
-async fn channel(cfg: &EtcdConfig) -> Result<Channel, String> {
-    let read = |p: &std::path::Path| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
+async fn channel(cfg: &EtcdConfig) -> anyhow::Result<Channel> {
+    let read = |p: &std::path::Path| std::fs::read(p).with_context(|| p.display().to_string());
     let host = cfg
         .endpoint
         .rsplit_once(':')
@@ -52,18 +53,17 @@ async fn channel(cfg: &EtcdConfig) -> Result<Channel, String> {
         .identity(Identity::from_pem(read(&cfg.cert)?, read(&cfg.key)?))
         .domain_name(host);
     Endpoint::from_shared(format!("https://{}", cfg.endpoint))
-        .map_err(|e| format!("{}: {e}", cfg.endpoint))?
-        .tls_config(tls)
-        .map_err(|e| crate::probes::error_chain(&e))?
+        .with_context(|| cfg.endpoint.clone())?
+        .tls_config(tls)?
         .connect_timeout(TIMEOUT)
         .timeout(TIMEOUT)
         .connect()
         .await
-        .map_err(|e| format!("{}: {}", cfg.endpoint, crate::probes::error_chain(&e)))
+        .with_context(|| cfg.endpoint.clone())
 }
 
 /// Ask the member everything at once over one connection.
-pub async fn read(cfg: &EtcdConfig) -> Result<Snapshot, String> {
+pub async fn read(cfg: &EtcdConfig) -> anyhow::Result<Snapshot> {
     let ch = channel(cfg).await?;
     let (mut kv, mut cluster) = (KvClient::new(ch.clone()), ClusterClient::new(ch.clone()));
     let (mut status_c, mut alarm_c) = (MaintenanceClient::new(ch.clone()), MaintenanceClient::new(ch));
@@ -83,10 +83,10 @@ pub async fn read(cfg: &EtcdConfig) -> Result<Snapshot, String> {
         }),
     );
     Ok(Snapshot {
-        read: read.map(|_| ()).map_err(said),
-        status: status.map(|r| r.into_inner()).map_err(said),
-        members: members.map(|r| r.into_inner().members).map_err(said),
-        alarms: alarms.map(|r| r.into_inner().alarms).map_err(said),
+        read: read.map(|_| ()),
+        status: status.map(|r| r.into_inner()),
+        members: members.map(|r| r.into_inner().members),
+        alarms: alarms.map(|r| r.into_inner().alarms),
     })
 }
 
@@ -127,7 +127,7 @@ pub fn judge(s: &Snapshot) -> ComponentState {
     let state = format!("{} members{}", members.len(), if is_leader { ", leader" } else { "" });
     let (health, reason) = if let Err(e) = &s.read {
         // What `etcdctl endpoint health` and `/health` report: no quorum read, no health.
-        (Health::Failing, format!("a linearizable read failed: {e}"))
+        (Health::Failing, format!("a linearizable read failed: {}", said(e)))
     } else if !alarms.is_empty() {
         let list: Vec<String> = alarms
             .iter()
@@ -135,13 +135,13 @@ pub fn judge(s: &Snapshot) -> ComponentState {
             .collect();
         (Health::Failing, format!("alarms: {}", list.join(", ")))
     } else if let Err(e) = &s.status {
-        (Health::Warning, format!("status: {e}"))
+        (Health::Warning, format!("status: {}", said(e)))
     } else if leader == 0 {
         (Health::Failing, "no leader".into())
     } else if let Some(st) = st.filter(|s| !s.errors.is_empty()) {
         (Health::Warning, st.errors.join("; "))
     } else if let Err(e) = &s.members {
-        (Health::Warning, format!("member list: {e}"))
+        (Health::Warning, format!("member list: {}", said(e)))
     } else {
         (Health::Ok, String::new())
     };
@@ -155,16 +155,16 @@ pub fn judge(s: &Snapshot) -> ComponentState {
 }
 
 /// The member list, one line per member as etcdctl prints it (a debug request's answer).
-pub async fn members(cfg: &EtcdConfig) -> Result<Vec<String>, String> {
+pub async fn members(cfg: &EtcdConfig) -> anyhow::Result<Vec<String>> {
     let run = async {
         let mut c = ClusterClient::new(channel(cfg).await?);
         let ms = c
             .member_list(MemberListRequest { linearizable: false })
             .await
-            .map_err(|s| format!("member list: {}", said(s)))?
+            .map_err(|s| anyhow::anyhow!("member list: {}", said(&s)))?
             .into_inner()
             .members;
-        Ok::<_, String>(
+        Ok::<_, anyhow::Error>(
             ms.iter()
                 .map(|m| {
                     format!(
@@ -181,7 +181,7 @@ pub async fn members(cfg: &EtcdConfig) -> Result<Vec<String>, String> {
     };
     tokio::time::timeout(TIMEOUT, run)
         .await
-        .map_err(|_| format!("etcd at {} did not answer within 3s", cfg.endpoint))?
+        .map_err(|_| anyhow::anyhow!("etcd at {} did not answer within 3s", cfg.endpoint))?
 }
 
 pub async fn probe(cfg: &EtcdConfig) -> ComponentState {
@@ -207,7 +207,7 @@ pub async fn probe(cfg: &EtcdConfig) -> ComponentState {
         Ok(Err(e)) => {
             c.health = Health::Failing as i32;
             c.state = "unreachable".into();
-            c.reason = e;
+            c.reason = format!("{e:#}");
             c
         }
         Ok(Ok(snap)) => judge(&snap),
@@ -271,7 +271,7 @@ mod tests {
         // A member cut off from the others: its status still answers, with no leader, and the
         // linearizable read fails as etcd says it.
         let mut s = healthy();
-        s.read = Err("etcdserver: no leader".into());
+        s.read = Err(tonic::Status::unavailable("etcdserver: no leader"));
         if let Ok(st) = &mut s.status {
             st.leader = 0;
         }
@@ -287,7 +287,7 @@ mod tests {
         // Before, an HTTP 500 from the gateway read as "no leader". Now the read's own error is
         // the reason, and the leader etcd reports is kept.
         let mut s = healthy();
-        s.read = Err("etcdserver: request timed out".into());
+        s.read = Err(tonic::Status::unavailable("etcdserver: request timed out"));
         let c = judge(&s);
         assert_eq!(c.health, Health::Failing as i32);
         assert!(c.reason.ends_with("etcdserver: request timed out"), "{c:?}");
@@ -311,7 +311,7 @@ mod tests {
         let c = judge(&s);
         assert_eq!((c.health, c.reason.as_str()), (Health::Warning as i32, "slow fdatasync"));
         let mut s = healthy();
-        s.status = Err("etcdserver: leader changed".into());
+        s.status = Err(tonic::Status::unavailable("etcdserver: leader changed"));
         let c = judge(&s);
         assert_eq!(c.health, Health::Warning as i32, "{c:?}");
         assert_eq!(c.details["leader"], "");

@@ -6,6 +6,7 @@
 //! in a data URL; each directory keeps its mode. The result is written 0600 (it holds keys),
 //! through a temporary file and a rename, so `coreos-installer` never reads half a config.
 
+use anyhow::Context;
 use base64::Engine;
 use serde_json::{json, Value};
 use std::io::Write;
@@ -28,36 +29,38 @@ pub const CARRY_LIMIT: u64 = 512 << 20;
 /// What `--carry SRC=DEST` names (`SRC` alone: the same path on the installed system). Both
 /// plain absolute paths: not `/` itself, no `.` or `..` or empty component (DEST lands in the
 /// installed system's tree as it is written).
-pub fn parse_carry(arg: &str) -> Result<(PathBuf, String), String> {
+pub fn parse_carry(arg: &str) -> anyhow::Result<(PathBuf, String)> {
     let (src, dest) = arg.split_once('=').unwrap_or((arg, arg));
     for (what, p) in [("SRC", src), ("DEST", dest)] {
         let trimmed = p.trim_end_matches('/');
         if !p.starts_with('/') {
-            return Err(format!("--carry {arg:?}: {what} must be an absolute path"));
+            return Err(anyhow::anyhow!("--carry {arg:?}: {what} must be an absolute path"));
         }
         if trimmed.is_empty() {
-            return Err(format!("--carry {arg:?}: {what} is / itself"));
+            return Err(anyhow::anyhow!("--carry {arg:?}: {what} is / itself"));
         }
         if trimmed[1..].split('/').any(|c| c.is_empty() || c == "." || c == "..") {
-            return Err(format!("--carry {arg:?}: {what} must be a plain path (no `.`, `..` or `//`)"));
+            return Err(anyhow::anyhow!(
+                "--carry {arg:?}: {what} must be a plain path (no `.`, `..` or `//`)"
+            ));
         }
     }
     Ok((PathBuf::from(src), dest.trim_end_matches('/').to_string()))
 }
 
 /// A regular file's bytes, at most `limit` (`state_file::read`), the path in the message.
-fn read_file(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
-    crate::state_file::read(path, limit).map_err(|e| format!("{}: {e}", path.display()))
+fn read_file(path: &Path, limit: u64) -> anyhow::Result<Vec<u8>> {
+    crate::state_file::read(path, limit).with_context(|| path.display().to_string())
 }
 
 /// Everything under `src` (a file or a directory, walked without following links), placed at
 /// `dest`. A missing source is an error: the config would lack what the master needs. `budget`:
 /// the bytes the files may still take, all carries together.
-pub fn collect(src: &Path, dest: &str, budget: &mut u64) -> Result<Vec<Entry>, String> {
-    let meta = std::fs::symlink_metadata(src).map_err(|e| format!("{}: {e}", src.display()))?;
+pub fn collect(src: &Path, dest: &str, budget: &mut u64) -> anyhow::Result<Vec<Entry>> {
+    let meta = std::fs::symlink_metadata(src).with_context(|| src.display().to_string())?;
     let mode = meta.permissions().mode() & 0o7777;
     if meta.is_file() {
-        let contents = read_file(src, *budget).map_err(|e| format!("{e} (all carried files together may be {} MiB)", CARRY_LIMIT >> 20))?;
+        let contents = read_file(src, *budget).with_context(|| format!("all carried files together may be {} MiB", CARRY_LIMIT >> 20))?;
         *budget -= contents.len() as u64;
         return Ok(vec![Entry::File {
             path: dest.to_string(),
@@ -66,7 +69,7 @@ pub fn collect(src: &Path, dest: &str, budget: &mut u64) -> Result<Vec<Entry>, S
         }]);
     }
     if !meta.is_dir() {
-        return Err(format!(
+        return Err(anyhow::anyhow!(
             "{}: neither a file nor a directory (mode {:o})",
             src.display(),
             meta.mode()
@@ -77,13 +80,13 @@ pub fn collect(src: &Path, dest: &str, budget: &mut u64) -> Result<Vec<Entry>, S
         mode,
     }];
     let mut names: Vec<PathBuf> = std::fs::read_dir(src)
-        .map_err(|e| format!("{}: {e}", src.display()))?
+        .with_context(|| src.display().to_string())?
         .map(|e| e.map(|e| e.path()))
         .collect::<Result<_, _>>()
-        .map_err(|e| format!("{}: {e}", src.display()))?;
+        .with_context(|| src.display().to_string())?;
     names.sort();
     for p in names {
-        let ft = std::fs::symlink_metadata(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+        let ft = std::fs::symlink_metadata(&p).with_context(|| p.display().to_string())?;
         // Sockets, fifos and links are the running system's, not state to install.
         if !ft.is_file() && !ft.is_dir() {
             continue;
@@ -93,7 +96,7 @@ pub fn collect(src: &Path, dest: &str, budget: &mut u64) -> Result<Vec<Entry>, S
         let name = p
             .file_name()
             .and_then(|n| n.to_str())
-            .ok_or_else(|| format!("{}: a name that is not UTF-8 cannot go into an Ignition config", p.display()))?;
+            .with_context(|| format!("{}: a name that is not UTF-8 cannot go into an Ignition config", p.display()))?;
         out.extend(collect(&p, &format!("{dest}/{name}"), budget)?);
     }
     Ok(out)
@@ -112,9 +115,9 @@ fn contents(data: &[u8]) -> Value {
 
 /// `base` with `entries` in it: each replaces the base's entry of the same path (Ignition refuses
 /// two). Pure: the I/O is the caller's.
-pub fn merge(mut base: Value, entries: &[Entry]) -> Result<Value, String> {
+pub fn merge(mut base: Value, entries: &[Entry]) -> anyhow::Result<Value> {
     if base["ignition"]["version"].as_str().is_none() {
-        return Err("the base is not an Ignition config (no ignition.version)".into());
+        return Err(anyhow::anyhow!("the base is not an Ignition config (no ignition.version)"));
     }
     let paths: std::collections::BTreeSet<&str> = entries
         .iter()
@@ -124,7 +127,7 @@ pub fn merge(mut base: Value, entries: &[Entry]) -> Result<Value, String> {
         .collect();
     let storage = base
         .as_object_mut()
-        .ok_or("the base is not a JSON object")?
+        .context("the base is not a JSON object")?
         .entry("storage")
         .or_insert_with(|| json!({}));
     for key in ["files", "directories", "links"] {
@@ -144,18 +147,20 @@ pub fn merge(mut base: Value, entries: &[Entry]) -> Result<Value, String> {
     for (key, more) in [("files", files), ("directories", dirs)] {
         let list = storage
             .as_object_mut()
-            .ok_or("storage is not an object")?
+            .context("storage is not an object")?
             .entry(key)
             .or_insert_with(|| json!([]));
-        list.as_array_mut().ok_or(format!("storage.{key} is not a list"))?.extend(more);
+        list.as_array_mut()
+            .with_context(|| format!("storage.{key} is not a list"))?
+            .extend(more);
     }
     Ok(base)
 }
 
 /// The command: read, carry, merge, write (0600, atomically). Prints what it carried.
-pub fn run(base: &Path, carry: &[String], output: &Path) -> Result<String, String> {
+pub fn run(base: &Path, carry: &[String], output: &Path) -> anyhow::Result<String> {
     let text = read_file(base, BASE_LIMIT)?;
-    let base_cfg: Value = serde_json::from_slice(&text).map_err(|e| format!("{}: {e}", base.display()))?;
+    let base_cfg: Value = serde_json::from_slice(&text).with_context(|| base.display().to_string())?;
     let carries: Vec<(PathBuf, String)> = carry.iter().map(|a| parse_carry(a)).collect::<Result<_, _>>()?;
     let mut entries = vec![];
     let mut summary = vec![];
@@ -173,9 +178,9 @@ pub fn run(base: &Path, carry: &[String], output: &Path) -> Result<String, Strin
         entries.extend(got);
     }
     let merged = merge(base_cfg, &entries)?;
-    let out = serde_json::to_vec(&merged).map_err(|e| e.to_string())?;
+    let out = serde_json::to_vec(&merged).context("the merged config")?;
     // The output holds the cluster's keys: 0600, through a temporary of its own.
-    crate::state_file::write(output, &out, 0o600, true).map_err(|e| format!("{}: {e}", output.display()))?;
+    crate::state_file::write(output, &out, 0o600, true).with_context(|| output.display().to_string())?;
     summary.push(format!("wrote {} ({} bytes)", output.display(), out.len()));
     Ok(summary.join("\n"))
 }
@@ -293,22 +298,22 @@ mod tests {
         let fifo = t.path().join("fifo");
         nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
         let e = run(&fifo, &[], &out).unwrap_err();
-        assert!(e.contains("not a regular file"), "{e}");
+        assert!(format!("{e:#}").contains("not a regular file"), "{e}");
         // More than the cap, all carries together (the size is judged before a byte is read).
         let big = t.path().join("big");
         std::fs::File::create(&big).unwrap().set_len(CARRY_LIMIT + 1).unwrap();
         let e = run(&base, &[format!("{}=/a", big.display())], &out).unwrap_err();
-        assert!(e.contains("more than the 512 MiB"), "{e}");
+        assert!(format!("{e:#}").contains("more than the 512 MiB"), "{e}");
         std::fs::write(t.path().join("ten"), [1u8; 10]).unwrap();
         let mut budget = 15;
         collect(&t.path().join("ten"), "/a", &mut budget).unwrap();
         let e = collect(&t.path().join("ten"), "/b", &mut budget).unwrap_err();
-        assert!(e.contains("more than the 5 bytes"), "{e}");
+        assert!(format!("{e:#}").contains("more than the 5 bytes"), "{e}");
         // A name that is not UTF-8: refused, not renamed.
         let tree = t.path().join("tree");
         std::fs::create_dir(&tree).unwrap();
         std::fs::write(tree.join(std::ffi::OsStr::from_bytes(b"db\xff")), b"x").unwrap();
         let e = run(&base, &[format!("{}=/var/lib/etcd", tree.display())], &out).unwrap_err();
-        assert!(e.contains("not UTF-8"), "{e}");
+        assert!(format!("{e:#}").contains("not UTF-8"), "{e}");
     }
 }

@@ -2,6 +2,7 @@
 //! and DNS, resolved through the node's resolver (nsswitch: /etc/hosts, then resolv.conf), as
 //! the kubelet and CRI-O resolve, compared with the addresses the bundle's zones give.
 
+use crate::unread::Unread;
 use hardshift_proto::v1::{ComponentState, Health};
 use hardshift_proto::vocab::{state, Component};
 use serde::Deserialize;
@@ -90,11 +91,11 @@ fn progress(which: Component, path: &Path, absent: &str) -> ComponentState {
 }
 
 /// What the resolver answers for each name: addresses, or the error.
-pub async fn resolve(checks: &[DnsCheck], timeout: Duration) -> Vec<(String, Result<Vec<IpAddr>, String>)> {
+pub async fn resolve(checks: &[DnsCheck], timeout: Duration) -> Vec<(String, Result<Vec<IpAddr>, Unread>)> {
     let one = |name: String| async move {
         let r = match tokio::time::timeout(timeout, tokio::net::lookup_host((name.as_str(), 0))).await {
-            Err(_) => Err(format!("no answer within {} s", timeout.as_secs())),
-            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err(Unread::new(format!("no answer within {} s", timeout.as_secs()))),
+            Ok(Err(e)) => Err(Unread::new(e)),
             Ok(Ok(addrs)) => {
                 let mut v: Vec<IpAddr> = addrs.map(|a| a.ip()).collect();
                 v.sort();
@@ -108,12 +109,12 @@ pub async fn resolve(checks: &[DnsCheck], timeout: Duration) -> Vec<(String, Res
 }
 
 /// A TCP connect to each endpoint at once (resolving through the node's resolver): how long it took, or the error.
-pub async fn connect_all(eps: &[Endpoint], timeout: Duration) -> Vec<Result<Duration, String>> {
+pub async fn connect_all(eps: &[Endpoint], timeout: Duration) -> Vec<Result<Duration, Unread>> {
     let one = |addr: String| async move {
         let t = std::time::Instant::now();
         match tokio::time::timeout(timeout, tokio::net::TcpStream::connect(addr.as_str())).await {
-            Err(_) => Err(format!("no answer within {} s", timeout.as_secs())),
-            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err(Unread::new(format!("no answer within {} s", timeout.as_secs()))),
+            Ok(Err(e)) => Err(Unread::new(e)),
             Ok(Ok(_)) => Ok(t.elapsed()),
         }
     };
@@ -122,7 +123,7 @@ pub async fn connect_all(eps: &[Endpoint], timeout: Duration) -> Vec<Result<Dura
 
 /// The `lb` component. Pure. Through the load balancer fails while an API server answers
 /// directly: the load balancer is the cause. Nothing answers at all: no API server runs yet.
-pub fn lb(eps: &[Endpoint], results: &[Result<Duration, String>]) -> ComponentState {
+pub fn lb(eps: &[Endpoint], results: &[Result<Duration, Unread>]) -> ComponentState {
     let mut details = HashMap::new();
     let (mut lb_bad, mut direct_ok) = (Vec::new(), Vec::new());
     for (e, r) in eps.iter().zip(results) {
@@ -130,7 +131,7 @@ pub fn lb(eps: &[Endpoint], results: &[Result<Duration, String>]) -> ComponentSt
             e.name.clone(),
             match r {
                 Ok(d) => format!("ok {:.1} ms", d.as_secs_f64() * 1000.0),
-                Err(err) => err.clone(),
+                Err(err) => err.to_string(),
             },
         );
         match (e.via, r) {
@@ -170,7 +171,7 @@ pub fn lb(eps: &[Endpoint], results: &[Result<Duration, String>]) -> ComponentSt
 }
 
 /// The DNS component: every name must resolve to exactly the zone's addresses. Pure.
-pub fn dns(checks: &[DnsCheck], answers: &[(String, Result<Vec<IpAddr>, String>)]) -> ComponentState {
+pub fn dns(checks: &[DnsCheck], answers: &[(String, Result<Vec<IpAddr>, Unread>)]) -> ComponentState {
     let mut wrong = Vec::new();
     let mut details = HashMap::new();
     for c in checks {
@@ -233,7 +234,7 @@ mod tests {
             &checks,
             &[
                 ("api-int.x".into(), Ok(vec!["10.0.0.9".parse().unwrap()])),
-                ("master-0.x".into(), Err("failed to lookup address information".into())),
+                ("master-0.x".into(), Err(Unread::new("failed to lookup address information"))),
             ],
         );
         assert_eq!(bad.health, Health::Failing as i32);
@@ -260,7 +261,7 @@ mod tests {
             },
         ];
         let ok = Ok(Duration::from_millis(1));
-        let refused = Err::<Duration, String>("Connection refused (os error 111)".into());
+        let refused = Err::<Duration, Unread>(Unread::new("Connection refused (os error 111)"));
         assert_eq!(lb(&eps, &[ok.clone(), refused.clone()]).health, Health::Ok as i32);
         let c = lb(&eps, &[refused.clone(), ok]);
         assert_eq!(c.health, Health::Failing as i32);

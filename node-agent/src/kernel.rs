@@ -5,6 +5,7 @@
 //! monitor's, matched by plain substrings (no regex engine in the agent). Read incrementally
 //! (journalctl's cursor), counted per kind with the newest line.
 
+use anyhow::Context;
 use hardshift_proto::v1::{ComponentState, Health};
 use hardshift_proto::vocab::{kernel as k, Component};
 use std::collections::{BTreeMap, HashMap};
@@ -112,7 +113,7 @@ impl KernelLog {
 }
 
 /// Reads what the kernel logged since the last call (this boot only) into `log`.
-pub async fn read(journal_dir: Option<&Path>, boot_id: &str, log: &mut KernelLog, timeout: Duration) -> Result<(), String> {
+pub async fn read(journal_dir: Option<&Path>, boot_id: &str, log: &mut KernelLog, timeout: Duration) -> anyhow::Result<()> {
     let mut cmd = tokio::process::Command::new("journalctl");
     cmd.args(["--no-pager", "--quiet", "-o", "cat", "--show-cursor", "-n", MAX_LINES]);
     if let Some(d) = journal_dir {
@@ -127,10 +128,10 @@ pub async fn read(journal_dir: Option<&Path>, boot_id: &str, log: &mut KernelLog
     cmd.stdin(std::process::Stdio::null()).kill_on_drop(true);
     let out = tokio::time::timeout(timeout, cmd.output())
         .await
-        .map_err(|_| format!("journalctl did not answer within {} s", timeout.as_secs()))?
-        .map_err(|e| format!("journalctl: {e}"))?;
+        .map_err(|_| anyhow::anyhow!("journalctl did not answer within {} s", timeout.as_secs()))?
+        .context("journalctl")?;
     if !out.status.success() {
-        return Err(format!("journalctl: {}", String::from_utf8_lossy(&out.stderr).trim()));
+        return Err(anyhow::anyhow!("journalctl: {}", String::from_utf8_lossy(&out.stderr).trim()));
     }
     let n = out.stdout.len().min(MAX_BYTES);
     log.feed(&String::from_utf8_lossy(&out.stdout[..n]));
@@ -147,7 +148,7 @@ fn badness(kind: &str) -> Health {
 }
 
 /// The `kernel` component: a detail per kind seen ("N× last: line").
-pub fn judge(log: &Result<KernelLog, String>) -> ComponentState {
+pub fn judge(log: &anyhow::Result<KernelLog>) -> ComponentState {
     let log = match log {
         Ok(l) => l,
         Err(e) => {
@@ -155,7 +156,7 @@ pub fn judge(log: &Result<KernelLog, String>) -> ComponentState {
                 name: Component::Kernel.name().into(),
                 health: Health::Unknown as i32,
                 state: "unread".into(),
-                reason: e.clone(),
+                reason: format!("{e:#}"),
                 details: Default::default(),
             }
         }

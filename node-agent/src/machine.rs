@@ -1,8 +1,9 @@
 //! The machine itself: the disk the system runs from (size, rotational, removable, from sysfs),
-//! the kernel's FIPS mode against the bundle's, NTP synchronization (systemd-timedated over
+//! NTP synchronization (systemd-timedated over
 //! D-Bus, chrony's `tracking` when chronyc is there), and the boots seen over time (a reboot
 //! loop, kept in the agent's history directory). Each reader is split from a pure judge.
 
+use anyhow::Context;
 use hardshift_proto::v1::{ComponentState, Health};
 use hardshift_proto::vocab::{self, Component};
 use std::collections::HashMap;
@@ -35,13 +36,13 @@ fn text(p: &Path) -> String {
 
 /// The whole disk under block device `major:minor`, in a `/sys`-shaped directory: from a
 /// partition to its disk, from a device-mapper device (LUKS, LVM) to what it is made of.
-pub fn disk_of(sys: &Path, major: u64, minor: u64) -> Result<Disk, String> {
+pub fn disk_of(sys: &Path, major: u64, minor: u64) -> anyhow::Result<Disk> {
     let link = sys.join(format!("dev/block/{major}:{minor}"));
-    let mut dir = std::fs::canonicalize(&link).map_err(|e| format!("{}: {e}", link.display()))?;
+    let mut dir = std::fs::canonicalize(&link).with_context(|| link.display().to_string())?;
     // A bounded walk: partition → disk, dm → its first member.
     for _ in 0..8 {
         if dir.join("partition").exists() {
-            dir = dir.parent().map(Path::to_path_buf).ok_or("a partition without a disk")?;
+            dir = dir.parent().map(Path::to_path_buf).context("a partition without a disk")?;
             continue;
         }
         let first: Option<PathBuf> = std::fs::read_dir(dir.join("slaves")).ok().and_then(|rd| {
@@ -68,12 +69,12 @@ pub fn disk_of(sys: &Path, major: u64, minor: u64) -> Result<Disk, String> {
 }
 
 /// The disk holding `/` on this machine.
-pub fn install_disk() -> Result<Disk, String> {
-    let st = nix::sys::stat::stat("/").map_err(|e| format!("stat /: {e}"))?;
+pub fn install_disk() -> anyhow::Result<Disk> {
+    let st = nix::sys::stat::stat("/").context("stat /")?;
     let dev = st.st_dev;
     let (major, minor) = (nix::sys::stat::major(dev), nix::sys::stat::minor(dev));
     if major == 0 {
-        return Err("/ is not on a block device (a live ISO or a container)".into());
+        return Err(anyhow::anyhow!("/ is not on a block device (a live ISO or a container)"));
     }
     disk_of(Path::new("/sys"), major, minor)
 }
@@ -85,10 +86,12 @@ fn gib(b: u64) -> String {
 /// The `install-disk` component: removable or read-only fails, smaller than the assisted
 /// installer's minimum warns. Rotational is shown, not judged (virtio disks say 1 whatever
 /// backs them); etcd's fdatasync probe measures the speed that matters.
-pub fn judge_disk(d: &Result<Disk, String>) -> ComponentState {
+pub fn judge_disk(d: &anyhow::Result<Disk>) -> ComponentState {
     let d = match d {
         Ok(d) => d,
-        Err(e) => return vocab::component(Component::InstallDisk, Health::Unknown, "not found", e.clone()).with_details(HashMap::new()),
+        Err(e) => {
+            return vocab::component(Component::InstallDisk, Health::Unknown, "not found", format!("{e:#}")).with_details(HashMap::new())
+        }
     };
     let details = HashMap::from([
         ("device".to_string(), format!("/dev/{}", d.name)),
@@ -120,82 +123,6 @@ pub fn judge_disk(d: &Result<Disk, String>) -> ComponentState {
         return vocab::component(Component::InstallDisk, Health::Warning, state, why).with_details(details);
     }
     vocab::component(Component::InstallDisk, Health::Ok, state, "").with_details(details)
-}
-
-/// `/proc/sys/crypto/fips_enabled`: Some(on), None when the kernel has no such file.
-pub fn fips_enabled(proc: &Path) -> Option<bool> {
-    std::fs::read_to_string(proc.join("sys/crypto/fips_enabled"))
-        .ok()
-        .map(|s| s.trim() == "1")
-}
-
-/// The swap areas `/proc/swaps` lists: (name, size in KiB); an unreadable file says why.
-pub fn read_swaps(proc: &Path) -> Result<Vec<(String, u64)>, String> {
-    let path = proc.join("swaps");
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(text
-        .lines()
-        .skip(1)
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            Some((f.first()?.to_string(), f.get(2)?.parse().ok()?))
-        })
-        .collect())
-}
-
-/// The `swap` component: the kubelet refuses to start while swap is on (its failSwapOn, which
-/// OpenShift keeps), so a node with a swap area never runs a pod. Pure.
-pub fn judge_swap(swaps: &Result<Vec<(String, u64)>, String>) -> ComponentState {
-    match swaps {
-        Err(e) => vocab::component(Component::Swap, Health::Unknown, "unreadable", e.clone()),
-        Ok(v) if v.is_empty() => vocab::component(Component::Swap, Health::Ok, "off", ""),
-        Ok(v) => {
-            let kib: u64 = v.iter().map(|(_, k)| k).sum();
-            let names: Vec<&str> = v.iter().map(|(n, _)| n.as_str()).collect();
-            vocab::component(
-                Component::Swap,
-                Health::Failing,
-                "on",
-                format!(
-                    "{} MiB of swap ({}): the kubelet refuses to start with swap on; swapoff -a, and remove it from /etc/fstab or the swap unit",
-                    kib / 1024,
-                    names.join(", ")
-                ),
-            )
-            .with_details(HashMap::from([("areas".to_string(), names.join(",")), ("kib".to_string(), kib.to_string())]))
-        }
-    }
-}
-
-/// The `fips` component: a bundle made with `fips: true` needs the kernel in FIPS mode (RHCOS
-/// boots so with `fips=1`); a kernel in FIPS mode for a bundle without it is said, not failed.
-pub fn judge_fips(bundle: bool, kernel: Option<bool>) -> ComponentState {
-    let details = HashMap::from([
-        ("bundle".to_string(), bundle.to_string()),
-        ("kernel".to_string(), kernel.map_or("unknown".into(), |k| k.to_string())),
-    ]);
-    match (bundle, kernel) {
-        (true, Some(true)) | (false, Some(false)) | (false, None) => {
-            vocab::component(Component::Fips, Health::Ok, if bundle { "on" } else { "off" }, "").with_details(details)
-        }
-        (true, k) => vocab::component(
-            Component::Fips,
-            Health::Failing,
-            "kernel not in FIPS mode",
-            format!(
-                "the bundle was made with fips: true, but /proc/sys/crypto/fips_enabled is {}",
-                k.map_or("absent", |_| "0")
-            ),
-        )
-        .with_details(details),
-        (false, Some(true)) => vocab::component(
-            Component::Fips,
-            Health::Warning,
-            "kernel in FIPS mode",
-            "the kernel runs in FIPS mode, but the bundle was made without fips: true",
-        )
-        .with_details(details),
-    }
 }
 
 /// What chrony's `chronyc -n tracking` says (its documented output: `Name : value` lines).
@@ -232,7 +159,7 @@ pub struct Timedated {
 }
 
 /// NTPSynchronized and NTP from org.freedesktop.timedate1 (bus-activated by systemd).
-pub async fn timedated(conn: &zbus::Connection) -> Result<Timedated, String> {
+pub async fn timedated(conn: &zbus::Connection) -> anyhow::Result<Timedated> {
     let p = zbus::proxy::Builder::<zbus::Proxy>::new(conn)
         .destination("org.freedesktop.timedate1")
         .path("/org/freedesktop/timedate1")
@@ -240,31 +167,31 @@ pub async fn timedated(conn: &zbus::Connection) -> Result<Timedated, String> {
         .cache_properties(zbus::proxy::CacheProperties::No)
         .build()
         .await
-        .map_err(|e| e.to_string())?;
-    let synchronized: bool = p.get_property("NTPSynchronized").await.map_err(|e| format!("timedated: {e}"))?;
+        .context("timedated")?;
+    let synchronized: bool = p.get_property("NTPSynchronized").await.context("timedated")?;
     let ntp: bool = p.get_property("NTP").await.unwrap_or(true);
     Ok(Timedated { ntp, synchronized })
 }
 
 /// `chronyc -n tracking`, if chronyc is installed (None if not).
-pub async fn chrony(timeout: Duration) -> Option<Result<Tracking, String>> {
+pub async fn chrony(timeout: Duration) -> Option<anyhow::Result<Tracking>> {
     let mut cmd = tokio::process::Command::new("chronyc");
     cmd.args(["-n", "tracking"]).stdin(std::process::Stdio::null()).kill_on_drop(true);
     let out = match tokio::time::timeout(timeout, cmd.output()).await {
-        Err(_) => return Some(Err(format!("chronyc did not answer within {} s", timeout.as_secs()))),
+        Err(_) => return Some(Err(anyhow::anyhow!("chronyc did not answer within {} s", timeout.as_secs()))),
         Ok(Err(e)) if e.kind() == std::io::ErrorKind::NotFound => return None,
-        Ok(Err(e)) => return Some(Err(format!("chronyc: {e}"))),
+        Ok(Err(e)) => return Some(Err(anyhow::anyhow!("chronyc: {e}"))),
         Ok(Ok(o)) => o,
     };
     if !out.status.success() {
-        return Some(Err(format!("chronyc: {}", String::from_utf8_lossy(&out.stderr).trim())));
+        return Some(Err(anyhow::anyhow!("chronyc: {}", String::from_utf8_lossy(&out.stderr).trim())));
     }
     Some(Ok(parse_tracking(&String::from_utf8_lossy(&out.stdout))))
 }
 
 /// The `time-sync` component: NTP synchronized (the assisted installer's ntp-synced). Not yet
 /// synchronized warns for `NTP_GRACE_S` after boot, then fails; NTP switched off fails.
-pub fn judge_time(td: &Result<Timedated, String>, chrony: Option<&Result<Tracking, String>>, uptime_s: u64) -> ComponentState {
+pub fn judge_time(td: &anyhow::Result<Timedated>, chrony: Option<&anyhow::Result<Tracking>>, uptime_s: u64) -> ComponentState {
     let mut details = HashMap::new();
     if let Some(Ok(t)) = chrony {
         details.insert("chrony_reference".to_string(), t.reference.clone());
@@ -292,7 +219,7 @@ pub fn judge_time(td: &Result<Timedated, String>, chrony: Option<&Result<Trackin
             (t.synchronized, "timedated")
         }
         (Err(_), Some(s)) => (s, "chrony"),
-        (Err(e), None) => return vocab::component(Component::TimeSync, Health::Unknown, "unknown", e.clone()).with_details(details),
+        (Err(e), None) => return vocab::component(Component::TimeSync, Health::Unknown, "unknown", format!("{e:#}")).with_details(details),
     };
     if synced {
         let state = match chrony {
@@ -339,21 +266,21 @@ const BOOTS_FILE_LIMIT: u64 = 64 << 10;
 
 /// The history as `DIR/boots` holds it: empty when there is none yet; an error when it is not a
 /// regular file of a sane size (a FIFO there must not freeze the agent before it connects).
-pub fn read_boots(dir: &Path) -> Result<Vec<(i64, String)>, String> {
+pub fn read_boots(dir: &Path) -> anyhow::Result<Vec<(i64, String)>> {
     let path = dir.join("boots");
     match crate::state_file::read(&path, BOOTS_FILE_LIMIT) {
         Ok(b) => Ok(parse_boots(&String::from_utf8_lossy(&b))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(vec![]),
-        Err(e) => Err(format!("{}: {e}", path.display())),
+        Err(e) => Err(anyhow::anyhow!("{}: {e}", path.display())),
     }
 }
 
 /// Records this boot in `DIR/boots` (atomically) and returns the history.
-pub fn remember_boot(dir: &Path, boot_id: &str, booted_s: i64) -> Result<Vec<(i64, String)>, String> {
+pub fn remember_boot(dir: &Path, boot_id: &str, booted_s: i64) -> anyhow::Result<Vec<(i64, String)>> {
     let path = dir.join("boots");
     let boots = record_boot(read_boots(dir)?, boot_id, booted_s);
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    crate::state_file::write(&path, boots_text(&boots).as_bytes(), 0o644, true).map_err(|e| format!("{}: {e}", path.display()))?;
+    std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
+    crate::state_file::write(&path, boots_text(&boots).as_bytes(), 0o644, true).with_context(|| path.display().to_string())?;
     Ok(boots)
 }
 
@@ -362,10 +289,10 @@ pub fn remember_boot(dir: &Path, boot_id: &str, booted_s: i64) -> Result<Vec<(i6
 const FUTURE_SLACK_S: i64 = 300;
 
 /// The `boots` component: `LOOP_BOOTS` boots within `LOOP_WINDOW_S` is a reboot loop.
-pub fn judge_boots(boots: &Result<Vec<(i64, String)>, String>, now_s: i64) -> ComponentState {
+pub fn judge_boots(boots: &anyhow::Result<Vec<(i64, String)>>, now_s: i64) -> ComponentState {
     let boots = match boots {
         Ok(b) => b,
-        Err(e) => return vocab::component(Component::Boots, Health::Unknown, "no history", e.clone()).with_details(HashMap::new()),
+        Err(e) => return vocab::component(Component::Boots, Health::Unknown, "no history", format!("{e:#}")).with_details(HashMap::new()),
     };
     let recent: Vec<&(i64, String)> = boots
         .iter()
@@ -458,19 +385,6 @@ mod tests {
         assert_eq!((d.name.as_str(), d.size_bytes, d.rotational), ("sda", 976773168 * 512, false));
     }
 
-    #[test]
-    fn fips_against_the_bundle() {
-        assert_eq!(judge_fips(true, Some(true)).health, Health::Ok as i32);
-        assert_eq!(judge_fips(false, None).health, Health::Ok as i32);
-        let c = judge_fips(true, Some(false));
-        assert_eq!(c.health, Health::Failing as i32);
-        assert!(c.reason.contains("fips_enabled is 0"), "{}", c.reason);
-        assert!(judge_fips(true, None).reason.contains("absent"));
-        assert_eq!(judge_fips(false, Some(true)).health, Health::Warning as i32);
-        // This machine's kernel, read as the agent reads it.
-        let _ = fips_enabled(Path::new("/proc"));
-    }
-
     /// chronyc's tracking output as chrony's documentation (chronyc(1)) shows it, synchronized
     /// and not.
     #[test]
@@ -482,7 +396,7 @@ mod tests {
             ("CB00710F (ntp1.example.net)", "Normal", "3")
         );
         let unsynced = "Reference ID    : 00000000 ()\nStratum         : 0\nRef time (UTC)  : Thu Jan 01 00:00:00 1970\nSystem time     : 0.000000000 seconds fast of NTP time\nLast offset     : +0.000000000 seconds\nRMS offset      : 0.000000000 seconds\nFrequency       : 0.000 ppm slow\nResidual freq   : +0.000 ppm\nSkew            : 0.000 ppm\nRoot delay      : 1.000000000 seconds\nRoot dispersion : 1.000000000 seconds\nUpdate interval : 0.0 seconds\nLeap status     : Not synchronised\n";
-        let no_bus: Result<Timedated, String> = Err("timedated: org.freedesktop.DBus.Error.ServiceUnknown".into());
+        let no_bus: anyhow::Result<Timedated> = Err(anyhow::anyhow!("timedated: org.freedesktop.DBus.Error.ServiceUnknown"));
         let c = judge_time(&no_bus, Some(&Ok(parse_tracking(unsynced))), 3600);
         assert_eq!(c.health, Health::Failing as i32);
         assert!(
@@ -538,7 +452,7 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         nix::unistd::mkfifo(&t.path().join("boots"), nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
         let e = remember_boot(t.path(), "a", now).unwrap_err();
-        assert!(e.contains("not a regular file"), "{e}");
+        assert!(format!("{e:#}").contains("not a regular file"), "{e}");
         assert_eq!(judge_boots(&Err(e), now).health, Health::Unknown as i32);
 
         let t = tempfile::tempdir().unwrap();
@@ -548,25 +462,5 @@ mod tests {
         remember_boot(t.path(), "a", now).unwrap();
         assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
         assert_eq!(read_boots(t.path()).unwrap(), [(now, "a".to_string())]);
-    }
-
-    /// A swap area fails the node (the kubelet will not start), none is ok, and a /proc without
-    /// the file says so rather than passing.
-    #[test]
-    fn swap_on_fails_and_off_passes() {
-        let d = tempfile::tempdir().unwrap();
-        assert_eq!(judge_swap(&read_swaps(d.path())).health, Health::Unknown as i32);
-        std::fs::write(d.path().join("swaps"), "Filename\tType\tSize\tUsed\tPriority\n").unwrap();
-        let off = judge_swap(&read_swaps(d.path()));
-        assert_eq!((off.health, off.state.as_str()), (Health::Ok as i32, "off"));
-        std::fs::write(
-            d.path().join("swaps"),
-            "Filename\tType\tSize\tUsed\tPriority\n/dev/vda3 partition\t2097148\t0\t-2\n/swapfile file 1048576 0 -3\n",
-        )
-        .unwrap();
-        let on = judge_swap(&read_swaps(d.path()));
-        assert_eq!(on.health, Health::Failing as i32);
-        assert!(on.reason.starts_with("3071 MiB of swap (/dev/vda3, /swapfile)"), "{}", on.reason);
-        assert_eq!(on.details["kib"], "3145724");
     }
 }

@@ -13,6 +13,7 @@ mod debug;
 mod disk;
 mod etcd;
 mod host;
+mod host_checks;
 mod in_place;
 mod install;
 mod kernel;
@@ -21,12 +22,14 @@ mod names;
 mod nic;
 mod outbox;
 mod peers;
+mod probe;
 mod probes;
 mod registry;
 mod schedule;
 mod seq_state;
 mod state_file;
 mod systemd;
+mod unread;
 
 use hardshift_proto::v1::{ComponentState, NodeReport};
 use std::path::PathBuf;
@@ -76,14 +79,14 @@ async fn bus(cfg: &config::Config) -> Option<zbus::Connection> {
 }
 
 /// The systemd bus, if there are units to watch; why not, when it does not answer in 2 s.
-async fn try_bus(cfg: &config::Config) -> Result<Option<zbus::Connection>, String> {
+async fn try_bus(cfg: &config::Config) -> anyhow::Result<Option<zbus::Connection>> {
     if cfg.units.is_empty() {
         return Ok(None);
     }
     match tokio::time::timeout(Duration::from_secs(2), systemd::connect(&cfg.systemd_bus)).await {
         Ok(Ok(c)) => Ok(Some(c)),
-        Ok(Err(e)) => Err(format!("D-Bus {}: {e}", cfg.systemd_bus)),
-        Err(_) => Err(format!("D-Bus {}: no answer within 2 s", cfg.systemd_bus)),
+        Ok(Err(e)) => Err(anyhow::anyhow!("D-Bus {}: {e}", cfg.systemd_bus)),
+        Err(_) => Err(anyhow::anyhow!("D-Bus {}: no answer within 2 s", cfg.systemd_bus)),
     }
 }
 

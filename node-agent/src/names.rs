@@ -5,6 +5,7 @@
 //! service only (`getent -s dns`), as NetworkManager's reverse lookup goes: /etc/hosts and
 //! nss-myhostname would answer for the node itself and hide a missing record.
 
+use anyhow::Context;
 use hardshift_proto::v1::{ComponentState, Health};
 use hardshift_proto::vocab::{self, Component};
 use std::collections::HashMap;
@@ -44,20 +45,23 @@ pub fn parse_getent(out: &str) -> Answer {
 }
 
 /// `getent -s dns DB KEY`, bounded in time.
-pub async fn getent(db: &str, key: &str, timeout: Duration) -> Result<Answer, String> {
+pub async fn getent(db: &str, key: &str, timeout: Duration) -> anyhow::Result<Answer> {
     let mut cmd = tokio::process::Command::new("getent");
     cmd.args(["-s", "dns", db, key])
         .stdin(std::process::Stdio::null())
         .kill_on_drop(true);
     let out = tokio::time::timeout(timeout, cmd.output())
         .await
-        .map_err(|_| format!("getent {db} {key}: no answer within {} s", timeout.as_secs()))?
-        .map_err(|e| format!("getent: {e}"))?;
+        .map_err(|_| anyhow::anyhow!("getent {db} {key}: no answer within {} s", timeout.as_secs()))?
+        .context("getent")?;
     match out.status.code() {
         Some(0) => Ok(parse_getent(&String::from_utf8_lossy(&out.stdout))),
         // getent(1): 2 is "key not found".
         Some(2) => Ok(Answer::NotFound),
-        _ => Err(format!("getent {db} {key}: {}", String::from_utf8_lossy(&out.stderr).trim())),
+        _ => Err(anyhow::anyhow!(
+            "getent {db} {key}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )),
     }
 }
 
@@ -76,7 +80,7 @@ pub fn random_name(domain: &str) -> String {
 }
 
 /// The `dns-wildcard` component from the answer for a random name.
-pub fn judge_wildcard(name: &str, a: &Result<Answer, String>) -> ComponentState {
+pub fn judge_wildcard(name: &str, a: &anyhow::Result<Answer>) -> ComponentState {
     let details = HashMap::from([("name".to_string(), name.to_string())]);
     match a {
         Ok(Answer::NotFound) => vocab::component(Component::DnsWildcard, Health::Ok, "no wildcard", "").with_details(details),
@@ -90,12 +94,12 @@ pub fn judge_wildcard(name: &str, a: &Result<Answer, String>) -> ComponentState 
             ),
         )
         .with_details(details),
-        Err(e) => vocab::component(Component::DnsWildcard, Health::Unknown, "unknown", e.clone()).with_details(details),
+        Err(e) => vocab::component(Component::DnsWildcard, Health::Unknown, "unknown", format!("{e:#}")).with_details(details),
     }
 }
 
 /// The `dns-ptr` component: the address resolves back to the node's name (short or FQDN).
-pub fn judge_ptr(node: &str, addr: IpAddr, a: &Result<Answer, String>) -> ComponentState {
+pub fn judge_ptr(node: &str, addr: IpAddr, a: &anyhow::Result<Answer>) -> ComponentState {
     let mut details = HashMap::from([("address".to_string(), addr.to_string())]);
     match a {
         Ok(Answer::Found { names, .. }) if names.iter().any(|n| n == node || n.split('.').next() == Some(node)) => {
@@ -119,7 +123,7 @@ pub fn judge_ptr(node: &str, addr: IpAddr, a: &Result<Answer, String>) -> Compon
             format!("{addr} does not resolve back to a name: RHCOS takes its hostname from it when DHCP gives none"),
         )
         .with_details(details),
-        Err(e) => vocab::component(Component::DnsPtr, Health::Unknown, "unknown", e.clone()).with_details(details),
+        Err(e) => vocab::component(Component::DnsPtr, Health::Unknown, "unknown", format!("{e:#}")).with_details(details),
     }
 }
 

@@ -5,6 +5,7 @@
 //! (a refusal answers too), and no path MTU. Bounded: PINGS small echoes and one large one per
 //! peer, each waited for at most WAIT.
 
+use crate::unread::Unread;
 use hardshift_proto::v1::{ComponentState, Health};
 use hardshift_proto::vocab::Component;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
@@ -48,7 +49,7 @@ pub struct Sample {
     pub method: Method,
     /// The route's MTU and whether a don't-fragment echo of that size came back (None: not
     /// measured).
-    pub mtu: Option<(u32, Result<bool, String>)>,
+    pub mtu: Option<(u32, Result<bool, Unread>)>,
 }
 
 impl Sample {
@@ -197,7 +198,7 @@ fn icmp(addr: IpAddr, pings: u16, wait: Duration) -> std::io::Result<Sample> {
             let header = if v6 { 40 + 8 } else { 20 + 8 };
             let r = echo(&s, v6, raw, id, pings + 1, (m as usize).saturating_sub(header), wait)
                 .map(|r| r.is_some())
-                .map_err(|e| format!("a {m}-byte don't-fragment echo: {e}"));
+                .map_err(|e| Unread::new(format!("a {m}-byte don't-fragment echo: {e}")));
             Some((m as u32, r))
         }
         _ => None,
@@ -388,7 +389,7 @@ mod tests {
         }
     }
 
-    fn sample(rtts_ms: &[u64], mtu: Option<(u32, Result<bool, String>)>) -> Option<Sample> {
+    fn sample(rtts_ms: &[u64], mtu: Option<(u32, Result<bool, Unread>)>) -> Option<Sample> {
         Some(Sample {
             sent: PINGS,
             rtts: rtts_ms.iter().map(|m| Duration::from_millis(*m)).collect(),

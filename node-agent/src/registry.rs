@@ -2,6 +2,7 @@
 //! node needs first (the release and the pause image), with the node's own pull secret and trust
 //! bundle: the mirror check of `hardshift mirror-check`, from the node's view. Never a pull.
 
+use anyhow::Context;
 use hardshift_proto::v1::{ComponentState, Health};
 use hardshift_proto::vocab::Component;
 use hardshift_registry::{auth::Auths, check, client::Client, mirror::DigestSource, reference::Reference};
@@ -23,7 +24,7 @@ fn state(health: Health, state: String, reason: String, details: HashMap<String,
 
 /// One look: every image HEADed through its mirrors.
 pub async fn probe(cfg: &RegistryConfig) -> ComponentState {
-    let read = |p: &PathBuf| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()));
+    let read = |p: &PathBuf| std::fs::read_to_string(p).with_context(|| p.display().to_string());
     let setup = (|| {
         let auths = Auths::from_pull_secret(&read(&cfg.pull_secret)?)?;
         let trust = match &cfg.trust {
@@ -34,13 +35,13 @@ pub async fn probe(cfg: &RegistryConfig) -> ComponentState {
         let images = cfg
             .images
             .iter()
-            .map(|i| Reference::parse(i).map_err(|e| e.to_string()))
+            .map(|i| Reference::parse(i).with_context(|| format!("image {i}")))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok::<_, String>((client, images))
+        Ok::<_, anyhow::Error>((client, images))
     })();
     let (client, images) = match setup {
         Ok(v) => v,
-        Err(e) => return state(Health::Warning, "not checked".into(), e, HashMap::new()),
+        Err(e) => return state(Health::Warning, "not checked".into(), format!("{e:#}"), HashMap::new()),
     };
     let sources: Vec<DigestSource> = cfg
         .mirror

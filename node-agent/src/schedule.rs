@@ -5,149 +5,27 @@
 //! as "unknown: timed out", never late and never missing; the probes of a report, and of a round,
 //! run at once, so one hung answer holds no other.
 //!
-//! Adding a host check: a reader and a pure judge (in the module of what it reads), one row
-//! here, one diagnose rule in the collector, one row in docs/hardware.md.
+//! The host's small checks keep their rows beside their readers and judges
+//! (`host_checks::ROWS`); the table the scheduler runs is this one, then those.
 
 use crate::config::Config;
-use crate::{cri, disk, etcd, install, kernel, machine, names, nic, peers, probes, registry, systemd};
-use futures_util::future::BoxFuture;
-use hardshift_proto::v1::{ComponentState, ContainerInfo, Health, PodInfo};
-use hardshift_proto::vocab::{self, state, Component};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use crate::probe::{always, timed_out, Cadence, Probe, ASK, ASK_BACKSTOP, LOCAL, NET, PEERS};
+pub use crate::probe::{Ctx, State};
+use crate::{cri, disk, etcd, host_checks, install, kernel, machine, names, nic, peers, probes, registry, systemd};
+use hardshift_proto::v1::{ComponentState, Health};
+use hardshift_proto::vocab::{self, Component};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
-/// sysfs and /proc reads.
-const LOCAL: Duration = Duration::from_secs(2);
-/// D-Bus, chronyc, journalctl, getent.
-const ASK: Duration = Duration::from_secs(4);
-/// A probe that bounds its own asking at ASK, and a second to put back what it keeps.
-const ASK_BACKSTOP: Duration = Duration::from_secs(5);
-/// Every peer at once (PINGS + 1 echoes of at most WAIT each, and a margin).
-const PEERS: Duration = Duration::from_secs(7);
-/// A network answer (the kubelet's /healthz, a connect, a resolver, etcd, CRI): each read is
-/// bounded at 1–2 s by its own timeout; this is the backstop.
-const NET: Duration = Duration::from_secs(5);
+/// Every row the agent runs: this table, then the host checks'. A row's index here is its place
+/// in a report.
+static TABLE: LazyLock<Vec<&'static Probe>> = LazyLock::new(|| PROBES.iter().chain(host_checks::ROWS).collect());
 
-/// How often a probe runs.
-pub enum Cadence {
-    /// For every report: what a report must say fresh (the kubelet, the runtime, etcd, units).
-    Report,
-    /// Each round of the machine's probes, started on the report interval beside the reports;
-    /// each report carries the latest round.
-    Round,
-    /// In the background, again after the period its outcome asks for (a probe that writes, or
-    /// asks a registry, never runs per report); each report carries the latest outcome.
-    Every(fn(&Config, &[ComponentState]) -> Duration),
+fn table() -> &'static [&'static Probe] {
+    &TABLE
 }
 
-/// One row of the table.
-pub struct Probe {
-    /// The components it reports: what a timeout is said as, and what tests hold the table to.
-    pub components: &'static [Component],
-    pub cadence: Cadence,
-    /// The whole probe's deadline (a probe bounds its own reads within it).
-    pub deadline: Duration,
-    /// Whether this node's config turns it on.
-    pub enabled: fn(&Config) -> bool,
-    pub run: for<'a> fn(&'a Ctx) -> BoxFuture<'a, Vec<ComponentState>>,
-}
-
-/// What a probe runs with: the node's config, the D-Bus connections (the units' bus, and the
-/// system bus for timedated), what probes keep between runs, and when it is.
-pub struct Ctx {
-    pub cfg: Arc<Config>,
-    pub units: Option<zbus::Connection>,
-    pub system: Option<zbus::Connection>,
-    pub state: Arc<State>,
-    pub uptime_s: u64,
-    pub now_s: i64,
-}
-
-/// What probes keep between runs.
-pub struct State {
-    boot_id: String,
-    boots: Result<Vec<(i64, String)>, String>,
-    /// The kernel log's counts and cursor (taken by a read, put back after it).
-    kernel: Mutex<Option<kernel::KernelLog>>,
-    net: Guarded,
-    disk: Guarded,
-    /// The CRI probe's pods and containers, for the report's lists.
-    workloads: Mutex<(Vec<PodInfo>, Vec<ContainerInfo>)>,
-}
-
-impl State {
-    /// `record`: write this boot into the history (the running agent; `status` only reads).
-    pub fn new(cfg: &Config, boot_id: &str, booted_s: i64, record: bool) -> State {
-        let boots = if record {
-            machine::remember_boot(&cfg.history_dir, boot_id, booted_s)
-        } else {
-            machine::read_boots(&cfg.history_dir).map(|b| machine::record_boot(b, boot_id, booted_s))
-        };
-        State {
-            boot_id: boot_id.to_string(),
-            boots,
-            kernel: Mutex::new(Some(kernel::KernelLog::default())),
-            net: Guarded::default(),
-            disk: Guarded::default(),
-            workloads: Mutex::default(),
-        }
-    }
-
-    /// Why the boot history could not be kept, if it could not.
-    pub fn boots_error(&self) -> Option<&str> {
-        self.boots.as_ref().err().map(String::as_str)
-    }
-
-    /// The pods and containers the last CRI probe listed.
-    pub fn workloads(&self) -> (Vec<PodInfo>, Vec<ContainerInfo>) {
-        self.workloads.lock().map(|w| w.clone()).unwrap_or_default()
-    }
-}
-
-impl Default for Guarded {
-    fn default() -> Self {
-        Guarded(Arc::new(AtomicBool::new(false)))
-    }
-}
-
-/// A blocking read with a deadline, never two at once: reads that can block in the kernel (sysfs
-/// asks NIC drivers) run on a blocking thread, and one still stuck from before is not started
-/// again, so a hung driver costs one thread, not one per report.
-#[derive(Clone)]
-pub struct Guarded(Arc<AtomicBool>);
-
-impl Guarded {
-    /// `f` on a blocking thread; None if it misses `deadline` or the last one is still stuck.
-    pub async fn run<T: Send + 'static>(&self, deadline: Duration, f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
-        if self.0.swap(true, Ordering::SeqCst) {
-            return None;
-        }
-        let busy = self.0.clone();
-        let h = tokio::task::spawn_blocking(move || {
-            let r = f();
-            busy.store(false, Ordering::SeqCst);
-            r
-        });
-        tokio::time::timeout(deadline, h).await.ok()?.ok()
-    }
-}
-
-/// A component that did not answer within its deadline.
-pub fn timed_out(c: Component, deadline: Duration) -> ComponentState {
-    vocab::component(
-        c,
-        Health::Unknown,
-        state::TIMED_OUT,
-        format!("no answer within {} s", deadline.as_secs()),
-    )
-}
-
-fn always(_: &Config) -> bool {
-    true
-}
-
-/// The table, in the order a report lists its components.
+/// The table, in the order a report lists its components (the host checks' rows follow).
 pub const PROBES: &[Probe] = &[
     Probe {
         components: &[Component::Kubelet],
@@ -194,7 +72,7 @@ pub const PROBES: &[Probe] = &[
                 let d = dir.clone();
                 let r = tokio::task::spawn_blocking(move || disk::fdatasync_probe(&d, disk::SAMPLES, disk::BUDGET))
                     .await
-                    .unwrap_or_else(|e| Err(e.to_string()));
+                    .unwrap_or_else(|e| Err(e.into()));
                 vec![disk::component(&dir, &r)]
             })
         },
@@ -335,7 +213,7 @@ pub const PROBES: &[Probe] = &[
             Box::pin(async move {
                 let td = match &x.system {
                     Some(c) => machine::timedated(c).await,
-                    None => Err("no D-Bus system bus".to_string()),
+                    None => Err(anyhow::anyhow!("no D-Bus system bus")),
                 };
                 // chrony's own view, when it is there; never longer than the rest of the deadline.
                 let ch = machine::chrony(ASK / 2).await;
@@ -388,25 +266,6 @@ pub const PROBES: &[Probe] = &[
         },
     },
     Probe {
-        components: &[Component::Fips],
-        cadence: Cadence::Round,
-        deadline: LOCAL,
-        enabled: always,
-        run: |x| {
-            Box::pin(async move {
-                let kernel = machine::fips_enabled(std::path::Path::new("/proc"));
-                vec![machine::judge_fips(x.cfg.fips, kernel)]
-            })
-        },
-    },
-    Probe {
-        components: &[Component::Swap],
-        cadence: Cadence::Round,
-        deadline: LOCAL,
-        enabled: always,
-        run: |_| Box::pin(async move { vec![machine::judge_swap(&machine::read_swaps(std::path::Path::new("/proc")))] }),
-    },
-    Probe {
         components: &[Component::DnsWildcard],
         cadence: Cadence::Round,
         deadline: ASK_BACKSTOP,
@@ -445,8 +304,9 @@ async fn bounded(p: &Probe, x: &Ctx) -> Vec<ComponentState> {
 
 /// The enabled probes of `cadence`'s kind, at once; each one's outcome by its row's index.
 pub async fn run_all(x: &Ctx, kind: fn(&Cadence) -> bool) -> Vec<(usize, Vec<ComponentState>)> {
-    let rows: Vec<(usize, &Probe)> = PROBES
+    let rows: Vec<(usize, &Probe)> = table()
         .iter()
+        .copied()
         .enumerate()
         .filter(|(_, p)| kind(&p.cadence) && (p.enabled)(&x.cfg))
         .collect();
@@ -469,8 +329,8 @@ pub struct Latest(Mutex<Vec<Option<Vec<ComponentState>>>>);
 impl Latest {
     pub fn set(&self, row: usize, v: Vec<ComponentState>) {
         if let Ok(mut slots) = self.0.lock() {
-            if slots.len() < PROBES.len() {
-                slots.resize(PROBES.len(), None);
+            if slots.len() < table().len() {
+                slots.resize(table().len(), None);
             }
             slots[row] = Some(v);
         }
@@ -480,7 +340,7 @@ impl Latest {
     /// others, in the table's order.
     pub fn assemble(&self, now: Vec<(usize, Vec<ComponentState>)>) -> Vec<ComponentState> {
         let slots = self.0.lock().map(|s| s.clone()).unwrap_or_default();
-        let mut by_row: Vec<Option<Vec<ComponentState>>> = vec![None; PROBES.len()];
+        let mut by_row: Vec<Option<Vec<ComponentState>>> = vec![None; table().len()];
         for (i, v) in now {
             by_row[i] = Some(v);
         }
@@ -494,7 +354,7 @@ impl Latest {
 
 /// Each background probe in its own task, forever: run, keep the outcome, wait the period it asks.
 pub fn spawn_background(cfg: Arc<Config>, state: Arc<State>, latest: Arc<Latest>) {
-    for (row, p) in PROBES.iter().enumerate() {
+    for (row, p) in table().iter().copied().enumerate() {
         let Cadence::Every(period) = p.cadence else { continue };
         if !(p.enabled)(&cfg) {
             continue;
@@ -522,6 +382,7 @@ pub fn spawn_background(cfg: Arc<Config>, state: Arc<State>, latest: Arc<Latest>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hardshift_proto::vocab::state;
 
     /// A node's config with only what every config must say.
     fn config() -> Config {
@@ -534,10 +395,10 @@ mod tests {
     #[test]
     fn every_component_has_exactly_one_row() {
         for c in Component::ALL {
-            let rows = PROBES.iter().filter(|p| p.components.contains(&c)).count();
+            let rows = table().iter().filter(|p| p.components.contains(&c)).count();
             assert_eq!(rows, 1, "{c:?} is reported by {rows} rows");
         }
-        let listed: usize = PROBES.iter().map(|p| p.components.len()).sum();
+        let listed: usize = table().iter().map(|p| p.components.len()).sum();
         assert_eq!(listed, Component::ALL.len());
     }
 
@@ -576,7 +437,7 @@ mod tests {
     fn a_report_keeps_the_tables_order() {
         let latest = Latest::default();
         let c = |n: Component| vocab::component(n, Health::Ok, "ok", String::new());
-        let row = |n: Component| PROBES.iter().position(|p| p.components.contains(&n)).unwrap();
+        let row = |n: Component| table().iter().position(|p| p.components.contains(&n)).unwrap();
         latest.set(row(Component::Boots), vec![c(Component::Boots)]);
         latest.set(row(Component::EtcdDisk), vec![c(Component::EtcdDisk)]);
         let v = latest.assemble(vec![
@@ -585,34 +446,5 @@ mod tests {
         ]);
         let names: Vec<&str> = v.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["kubelet", "etcd-disk", "cri", "boots"]);
-    }
-
-    /// A read stuck in the kernel costs its field: the deadline answers, and the stuck read is
-    /// not started again while it hangs.
-    #[tokio::test]
-    async fn a_stuck_read_times_out_and_is_not_piled_up() {
-        let g = Guarded::default();
-        let (tx, rx) = std::sync::mpsc::channel::<()>();
-        let stuck = g.run(Duration::from_millis(100), move || rx.recv().ok());
-        assert_eq!(stuck.await, None, "the deadline answers");
-        let started = Arc::new(AtomicBool::new(false));
-        let s2 = started.clone();
-        assert_eq!(
-            g.run(Duration::from_secs(5), move || s2.store(true, Ordering::SeqCst)).await,
-            None,
-            "not twice at once"
-        );
-        assert!(!started.load(Ordering::SeqCst));
-        tx.send(()).unwrap();
-        // Once it returns, the next read runs.
-        let mut ok = None;
-        for _ in 0..100 {
-            ok = g.run(Duration::from_secs(5), || 7).await;
-            if ok.is_some() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        assert_eq!(ok, Some(7));
     }
 }

@@ -151,15 +151,15 @@ fn hex(id: &[u8]) -> String {
 /// The state of one unit as a component: read, then judged.
 pub async fn unit(conn: &Connection, unit: &str) -> ComponentState {
     let raw = match tokio::time::timeout(TIMEOUT, read(conn, unit)).await {
-        Err(_) => Err("systemd did not answer within 2s".to_string()),
-        Ok(Err(e)) => Err(format!("D-Bus: {e}")),
+        Err(_) => Err(anyhow::anyhow!("systemd did not answer within 2s")),
+        Ok(Err(e)) => Err(anyhow::anyhow!("D-Bus: {e}")),
         Ok(Ok(r)) => Ok(note(unit, r)),
     };
     judge(unit, &raw)
 }
 
 /// A unit's component from what systemd said (or why it said nothing). Pure.
-pub fn judge(unit: &str, raw: &Result<Raw, String>) -> ComponentState {
+pub fn judge(unit: &str, raw: &anyhow::Result<Raw>) -> ComponentState {
     let mut c = ComponentState {
         name: unit.to_string(),
         ..Default::default()
@@ -167,7 +167,7 @@ pub fn judge(unit: &str, raw: &Result<Raw, String>) -> ComponentState {
     let raw = match raw {
         Err(e) => {
             c.health = Health::Unknown as i32;
-            c.reason = e.clone();
+            c.reason = format!("{e:#}");
             return c;
         }
         Ok(r) => r,
@@ -335,7 +335,7 @@ async fn watch_unit(conn: Connection, name: String, changed: Arc<Notify>) {
 mod tests {
     use super::*;
 
-    fn raw(load: &str, active: &str, sub: &str, restarts: u32, result: &str, status: i32) -> Result<Raw, String> {
+    fn raw(load: &str, active: &str, sub: &str, restarts: u32, result: &str, status: i32) -> anyhow::Result<Raw> {
         Ok(Raw {
             load: load.into(),
             active: active.into(),
@@ -368,7 +368,7 @@ mod tests {
         assert_eq!((stopped.health, stopped.reason.as_str()), (Health::Failing as i32, "not running"));
         let starting = judge("kubelet.service", &raw("loaded", "activating", "start", 0, "success", 0));
         assert_eq!(starting.health, Health::Warning as i32);
-        let silent = judge("kubelet.service", &Err("systemd did not answer within 2s".into()));
+        let silent = judge("kubelet.service", &Err(anyhow::anyhow!("systemd did not answer within 2s")));
         assert_eq!(
             (silent.health, silent.reason.as_str()),
             (Health::Unknown as i32, "systemd did not answer within 2s")

@@ -32,8 +32,20 @@ pub mod etcd {
     include!("generated/etcdserverpb.rs");
 }
 
+/// A unix socket that did not connect, with the cause (tonic's own error hides the OS error
+/// one level down; `Display` names the socket and that cause).
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {}", socket.display(), source.source().map_or_else(|| source.to_string(), |s| s.to_string()))]
+pub struct ConnectError {
+    pub socket: std::path::PathBuf,
+    #[source]
+    pub source: tonic::transport::Error,
+}
+
+use std::error::Error as _;
+
 /// A gRPC channel over a unix socket (the CRI runtime's, or the collector's admin socket).
-pub async fn unix_channel(socket: &std::path::Path, timeout: std::time::Duration) -> Result<tonic::transport::Channel, String> {
+pub async fn unix_channel(socket: &std::path::Path, timeout: std::time::Duration) -> Result<tonic::transport::Channel, ConnectError> {
     let path = socket.to_path_buf();
     // The URI is a placeholder: every connection goes to the socket.
     tonic::transport::Endpoint::from_static("http://unix.invalid")
@@ -43,9 +55,9 @@ pub async fn unix_channel(socket: &std::path::Path, timeout: std::time::Duration
             async move { Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(tokio::net::UnixStream::connect(p).await?)) }
         }))
         .await
-        .map_err(|e| match std::error::Error::source(&e) {
-            Some(s) => format!("{}: {s}", socket.display()),
-            None => format!("{}: {e}", socket.display()),
+        .map_err(|source| ConnectError {
+            socket: socket.to_path_buf(),
+            source,
         })
 }
 
@@ -53,7 +65,7 @@ pub async fn unix_channel(socket: &std::path::Path, timeout: std::time::Duration
 pub async fn cri_client(
     socket: &std::path::Path,
     timeout: std::time::Duration,
-) -> Result<cri::runtime_service_client::RuntimeServiceClient<tonic::transport::Channel>, String> {
+) -> Result<cri::runtime_service_client::RuntimeServiceClient<tonic::transport::Channel>, ConnectError> {
     Ok(cri::runtime_service_client::RuntimeServiceClient::new(
         unix_channel(socket, timeout).await?,
     ))

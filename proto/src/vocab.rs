@@ -74,6 +74,8 @@ pub enum Component {
     Fips,
     /// Swap: the kubelet refuses to start with swap on (its failSwapOn).
     Swap,
+    /// The kernel's open-file table (/proc/sys/fs/file-nr) against its limit.
+    FileTable,
     /// Latency and loss to the other nodes of the bundle.
     Peers,
     /// Don't-fragment probes at the interface MTU to the other nodes.
@@ -86,7 +88,7 @@ pub enum Component {
 
 impl Component {
     /// In the order the dashboard shows them.
-    pub const ALL: [Component; 24] = [
+    pub const ALL: [Component; 25] = [
         Component::Kubelet,
         Component::Cri,
         Component::Etcd,
@@ -109,13 +111,14 @@ impl Component {
         Component::InstallDisk,
         Component::Fips,
         Component::Swap,
+        Component::FileTable,
         Component::DnsWildcard,
         Component::DnsPtr,
     ];
 
     /// The machine's own components (the hardware, its network and its kernel): the dashboard
     /// and `status` show them apart from the install's.
-    pub const HARDWARE: [Component; 13] = [
+    pub const HARDWARE: [Component; 14] = [
         Component::Nic,
         Component::Route,
         Component::MachineNetwork,
@@ -127,6 +130,7 @@ impl Component {
         Component::InstallDisk,
         Component::Fips,
         Component::Swap,
+        Component::FileTable,
         Component::DnsWildcard,
         Component::DnsPtr,
     ];
@@ -157,6 +161,7 @@ impl Component {
             Component::InstallDisk => "install-disk",
             Component::Fips => "fips",
             Component::Swap => "swap",
+            Component::FileTable => "file-table",
             Component::Peers => "peers",
             Component::PathMtu => "path-mtu",
             Component::DnsWildcard => "dns-wildcard",
@@ -190,8 +195,9 @@ impl Component {
             Component::InstallDisk => 19,
             Component::Fips => 20,
             Component::Swap => 21,
-            Component::DnsWildcard => 22,
-            Component::DnsPtr => 23,
+            Component::FileTable => 22,
+            Component::DnsWildcard => 23,
+            Component::DnsPtr => 24,
         }
     }
 

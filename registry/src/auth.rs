@@ -16,19 +16,20 @@ impl std::fmt::Debug for Auths {
 
 impl Auths {
     /// From the pull secret's JSON. A malformed entry is an error naming the registry, not its secret.
-    pub fn from_pull_secret(json: &str) -> Result<Auths, String> {
-        let v: serde_json::Value = serde_json::from_str(json).map_err(|e| format!("the pull secret is not JSON: {e}"))?;
+    pub fn from_pull_secret(json: &str) -> Result<Auths, crate::error::Error> {
+        use crate::error::Error::PullSecret;
+        let v: serde_json::Value = serde_json::from_str(json).map_err(|e| PullSecret(format!("not JSON: {e}")))?;
         let mut out = BTreeMap::new();
         for (host, entry) in v["auths"].as_object().into_iter().flatten() {
             let (user, pass) = match (entry["auth"].as_str(), entry["username"].as_str(), entry["password"].as_str()) {
                 (Some(a), _, _) => {
                     let raw = base64::engine::general_purpose::STANDARD
                         .decode(a.trim())
-                        .map_err(|_| format!("pull secret: the auth of {host} is not base64"))?;
-                    let s = String::from_utf8(raw).map_err(|_| format!("pull secret: the auth of {host} is not UTF-8"))?;
+                        .map_err(|_| PullSecret(format!("the auth of {host} is not base64")))?;
+                    let s = String::from_utf8(raw).map_err(|_| PullSecret(format!("the auth of {host} is not UTF-8")))?;
                     let (u, p) = s
                         .split_once(':')
-                        .ok_or_else(|| format!("pull secret: the auth of {host} is not user:password"))?;
+                        .ok_or_else(|| PullSecret(format!("the auth of {host} is not user:password")))?;
                     (u.to_string(), p.to_string())
                 }
                 (None, Some(u), Some(p)) => (u.to_string(), p.to_string()),
@@ -107,7 +108,10 @@ mod tests {
         assert_eq!(a.get("r.io"), Some(("u", "p")));
         assert!(!format!("{a:?}").contains("p:w"), "secrets are never printed");
         let e = Auths::from_pull_secret(r#"{"auths":{"q.io":{"auth":"!!!"}}}"#).unwrap_err();
-        assert!(e.contains("q.io") && !e.contains("!!!"), "{e}");
+        assert!(
+            matches!(&e, crate::error::Error::PullSecret(m) if m.contains("q.io") && !m.contains("!!!")),
+            "{e}"
+        );
     }
 
     #[test]

@@ -34,19 +34,47 @@ impl<R: Read> Read for Bounded<R> {
     }
 }
 
+/// Why a layer was not applied: its file did not read or write (with the OS's cause), or its
+/// content was refused (a bound crossed, a whiteout naming no file).
+#[derive(Debug, thiserror::Error)]
+pub enum LayerError {
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}: {why}", layer.display())]
+    Refused { layer: PathBuf, why: String },
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> LayerError + '_ {
+    move |source| LayerError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+fn refused(layer: &Path, why: String) -> LayerError {
+    LayerError::Refused {
+        layer: layer.to_path_buf(),
+        why,
+    }
+}
+
 /// A whiteout's target: one plain name (never empty, `.` or `..`, never a path).
 fn whiteout_target(gone: &str) -> Option<&str> {
     (!gone.is_empty() && gone != "." && gone != ".." && !gone.contains('/')).then_some(gone)
 }
 
-fn decompressed(file: std::fs::File) -> Result<Box<dyn Read>, String> {
+fn decompressed(layer: &Path, file: std::fs::File) -> Result<Box<dyn Read>, LayerError> {
     let mut r = BufReader::with_capacity(256 * 1024, file);
-    let head = r.fill_buf().map_err(|e| e.to_string())?.to_vec();
+    let head = r.fill_buf().map_err(io(layer))?.to_vec();
     Ok(if head.starts_with(&[0x1f, 0x8b]) {
         // Multi-member: parallel gzip writers (umoci, pigz) emit one member per block.
         Box::new(flate2::read::MultiGzDecoder::new(r))
     } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
-        Box::new(ruzstd::decoding::StreamingDecoder::new(r).map_err(|e| format!("zstd: {e}"))?)
+        Box::new(ruzstd::decoding::StreamingDecoder::new(r).map_err(|e| refused(layer, format!("zstd: {e}")))?)
     } else {
         Box::new(r)
     })
@@ -76,7 +104,7 @@ fn remove_any(p: &Path) {
 
 /// Apply a whiteout entry (`rel` named `.wh.<gone>`): an opaque one empties its directory, any
 /// other removes the one name it points at.
-fn apply_whiteout(layer: &Path, dest: &Path, rel: &Path, rel_s: &str, gone: &str, keep: &dyn Fn(&str) -> bool) -> Result<(), String> {
+fn apply_whiteout(layer: &Path, dest: &Path, rel: &Path, rel_s: &str, gone: &str, keep: &dyn Fn(&str) -> bool) -> Result<(), LayerError> {
     let dir = dest.join(rel.parent().unwrap_or(Path::new("")));
     if !keep(rel_s) && !keep(&format!("{}/", dir.strip_prefix(dest).unwrap_or(&dir).display())) {
         return Ok(());
@@ -91,7 +119,7 @@ fn apply_whiteout(layer: &Path, dest: &Path, rel: &Path, rel_s: &str, gone: &str
         return Ok(());
     }
     let Some(gone) = whiteout_target(gone) else {
-        return Err(format!("{}: whiteout {rel_s:?} names no file", layer.display()));
+        return Err(refused(layer, format!("whiteout {rel_s:?} names no file")));
     };
     remove_any(&dir.join(gone));
     Ok(())
@@ -107,22 +135,21 @@ struct Tally<'a> {
 
 impl Tally<'_> {
     /// Count one file or directory to create; refuse past `MAX_ENTRIES`.
-    fn entry(&mut self) -> Result<(), String> {
+    fn entry(&mut self) -> Result<(), LayerError> {
         self.made += 1;
         if self.made > MAX_ENTRIES {
-            return Err(format!(
-                "{}: more than {MAX_ENTRIES} files and directories to write: refused (a release's manifests are about a thousand; an inode bomb?)",
-                self.layer.display()
+            return Err(refused(
+                self.layer,
+                format!("more than {MAX_ENTRIES} files and directories to write: refused (a release's manifests are about a thousand; an inode bomb?)"),
             ));
         }
         Ok(())
     }
 
     /// Write one regular file's bytes to `out`, within the per-file and per-layer bounds.
-    fn file(&mut self, e: &mut impl Read, want: u64, out: &Path, rel_s: &str) -> Result<(), String> {
-        let layer = self.layer.display();
+    fn file(&mut self, e: &mut impl Read, want: u64, out: &Path, rel_s: &str) -> Result<(), LayerError> {
         if let Some(p) = out.parent() {
-            private_dir(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            private_dir(p).map_err(io(p))?;
         }
         // A later layer's file replaces an earlier one, even a directory of that name.
         if out.is_dir() {
@@ -131,14 +158,15 @@ impl Tally<'_> {
         self.kept_bytes = self.kept_bytes.saturating_add(want);
         let kept_bytes = self.kept_bytes;
         if want > MAX_FILE || kept_bytes > MAX_KEPT {
-            return Err(format!(
-                "{layer}: {rel_s} is {want} bytes once decompressed ({kept_bytes} in all): over the {MAX_FILE}-byte file or {MAX_KEPT}-byte layer bound, refused (a decompression bomb?)"
+            return Err(refused(
+                self.layer,
+                format!("{rel_s} is {want} bytes once decompressed ({kept_bytes} in all): over the {MAX_FILE}-byte file or {MAX_KEPT}-byte layer bound, refused (a decompression bomb?)"),
             ));
         }
-        let mut w = std::fs::File::create(out).map_err(|e| format!("{}: {e}", out.display()))?;
-        let got = std::io::copy(e, &mut w).map_err(|e| format!("{}: {e}", out.display()))?;
+        let mut w = std::fs::File::create(out).map_err(io(out))?;
+        let got = std::io::copy(e, &mut w).map_err(io(out))?;
         if got != want {
-            return Err(format!("{layer}: {rel_s} is cut short ({got} of {want} bytes)"));
+            return Err(refused(self.layer, format!("{rel_s} is cut short ({got} of {want} bytes)")));
         }
         self.written += 1;
         Ok(())
@@ -146,9 +174,9 @@ impl Tally<'_> {
 }
 
 /// Apply one layer file to `dest`. Returns the number of files written.
-pub fn apply_layer(layer: &Path, dest: &Path, keep: &dyn Fn(&str) -> bool) -> Result<usize, String> {
-    let f = std::fs::File::open(layer).map_err(|e| format!("{}: {e}", layer.display()))?;
-    let inner = decompressed(f).map_err(|e| format!("{}: {e}", layer.display()))?;
+pub fn apply_layer(layer: &Path, dest: &Path, keep: &dyn Fn(&str) -> bool) -> Result<usize, LayerError> {
+    let f = std::fs::File::open(layer).map_err(io(layer))?;
+    let inner = decompressed(layer, f)?;
     let mut ar = tar::Archive::new(Bounded { inner, left: MAX_READ });
     let mut tally = Tally {
         layer,
@@ -156,16 +184,16 @@ pub fn apply_layer(layer: &Path, dest: &Path, keep: &dyn Fn(&str) -> bool) -> Re
         kept_bytes: 0,
         made: 0,
     };
-    for entry in ar.entries().map_err(|e| format!("{}: {e}", layer.display()))? {
+    for entry in ar.entries().map_err(io(layer))? {
         let mut e = match entry {
             Ok(e) => e,
             // Some writers (umoci among them) end a layer after its last entry, without the
             // padding and the two zero blocks; GNU tar reads it too. The bytes are the
             // producer's (their digest was checked), and a file cut short fails in its copy.
             Err(err) if err.kind() == std::io::ErrorKind::UnexpectedEof || err.to_string().contains("unexpected EOF") => break,
-            Err(err) => return Err(format!("{}: {err}", layer.display())),
+            Err(err) => return Err(io(layer)(err)),
         };
-        let raw = e.path().map_err(|e| e.to_string())?.to_path_buf();
+        let raw = e.path().map_err(io(layer))?.to_path_buf();
         let Some(rel) = inside(&raw) else { continue };
         let rel_s = rel.to_string_lossy().to_string();
         let name = rel.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
@@ -180,7 +208,7 @@ pub fn apply_layer(layer: &Path, dest: &Path, keep: &dyn Fn(&str) -> bool) -> Re
         match e.header().entry_type() {
             tar::EntryType::Directory => {
                 tally.entry()?;
-                private_dir(&out).map_err(|e| format!("{}: {e}", out.display()))?
+                private_dir(&out).map_err(io(&out))?
             }
             tar::EntryType::Regular | tar::EntryType::Continuous => {
                 tally.entry()?;
@@ -300,14 +328,17 @@ mod tests {
         std::fs::create_dir_all(&dest).unwrap();
         let keep = |p: &str| p.starts_with("release-manifests");
         let e = apply_layer(&bomb, &dest, &keep).unwrap_err();
-        assert!(e.contains("decompression bomb"), "{e}");
+        assert!(e.to_string().contains("decompression bomb"), "{e}");
         assert!(!dest.join("release-manifests/zeros").exists());
         // `.wh...` would name the parent of its directory: the extraction root itself.
         std::fs::create_dir_all(dest.join("release-manifests")).unwrap();
         std::fs::write(dest.join("release-manifests/a.yaml"), "a").unwrap();
         let wh = layer(t.path(), "wh", &[("release-manifests/.wh...", "")], "");
         let e = apply_layer(&wh, &dest, &keep).unwrap_err();
-        assert!(e.contains("names no file"), "{e}");
+        assert!(
+            matches!(&e, LayerError::Refused { why, .. } if why.contains("names no file")),
+            "{e}"
+        );
         assert!(dest.join("release-manifests/a.yaml").exists(), "nothing removed");
     }
 
@@ -321,7 +352,10 @@ mod tests {
         let dest = t.path().join("out");
         std::fs::create_dir_all(&dest).unwrap();
         let e = apply_layer(&l, &dest, &|p: &str| p.starts_with("release-manifests")).unwrap_err();
-        assert!(e.contains("more than 20000 files"), "{e}");
+        assert!(
+            matches!(&e, LayerError::Refused { why, .. } if why.contains("more than 20000 files")),
+            "{e}"
+        );
         // Just under the bound is fine.
         let l = layer(t.path(), "enough", &files[1..], "gzip");
         let dest = t.path().join("out2");

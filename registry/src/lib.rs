@@ -2,6 +2,7 @@ pub mod auth;
 pub mod check;
 pub mod client;
 mod dirs;
+pub mod error;
 pub mod extract;
 pub mod mirror;
 pub mod progress;

@@ -22,14 +22,17 @@ pub struct ParseError {
 /// The hex of a digest a registry or a manifest names, checked before it forms any path:
 /// exactly `sha256:` and 64 lowercase hex digits (the only algorithm the pull verifies). A digest
 /// like `sha256:../../x` is refused here, never joined to a directory.
-pub fn digest_hex(d: &str) -> Result<&str, String> {
+pub fn digest_hex(d: &str) -> Result<&str, crate::error::Error> {
+    use crate::error::Error::BadDigest;
     match d.split_once(':') {
         Some(("sha256", hex)) if hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) => Ok(hex),
-        Some(("sha256", _)) => Err(format!("{d:?} is not a sha256 digest (sha256: and 64 lowercase hex digits)")),
+        Some(("sha256", _)) => Err(BadDigest(format!(
+            "{d:?} is not a sha256 digest (sha256: and 64 lowercase hex digits)"
+        ))),
         Some((alg, _)) if !alg.is_empty() && alg.bytes().all(|b| b.is_ascii_alphanumeric()) => {
-            Err(format!("{d:?}: only sha256 digests are verified here, not {alg}"))
+            Err(BadDigest(format!("{d:?}: only sha256 digests are verified here, not {alg}")))
         }
-        _ => Err(format!("{d:?} is not a digest (algorithm:hex)")),
+        _ => Err(BadDigest(format!("{d:?} is not a digest (algorithm:hex)"))),
     }
 }
 

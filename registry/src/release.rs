@@ -25,7 +25,7 @@ pub struct Pulled {
 
 /// The hex of a digest the registry named, or an error naming where it came from.
 fn hex<'a>(digest: &'a str, from: &dyn std::fmt::Display) -> Result<&'a str, Error> {
-    digest_hex(digest).map_err(|e| Error::Other(format!("{from}: {e}")))
+    digest_hex(digest).map_err(|e| Error::BadDigest(format!("{from}: {e}")))
 }
 
 /// Whether the file at `p` hashes to `digest` (a blob kept from an earlier run is trusted only so).
@@ -126,7 +126,7 @@ async fn fetch(client: &Client, at: &Reference, cache: &Path, progress: &dyn Pro
         return Ok((digest, root));
     }
     let blobs = cache.join("blobs");
-    private_dir(&blobs).map_err(|e| Error::Other(format!("{}: {e}", blobs.display())))?;
+    private_dir(&blobs).map_err(Error::io(&blobs))?;
     let (layers, paths) = layer_paths(&v, &blobs, &at)?;
     let total: u64 = layers.iter().filter_map(|(_, _, size)| *size).sum();
     progress.begin(&format!("{at}: {} layers", layers.len()), total, true);
@@ -148,23 +148,21 @@ async fn fetch(client: &Client, at: &Reference, cache: &Path, progress: &dyn Pro
     let root = cache.join(&digest_hex);
     let tmp = cache.join(format!("{digest_hex}.tmp-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
-    private_dir(&tmp).map_err(|e| Error::Other(format!("{}: {e}", tmp.display())))?;
+    private_dir(&tmp).map_err(Error::io(&tmp))?;
     let keep = |p: &str| p.starts_with("release-manifests/") || p == "release-manifests";
     let extracted = layers.iter().zip(&paths).try_for_each(|((d, _, _), p)| {
         extract::apply_layer(p, &tmp, &keep)
             .map(drop)
-            .map_err(|e| Error::Other(format!("layer {d}: {e}")))
+            .map_err(|source| Error::Layer { digest: d.clone(), source })
     });
     // A refused layer (an inode bomb, a path out of the tree) leaves nothing behind: what it
     // wrote before it was refused goes with the temporary tree.
-    if let Err(e) =
-        extracted.and_then(|_| std::fs::write(tmp.join(".complete"), format!("{at}\n")).map_err(|e| Error::Other(e.to_string())))
-    {
+    if let Err(e) = extracted.and_then(|_| std::fs::write(tmp.join(".complete"), format!("{at}\n")).map_err(Error::io(&tmp))) {
         let _ = std::fs::remove_dir_all(&tmp);
         return Err(e);
     }
     let _ = std::fs::remove_dir_all(&root);
-    std::fs::rename(&tmp, &root).map_err(|e| Error::Other(format!("{}: {e}", root.display())))?;
+    std::fs::rename(&tmp, &root).map_err(Error::io(&root))?;
     Ok((digest, root))
 }
 

@@ -74,8 +74,10 @@ fn mirror_check(rt: &tokio::runtime::Runtime, acc: Option<pull::Access>) {
     let Some(acc) = acc else { return };
     match rt.block_on(check::mirror_in_reach(&acc)) {
         None => {}
-        Some(Err(host)) => println!("mirror-check: skipped, {host} is not reachable from here (run `hardshift mirror-check` where it is)"),
-        Some(Ok(_)) => match super::release::check_and_report(rt, &acc, 16, super::Output::Table) {
+        Some(check::Reach::Silent(host)) => {
+            println!("mirror-check: skipped, {host} is not reachable from here (run `hardshift mirror-check` where it is)")
+        }
+        Some(check::Reach::Answers(_)) => match super::release::check_and_report(rt, &acc, 16, super::Output::Table) {
             Ok(0) => {}
             Ok(_) => println!("WARNING: the mirror lacks images the nodes will pull (above): mirror them before booting"),
             Err(f) => println!("mirror-check: {}", f.message),

@@ -65,7 +65,18 @@ pub fn run(a: Args) -> Result<u8, Failure> {
     if let Some(said) = a.node.as_deref().and_then(|n| diagnose::unknown_node(n, &rows, &inventory)) {
         return Err(Failure::input(said));
     }
-    let findings = diagnose::findings(&rows, &inventory, a.node.as_deref(), now);
+    let events = store.boot_events(None).map_err(a.store.broken())?;
+    let macs: Vec<(String, String)> = a
+        .store
+        .inventory()
+        .iter()
+        .flat_map(|inv| inv.nodes.iter().map(|n| (n.name.clone(), n.mac.to_ascii_lowercase())))
+        .collect();
+    let boots = diagnose::Boots {
+        events: &events,
+        macs: &macs,
+    };
+    let findings = diagnose::findings(&rows, &inventory, a.node.as_deref(), now, &boots);
     if a.output == super::Output::Json {
         super::print_json(&findings, &a.store.scrubber())?;
         return Ok(0);

@@ -28,15 +28,16 @@ pub fn run(a: Args) -> Result<u8, Failure> {
         .flat_map(|inv| Member::all(inv).into_iter().zip(inv.nodes.iter().map(|n| n.ip.to_string())))
         .collect();
     let silent = status::silent(&inventory, &rows);
+    let boot = store.boot_events(None).map_err(a.store.broken())?;
     if a.output == super::Output::Json {
-        super::print_json(&status::json(&rows, &sums, &silent), &a.store.scrubber())?;
+        super::print_json(&status::json(&rows, &sums, &silent, &boot), &a.store.scrubber())?;
         return Ok(code);
     }
     if bundle.is_some() {
         let members: Vec<_> = inventory.iter().map(|(m, _)| m.clone()).collect();
         println!("{}", status::phase_line(&store, &members, &rows, now).map_err(a.store.broken())?);
     }
-    let lines = [status::table(&rows, &sums, &silent), status::hardware(&rows)];
+    let lines = [status::table(&rows, &sums, &silent, &boot), status::hardware(&rows)];
     lines.iter().flatten().for_each(|l| println!("{l}"));
     Ok(code)
 }

@@ -67,7 +67,7 @@ pub fn run(a: Args) -> Result<u8, Failure> {
 /// A machine-config server's answers, fetched as an RHCOS node's Ignition asks for them.
 mod mcs {
     use crate::failure::Failure;
-    use hardshift_generator::verify::mcs::Served;
+    use hardshift_generator::verify::mcs::{NoAnswer, Served};
     use std::path::Path;
     use std::time::Duration;
 
@@ -150,32 +150,32 @@ mod mcs {
     /// `get`, given up at the deadline whatever it waits on (a read blocked on a silent server
     /// included: reqwest bounds each read, not the whole); the abandoned request ends with its
     /// own timeout or the process.
-    fn within(http: &reqwest::blocking::Client, url: &str, deadline: Duration) -> Result<Vec<u8>, String> {
+    fn within(http: &reqwest::blocking::Client, url: &str, deadline: Duration) -> Result<Vec<u8>, NoAnswer> {
         let (tx, rx) = std::sync::mpsc::channel();
         let (http, owned) = (http.clone(), url.to_string());
         std::thread::spawn(move || {
             let _ = tx.send(get(&http, &owned, deadline));
         });
         rx.recv_timeout(deadline)
-            .unwrap_or_else(|_| Err(format!("no whole answer within {}s", deadline.as_secs_f64())))
+            .unwrap_or_else(|_| Err(NoAnswer(format!("no whole answer within {}s", deadline.as_secs_f64()))))
     }
 
     /// One pool's config, in the Ignition spec the bundle writes (without the header the server
     /// answers in spec 2).
-    fn get(http: &reqwest::blocking::Client, url: &str, deadline: Duration) -> Result<Vec<u8>, String> {
+    fn get(http: &reqwest::blocking::Client, url: &str, deadline: Duration) -> Result<Vec<u8>, NoAnswer> {
         use std::io::Read;
         let start = std::time::Instant::now();
-        let late = || format!("no whole answer within {}s", deadline.as_secs_f64());
+        let late = || NoAnswer(format!("no whole answer within {}s", deadline.as_secs_f64()));
         let accept = format!(
             "application/vnd.coreos.ignition+json;version={}, */*;q=0.1",
             hardshift_generator::ignition::VERSION
         );
-        let r = http.get(url).header("Accept", accept).send().map_err(|e| chain(&e))?;
+        let r = http.get(url).header("Accept", accept).send().map_err(|e| NoAnswer(chain(&e)))?;
         if !r.status().is_success() {
-            return Err(format!("HTTP {}", r.status()));
+            return Err(NoAnswer(format!("HTTP {}", r.status())));
         }
         if r.content_length().is_some_and(|n| n > LIMIT) {
-            return Err(format!("more than {} MiB", LIMIT >> 20));
+            return Err(NoAnswer(format!("more than {} MiB", LIMIT >> 20)));
         }
         let mut body = Vec::new();
         let mut r = r.take(LIMIT + 1);
@@ -187,12 +187,12 @@ mod mcs {
             match r.read(&mut chunk) {
                 Ok(0) => break,
                 Ok(n) => body.extend_from_slice(&chunk[..n]),
-                Err(e) if start.elapsed() > deadline => return Err(format!("{}: {e}", late())),
-                Err(e) => return Err(e.to_string()),
+                Err(e) if start.elapsed() > deadline => return Err(NoAnswer(format!("{}: {e}", late()))),
+                Err(e) => return Err(NoAnswer(e.to_string())),
             }
         }
         if body.len() as u64 > LIMIT {
-            return Err(format!("more than {} MiB", LIMIT >> 20));
+            return Err(NoAnswer(format!("more than {} MiB", LIMIT >> 20)));
         }
         Ok(body)
     }

@@ -1,10 +1,13 @@
 //! A bundle's lab, live, on a private bridge in network namespaces: the helper's addresses (its
-//! own, the API and ingress VIPs, the collector's) with the bundle's generated dnsmasq (DHCP by
-//! MAC and DNS), HAProxy, an HTTP server for the Ignition configs and `hardshift collector`; and
-//! VMs that PXE-boot the test image through it with the inventory's MACs.
+//! own, the API and ingress VIPs, the collector's), where `hardshift lab serve` runs the helper
+//! (the bundle's dnsmasq and HAProxy, the boot files over HTTP, every boot step an event), and
+//! `hardshift collector`; and VMs that PXE-boot the test image through it with the inventory's
+//! MACs. The lab hands `lab serve` the bundle as it serves it (`served_bundle`: its faults, the
+//! test image), so the helper is the one users run.
 //!
 //! What differs from a real RHCOS PXE boot is said in `ipxe_for_image`.
 
+use anyhow::Context;
 mod files;
 mod helper;
 mod parts;
@@ -18,9 +21,8 @@ pub use qemu::accelerator;
 use crate::netns::{run, Netns};
 use crate::watch::{self, Milestones};
 use hardshift_bundle::Inventory;
-use helper::{dnsmasq_conf, helper_addresses, serve_root, write};
+use helper::{helper_addresses, served_bundle};
 use qemu::vm_command;
-use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::time::{Duration, Instant};
@@ -77,8 +79,10 @@ pub struct Lab {
     pub collector_addr: String,
     pub dir: PathBuf,
     pub work: PathBuf,
-    /// What the helper's HTTP server serves (the bundle's http_base_url).
+    /// The bundle as the helper serves it (`lab serve --dir`): `ignition/`, `http/`, `lab/`.
     pub www: PathBuf,
+    /// The collector's store, where the helper's boot events go too.
+    db: PathBuf,
     /// "kvm" or "tcg": what runs the VMs.
     pub accel: &'static str,
     pub vms: Vec<Vm>,
@@ -90,17 +94,19 @@ pub struct Lab {
 }
 
 const HELPER_HOST: &str = "helper";
+/// `lab serve`'s output (what it refused, its requests) in the work directory.
+const SERVE_LOG: &str = "serve.log";
 
 impl Lab {
-    pub fn start(mut o: Options) -> Result<Lab, String> {
+    pub fn start(mut o: Options) -> anyhow::Result<Lab> {
         // Absolute paths: dnsmasq changes to / and the servers run in other namespaces.
         for p in [&mut o.dir, &mut o.image, &mut o.hardshift, &mut o.work] {
-            *p = std::path::absolute(&*p).map_err(|e| format!("{}: {e}", p.display()))?;
+            *p = std::path::absolute(&*p).with_context(|| p.display().to_string())?;
         }
         let c = cluster(&o.dir)?;
         let machines = machines(&c);
-        let (addrs, http) = helper_addresses(&c)?;
-        let www = serve_root(&o, &c, &machines)?;
+        let (addrs, _) = helper_addresses(&c)?;
+        let (www, rhcos) = served_bundle(&o, &c, &machines)?;
         let addr_refs: Vec<&str> = addrs.iter().map(String::as_str).collect();
         for ns in crate::netns::reap_stale(&o.tag) {
             eprintln!("boot-lab: removed {ns}, left by a lab that was killed");
@@ -115,6 +121,7 @@ impl Lab {
             dir: o.dir.clone(),
             work: o.work.clone(),
             www,
+            db: o.dir.join(hardshift_bundle::layout::REPORTS_DB),
             accel: "tcg",
             vms: vec![],
             image: o.image.clone(),
@@ -123,76 +130,63 @@ impl Lab {
             web: o.web,
             faults: o.faults.clone(),
         };
-        write(&o.work.join("dnsmasq.conf"), dnsmasq_conf(&o, &c.name, &lab.www)?.as_bytes())?;
-        let servers = lab.spawn_servers(&o.work, http);
+        let helper = lab.spawn_helper(&rhcos);
         if o.collector {
             lab.start_collector();
         }
-        lab.check_started(servers)?;
+        lab.check_started(helper)?;
         lab.accel = accelerator(&o.work);
         Ok(lab)
     }
 
-    /// The helper's servers, in its namespace: dnsmasq (DHCP and DNS), the HTTP server of the
-    /// configs and boot files at `http`, HAProxy. (pid, what, log) of each.
-    fn spawn_servers(&mut self, work: &Path, http: (IpAddr, u16)) -> [(u32, &'static str, &'static str); 3] {
+    /// The helper, in its namespace: `hardshift lab serve` on the served bundle, on the
+    /// namespace's eth0, its boot events into the collector's store (the collector runs apart,
+    /// `start_collector`). Its PID.
+    fn spawn_helper(&mut self, rhcos: &Path) -> u32 {
         let s = |p: &Path| p.display().to_string();
-        // On the command line, what differs on this helper from the generated config: the
-        // interface (the namespace's eth0), lease and log files, no /etc/hosts or upstream
-        // resolvers, root.
-        let dnsmasq = self.net.spawn_logged(
+        self.net.spawn_logged(
             HELPER_HOST,
-            "dnsmasq",
+            &s(&self.hardshift),
             &[
-                "-k".into(),
-                format!("--conf-file={}", s(&work.join("dnsmasq.conf"))),
-                "--interface=eth0".into(),
-                "--bind-interfaces".into(),
-                "--no-resolv".into(),
-                "--no-hosts".into(),
-                "--pid-file=".into(),
-                "--user=root".into(),
-                "--log-dhcp".into(),
-                "--log-facility=-".into(),
-                format!("--dhcp-leasefile={}", s(&work.join("leases"))),
+                "lab".into(),
+                "serve".into(),
+                "--dir".into(),
+                s(&self.www),
+                "--rhcos".into(),
+                s(rhcos),
+                "--interface".into(),
+                "eth0".into(),
+                "--no-collector".into(),
+                "--db".into(),
+                s(&self.db),
             ],
             &[],
-            &work.join("dnsmasq.log"),
-        );
-        let args = [
-            "-m",
-            "http.server",
-            &http.1.to_string(),
-            "--bind",
-            &http.0.to_string(),
-            "--directory",
-            &s(&self.www),
-        ]
-        .map(String::from);
-        let server = self.net.spawn_logged(HELPER_HOST, "python3", &args, &[], &work.join("http.log"));
-        // The generated HAProxy, in the foreground (-db): api/api-int :6443 and :22623, ingress.
-        let cfg = s(&self.dir.join("lab/haproxy/haproxy.cfg"));
-        let haproxy = self.net.spawn_logged(
-            HELPER_HOST,
-            "haproxy",
-            &["-db".into(), "-f".into(), cfg],
-            &[],
-            &work.join("haproxy.log"),
-        );
-        [
-            (dnsmasq, "dnsmasq", "dnsmasq.log"),
-            (server, "the HTTP server", "http.log"),
-            (haproxy, "haproxy", "haproxy.log"),
-        ]
+            &self.work.join(SERVE_LOG),
+        )
     }
 
-    /// A server that refuses its config or its port stops at once: say which, with its words.
-    fn check_started(&mut self, servers: [(u32, &'static str, &'static str); 3]) -> Result<(), String> {
-        std::thread::sleep(Duration::from_millis(1500));
-        let collector = self.collector.map(|p| (p, "hardshift collector", "collector.log"));
-        for (pid, what, log) in servers.into_iter().chain(collector) {
+    /// The helper refuses what it cannot serve (a port, a file) before it starts anything: wait
+    /// for it to say it serves, or say why it stopped, in its words. The collector, once started,
+    /// must not stop at once either.
+    fn check_started(&mut self, helper: u32) -> anyhow::Result<()> {
+        let log = self.work.join(SERVE_LOG);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !read_lossy(&log).contains("lab serve: DHCP, DNS and TFTP on") {
+            if let Some(status) = self.net.exited(helper) {
+                return Err(anyhow::anyhow!("lab serve stopped at start ({status}):\n{}", tail(&log, 20)));
+            }
+            if Instant::now() > deadline {
+                return Err(anyhow::anyhow!("lab serve did not start serving within 60 s:\n{}", tail(&log, 20)));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        if let Some(pid) = self.collector {
             if let Some(status) = self.net.exited(pid) {
-                return Err(format!("{what} stopped at start ({status}):\n{}", tail(&self.work.join(log), 10)));
+                return Err(anyhow::anyhow!(
+                    "hardshift collector stopped at start ({status}):\n{}",
+                    tail(&self.work.join("collector.log"), 10)
+                ));
             }
         }
         Ok(())
@@ -224,9 +218,9 @@ impl Lab {
         self.collector = Some(pid);
     }
 
-    pub fn machine(&self, name: &str) -> Result<&Machine, String> {
+    pub fn machine(&self, name: &str) -> anyhow::Result<&Machine> {
         self.machines.iter().find(|m| m.name == name).ok_or_else(|| {
-            format!(
+            anyhow::anyhow!(
                 "{name:?} is not a node of this bundle (its nodes: {})",
                 self.machines.iter().map(|m| m.name.as_str()).collect::<Vec<_>>().join(", ")
             )
@@ -234,7 +228,7 @@ impl Lab {
     }
 
     /// Power on `name`'s VM, with the inventory's MAC unless `mac` is given.
-    pub fn boot(&mut self, name: &str, mac: Option<&str>) -> Result<(), String> {
+    pub fn boot(&mut self, name: &str, mac: Option<&str>) -> anyhow::Result<()> {
         let m = self.machine(name)?.clone();
         let mac = mac.unwrap_or(&m.mac).to_ascii_lowercase();
         let tap = format!("tap{}", self.vms.len());
@@ -246,7 +240,7 @@ impl Lab {
         ] {
             let (ok, out) = run("ip", &args);
             if !ok {
-                return Err(format!("ip {}: {out}", args.join(" ")));
+                return Err(anyhow::anyhow!("ip {}: {out}", args.join(" ")));
             }
         }
         let console = self.work.join(format!("{name}.console"));
@@ -258,7 +252,7 @@ impl Lab {
         if self.net.die_with_parent {
             crate::netns::die_with_parent(&mut cmd);
         }
-        let child = cmd.spawn().map_err(|e| format!("qemu-system-x86_64: {e}"))?;
+        let child = cmd.spawn().context("qemu-system-x86_64")?;
         self.vms.push(Vm {
             name: name.to_string(),
             mac,
@@ -275,18 +269,17 @@ impl Lab {
 
     /// Read the lab's logs and the collector's store; note the first time each step is seen.
     pub fn poll(&mut self) {
-        let dnsmasq = read_lossy(&self.work.join("dnsmasq.log"));
-        let http = read_lossy(&self.work.join("http.log"));
         let store = self.store();
+        let events = store.as_ref().and_then(|st| st.boot_events(None).ok()).unwrap_or_default();
         for vm in &mut self.vms {
             let at = vm.started.elapsed();
             let console = read_lossy(&vm.console);
             let s = &mut vm.seen;
-            if s.lease.is_none() && watch::lease(&dnsmasq, &vm.mac).is_some() {
+            if s.lease.is_none() && watch::lease(&events, &vm.mac).is_some() {
                 s.lease = Some(at);
             }
-            s.unserved = s.unserved || watch::unserved(&dnsmasq, &vm.mac);
-            if s.fetched.is_none() && watch::fetched(&http, &vm.name) {
+            s.unserved = s.unserved || watch::unserved(&events, &vm.mac);
+            if s.fetched.is_none() && watch::fetched(&events, &vm.name) {
                 s.fetched = Some(at);
             }
             if s.ignition_done.is_none() && watch::ignition_done(&console) {
@@ -315,8 +308,10 @@ impl Lab {
 
     /// The collector's store, once it exists.
     fn store(&self) -> Option<hardshift_collector::store::Store> {
-        let db = self.dir.join("collector/reports.db");
-        db.exists().then(|| hardshift_collector::store::Store::open(&db).ok()).flatten()
+        self.db
+            .exists()
+            .then(|| hardshift_collector::store::Store::open(&self.db).ok())
+            .flatten()
     }
 
     /// Poll until `done` holds or `timeout` passes; whether it held.
@@ -391,8 +386,14 @@ impl Lab {
                 tail(&vm.console, 40)
             ));
         }
-        for f in ["collector.log", "dnsmasq.log", "http.log", "haproxy.log"] {
-            out.push_str(&format!("== {f}:\n{}\n", tail(&self.work.join(f), 20)));
+        let helper = self.www.join(".hardshift/helper");
+        for f in [
+            self.work.join("collector.log"),
+            self.work.join(SERVE_LOG),
+            helper.join("dnsmasq.log"),
+            helper.join("haproxy.log"),
+        ] {
+            out.push_str(&format!("== {}:\n{}\n", f.display(), tail(&f, 20)));
         }
         out
     }
@@ -421,8 +422,8 @@ impl Lab {
 }
 
 /// The bundle's inventory, as `create` wrote it.
-fn cluster(dir: &Path) -> Result<Inventory, String> {
-    Inventory::load(dir).map_err(|e| e.to_string())
+fn cluster(dir: &Path) -> anyhow::Result<Inventory> {
+    Ok(Inventory::load(dir)?)
 }
 
 fn machines(c: &Inventory) -> Vec<Machine> {
@@ -438,19 +439,24 @@ fn machines(c: &Inventory) -> Vec<Machine> {
 }
 
 /// The nodes of the bundle in `dir` (its inventory), read without starting anything.
-pub fn inventory(dir: &Path) -> Result<Vec<Machine>, String> {
+pub fn inventory(dir: &Path) -> anyhow::Result<Vec<Machine>> {
     Ok(machines(&cluster(dir)?))
 }
 
 /// `names` as nodes to boot: each once, each in `machines`; else what is wrong, naming the nodes.
-pub fn check_nodes(names: &[String], machines: &[Machine]) -> Result<(), String> {
+pub fn check_nodes(names: &[String], machines: &[Machine]) -> anyhow::Result<()> {
     let known = || machines.iter().map(|m| m.name.as_str()).collect::<Vec<_>>().join(", ");
     for (i, n) in names.iter().enumerate() {
         if !machines.iter().any(|m| &m.name == n) {
-            return Err(format!("--nodes: {n:?} is not a node of this bundle (its nodes: {})", known()));
+            return Err(anyhow::anyhow!(
+                "--nodes: {n:?} is not a node of this bundle (its nodes: {})",
+                known()
+            ));
         }
         if names[..i].contains(n) {
-            return Err(format!("--nodes: {n} is named twice (one VM per node: its MAC is the inventory's)"));
+            return Err(anyhow::anyhow!(
+                "--nodes: {n} is named twice (one VM per node: its MAC is the inventory's)"
+            ));
         }
     }
     Ok(())

@@ -14,24 +14,45 @@ pub struct DirLock {
 
 /// Take the bundle's writer lock, or say who holds it: two runs writing one bundle at once would
 /// leave a generation with some of each run's files.
-pub fn lock(dir: &Path, what: &str) -> Result<DirLock, String> {
+pub fn lock(dir: &Path, what: &str) -> Result<DirLock, BundleLockError> {
     let state = dir.join(STATE_DIR);
-    private_dir_all(&state).map_err(|e| format!("{}: {e}", state.display()))?;
-    lock_file(&state.join("lock"), what).map_err(|e| match e {
-        LockError::Busy(holder) => format!(
-            "{}: another hardshift run is writing this bundle ({holder}); wait for it to finish and run again",
-            dir.display()
-        ),
-        LockError::Io(e) => e,
+    private_dir_all(&state).map_err(|source| BundleLockError {
+        dir: dir.to_path_buf(),
+        source: LockError::Io {
+            path: state.clone(),
+            source,
+        },
+    })?;
+    lock_file(&state.join("lock"), what).map_err(|source| BundleLockError {
+        dir: dir.to_path_buf(),
+        source,
     })
 }
 
+/// The bundle's writer lock not taken, in the words a user acts on.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {}", dir.display(), match source {
+    LockError::Busy(holder) => format!("another hardshift run is writing this bundle ({holder}); wait for it to finish and run again"),
+    LockError::Io { .. } => source.to_string(),
+})]
+pub struct BundleLockError {
+    pub dir: std::path::PathBuf,
+    #[source]
+    pub source: LockError,
+}
+
 /// Why a lock was not taken.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum LockError {
     /// Held by another process: the holder as it named itself, if it still lives.
+    #[error("held by {0}")]
     Busy(String),
-    Io(String),
+    #[error("{}: cannot lock: {source}", path.display())]
+    Io {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// Take an exclusive, non-blocking flock on `path`, writing our pid and `what` into it.
@@ -43,7 +64,10 @@ pub fn lock_file(path: &Path, what: &str) -> Result<DirLock, LockError> {
         .truncate(false)
         .mode(0o600)
         .open(path)
-        .map_err(|e| LockError::Io(format!("{}: {e}", path.display())))?;
+        .map_err(|source| LockError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
     match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock) {
         Ok(mut lock) => {
             // Who holds it, for the next run to name. The lock is on the open file, not its text.
@@ -64,6 +88,9 @@ pub fn lock_file(path: &Path, what: &str) -> Result<DirLock, LockError> {
                 "holder unknown".into()
             }))
         }
-        Err((_, e)) => Err(LockError::Io(format!("{}: cannot lock: {e}", path.display()))),
+        Err((_, e)) => Err(LockError::Io {
+            path: path.to_path_buf(),
+            source: e.into(),
+        }),
     }
 }

@@ -11,7 +11,7 @@ mod lock;
 
 pub use atomic::{replace_dir, swap_into, write_file_atomic};
 pub use dirs::{make_dir, make_dir_all, private_dir_all};
-pub use lock::{lock, lock_file, DirLock, LockError};
+pub use lock::{lock, lock_file, BundleLockError, DirLock, LockError};
 
 use std::fs;
 use std::io;

@@ -7,6 +7,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use std::path::Path;
 
 mod api;
+mod boot;
 mod db;
 mod note;
 
@@ -72,6 +73,7 @@ impl Store {
              CREATE TABLE IF NOT EXISTS writer (
                 id INTEGER PRIMARY KEY CHECK (id = 1), pid INTEGER NOT NULL, what TEXT NOT NULL);",
         )?;
+        db.execute_batch(boot::SCHEMA)?;
         // The schema above read the database, so its WAL is open (and exists) by now.
         Ok(Store {
             db,
@@ -89,7 +91,9 @@ impl Store {
         if path.exists() {
             return Ok(());
         }
-        let tmp = beside(path, &format!(".new-{}", std::process::id()));
+        // Unique per call, not per process: the collector and `lab serve`'s boot events may make it
+        // at once from two threads of one process.
+        let tmp = beside(path, &format!(".new-{}-{}", std::process::id(), hardshift_bundle::fsio::nanos()));
         let made = Store::open(&tmp).map(drop).and_then(|_| match std::fs::hard_link(&tmp, path) {
             Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => Err(StoreError::Broken(format!("{}: {e}", path.display()))),
             _ => Ok(()),

@@ -63,7 +63,7 @@ async fn track(tag: Tag, limits: Limits, req: Request, next: Next) -> Response {
     res
 }
 
-async fn http<I>(io: I, app: Router, limits: &Limits, tag: Tag) -> Result<(), String>
+async fn http<I>(io: I, app: Router, limits: &Limits, tag: Tag) -> Result<(), Box<dyn std::error::Error + Send + Sync>>
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
@@ -78,9 +78,7 @@ where
     b.http1()
         .timer(hyper_util::rt::TokioTimer::new())
         .header_read_timeout(limits.hello_timeout);
-    b.serve_connection(hyper_util::rt::TokioIo::new(io), svc)
-        .await
-        .map_err(|e| e.to_string())
+    b.serve_connection(hyper_util::rt::TokioIo::new(io), svc).await
 }
 
 /// Serve `app` on `tcp` (HTTPS for the admin only when `tls` is given) until the task is dropped,
@@ -102,7 +100,8 @@ pub async fn serve(tcp: tokio::net::TcpListener, tls: Option<Arc<rustls::ServerC
             tokio::select! {
                 r = http(a.io, app, &limits, slot.tag()) => {
                     if let Err(e) = r {
-                        if e.contains("timeout") {
+                        // hyper's header-read deadline: the client connected and said nothing.
+                        if e.downcast_ref::<hyper::Error>().is_some_and(hyper::Error::is_timeout) {
                             let d = format!("no request within {:?}", limits.hello_timeout);
                             gate.refuse(a.peer, Refusal::NoHello, &d);
                         }

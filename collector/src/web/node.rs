@@ -15,6 +15,8 @@ use std::sync::Arc;
 use tokio_stream::wrappers::WatchStream;
 
 const NODE_EVENTS_REPORTS: usize = 200;
+/// The boot steps a node's page shows, at most (the newest).
+const NODE_BOOT_EVENTS: usize = 100;
 
 /// The node's fragment, with its recent events read from the store.
 pub(super) async fn node_html(s: &Arc<Shared>, name: &str) -> Option<String> {
@@ -24,7 +26,13 @@ pub(super) async fn node_html(s: &Arc<Shared>, name: &str) -> Option<String> {
     let events = tokio::task::spawn_blocking(move || {
         let st = s2.store.lock().ok()?;
         let reports = s2.scrubbed(st.recent_reports(&node, NODE_EVENTS_REPORTS).ok()?);
-        Some(window_changes(&node, &reports, NODE_EVENTS_REPORTS))
+        let mut e = window_changes(&node, &reports, NODE_EVENTS_REPORTS);
+        // What the helper saw of its boots (`lab serve`), newest first up to a bound, on the
+        // same timeline: for a node that never reported, all there is.
+        let boot = st.boot_events(Some(&node)).unwrap_or_default();
+        e.extend(boot.into_iter().rev().take(NODE_BOOT_EVENTS).map(events::from_boot));
+        e.sort_by_key(|e| e.time_ms);
+        Some(e)
     })
     .await
     .ok()

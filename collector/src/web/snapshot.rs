@@ -40,15 +40,16 @@ const COUNTS_EVERY: Duration = Duration::from_secs(15);
 
 /// What the store holds for a view: every node's row (with its counts when `recount`), the
 /// API's objects and the collector's contact with the API. None when it cannot be read (said).
-async fn read_store(s: &Arc<Shared>, recount: bool) -> Option<(Vec<NodeRow>, Vec<ApiObject>, ApiContact)> {
+async fn read_store(s: &Arc<Shared>, recount: bool) -> Option<(Vec<NodeRow>, Vec<ApiObject>, ApiContact, Vec<crate::boot::BootEvent>)> {
     let s2 = s.clone();
     let built = tokio::task::spawn_blocking(move || {
         let st = s2.store.lock().map_err(|_| "store lock".to_string())?;
         let rows = if recount { st.nodes() } else { st.latest() }.map_err(|e| e.to_string())?;
         let api = st.api_objects().map_err(|e| e.to_string())?;
         let contact = st.api_status().map_err(|e| e.to_string())?;
+        let boot = st.last_boot_steps().map_err(|e| e.to_string())?;
         drop(st);
-        Ok::<_, String>((rows, api, contact))
+        Ok::<_, String>((rows, api, contact, boot))
     })
     .await;
     match built {
@@ -79,7 +80,7 @@ pub(super) async fn rebuild(s: &Arc<Shared>, mem: &mut Memory) {
     let recount = mem.counted.is_none_or(|t| t.elapsed() >= COUNTS_EVERY);
     // Read before the store: a commit landing meanwhile makes this view count as older.
     let commits = *s.deps.changed.borrow();
-    let Some((mut rows, api, contact)) = read_store(s, recount).await else {
+    let Some((mut rows, api, contact, boot)) = read_store(s, recount).await else {
         return;
     };
     // What nodes sent is scrubbed before the view, its pages and its streams are made of it.
@@ -87,7 +88,8 @@ pub(super) async fn rebuild(s: &Arc<Shared>, mem: &mut Memory) {
         s.reports.report(r);
     }
     counts(mem, &mut rows, recount);
-    let view = view::build(&rows, s.inventory.as_deref(), &api, &contact, now_ms());
+    let mut view = view::build(&rows, s.inventory.as_deref(), &api, &contact, now_ms());
+    view::with_boot_steps(&mut view, &boot);
     let met_at = &mut mem.met_at;
     for c in view.checks.iter().filter(|c| c.met) {
         met_at.entry(c.id).or_insert(view.now_ms);

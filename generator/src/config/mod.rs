@@ -5,12 +5,13 @@ pub mod agent_config;
 pub mod diag;
 pub mod hardshift_config;
 pub mod install_config;
-mod rules;
+pub(crate) mod rules;
 pub mod schema;
 mod validate;
 pub mod yaml;
 
 pub use diag::{Diagnostic, InputError};
+pub use rules::Broken;
 
 use crate::cluster::{Cluster, KeyAlgorithm};
 use serde::de::DeserializeOwned;

@@ -3,31 +3,46 @@
 use base64::Engine;
 use ipnet::IpNet;
 
+/// What a value breaks of a rule, in words a user can act on; the validator that called the
+/// rule adds the file, line, column and field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Broken(pub String);
+
+/// The message, for a validator's finding.
+impl From<Broken> for String {
+    fn from(b: Broken) -> String {
+        b.0
+    }
+}
+
 /// RFC 1123 label: lowercase alphanumerics and '-', starting and ending alphanumeric, ≤63.
-pub fn dns1123_label(s: &str) -> Result<(), String> {
+pub fn dns1123_label(s: &str) -> Result<(), Broken> {
     if s.is_empty() {
-        return Err("must not be empty".into());
+        return Err(Broken("must not be empty".to_string()));
     }
     if s.len() > 63 {
-        return Err(format!("must be at most 63 characters, is {}", s.len()));
+        return Err(Broken(format!("must be at most 63 characters, is {}", s.len())));
     }
     let ok_char = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-';
     if let Some(bad) = s.chars().find(|c| !ok_char(*c)) {
-        return Err(format!("contains {bad:?}: only lowercase letters, digits and '-' are allowed"));
+        return Err(Broken(format!(
+            "contains {bad:?}: only lowercase letters, digits and '-' are allowed"
+        )));
     }
     if s.starts_with('-') || s.ends_with('-') {
-        return Err("must start and end with a letter or digit".into());
+        return Err(Broken("must start and end with a letter or digit".to_string()));
     }
     Ok(())
 }
 
 /// RFC 1123 subdomain: dot-separated labels, ≤253.
-pub fn dns1123_subdomain(s: &str) -> Result<(), String> {
+pub fn dns1123_subdomain(s: &str) -> Result<(), Broken> {
     if s.len() > 253 {
-        return Err(format!("must be at most 253 characters, is {}", s.len()));
+        return Err(Broken(format!("must be at most 253 characters, is {}", s.len())));
     }
     for label in s.split('.') {
-        dns1123_label(label).map_err(|e| format!("label {label:?} {e}"))?;
+        dns1123_label(label).map_err(|e| Broken(format!("label {label:?} {e}")))?;
     }
     Ok(())
 }
@@ -35,23 +50,23 @@ pub fn dns1123_subdomain(s: &str) -> Result<(), String> {
 /// A disk `coreos-installer install` writes: one absolute device path under /dev, which a script
 /// passes as one argument (the installer pastes it into a shell line unchecked: a space there adds
 /// arguments).
-pub fn device_path(s: &str) -> Result<(), String> {
+pub fn device_path(s: &str) -> Result<(), Broken> {
     if s.is_empty() {
-        return Err("must not be empty".into());
+        return Err(Broken("must not be empty".to_string()));
     }
     if !s.starts_with("/dev/") || s.len() == "/dev/".len() {
-        return Err(format!(
+        return Err(Broken(format!(
             "{s:?} is not a device path (expected e.g. /dev/disk/by-id/wwn-0x5000c500a0b1c2d3 or /dev/sda)"
-        ));
+        )));
     }
     let ok = |c: char| c.is_ascii_alphanumeric() || "/._:+@=-".contains(c);
     if let Some(bad) = s.chars().find(|c| !ok(*c)) {
-        return Err(format!(
+        return Err(Broken(format!(
             "{s:?} contains {bad:?}: a device path is letters, digits and / . _ : + @ = - only"
-        ));
+        )));
     }
     if s.split('/').any(|c| c == "..") || s.ends_with('/') {
-        return Err(format!("{s:?} is not a plain device path (no `..`, no trailing /)"));
+        return Err(Broken(format!("{s:?} is not a plain device path (no `..`, no trailing /)")));
     }
     Ok(())
 }
@@ -59,34 +74,34 @@ pub fn device_path(s: &str) -> Result<(), String> {
 /// A base URL the nodes fetch from (`lab.httpBaseUrl`): it goes into kernel command lines,
 /// iPXE and PXELINUX scripts, dnsmasq's and dhcpd's configs and a shell script, so it is one
 /// plain http(s) URL: no spaces, quotes or shell characters, no query, fragment or user.
-pub fn http_base_url(s: &str) -> Result<(), String> {
+pub fn http_base_url(s: &str) -> Result<(), Broken> {
     let Some(rest) = s.strip_prefix("http://").or_else(|| s.strip_prefix("https://")) else {
-        return Err(format!(
+        return Err(Broken(format!(
             "{s:?} is not an http:// or https:// URL (expected e.g. http://192.168.126.1:8080)"
-        ));
+        )));
     };
     let ok = |c: char| c.is_ascii_alphanumeric() || "-._~:/[]%".contains(c);
     if let Some(bad) = s.chars().find(|c| !ok(*c)) {
-        return Err(format!(
+        return Err(Broken(format!(
             "{s:?} contains {bad:?}: the nodes' kernel command lines and the lab's scripts take a plain URL (letters, digits and - . _ ~ : / [ ] % only)"
-        ));
+        )));
     }
     let host = rest.split('/').next().unwrap_or_default();
     if host.is_empty() || host.starts_with(':') {
-        return Err(format!("{s:?} names no host"));
+        return Err(Broken(format!("{s:?} names no host")));
     }
     if s.ends_with('/') {
-        return Err(format!("{s:?} ends with /: the lab adds /ignition/..., /pxe/... to it"));
+        return Err(Broken(format!("{s:?} ends with /: the lab adds /ignition/..., /pxe/... to it")));
     }
     Ok(())
 }
 
-pub fn cidr(s: &str) -> Result<IpNet, String> {
+pub fn cidr(s: &str) -> Result<IpNet, Broken> {
     let net: IpNet = s
         .parse()
-        .map_err(|_| format!("{s:?} is not a CIDR (expected e.g. 192.168.126.0/24)"))?;
+        .map_err(|_| Broken(format!("{s:?} is not a CIDR (expected e.g. 192.168.126.0/24)")))?;
     if net.trunc() != net {
-        return Err(format!("{s:?} has host bits set; the network is {}", net.trunc()));
+        return Err(Broken(format!("{s:?} has host bits set; the network is {}", net.trunc())));
     }
     Ok(net)
 }
@@ -96,17 +111,17 @@ pub fn overlaps(a: &IpNet, b: &IpNet) -> bool {
 }
 
 /// `aa:bb:cc:dd:ee:ff`, unicast (the group bit of the first octet clear). Returns it lowercased.
-pub fn unicast_mac(s: &str) -> Result<String, String> {
+pub fn unicast_mac(s: &str) -> Result<String, Broken> {
     let parts: Vec<&str> = s.split(':').collect();
     let valid = parts.len() == 6 && parts.iter().all(|p| p.len() == 2 && u8::from_str_radix(p, 16).is_ok());
     if !valid {
-        return Err(format!(
+        return Err(Broken(format!(
             "{s:?} is not a MAC address (expected six hex pairs like 52:54:00:aa:bb:01)"
-        ));
+        )));
     }
     let first = u8::from_str_radix(parts[0], 16).unwrap_or(0);
     if first & 1 == 1 {
-        return Err(format!("{s:?} is a multicast address; a host needs a unicast MAC"));
+        return Err(Broken(format!("{s:?} is a multicast address; a host needs a unicast MAC")));
     }
     Ok(s.to_ascii_lowercase())
 }
@@ -122,63 +137,74 @@ const SSH_KEY_TYPES: &[&str] = &[
 ];
 
 /// One authorized_keys line: `type base64 [comment]`, where the blob names the same type.
-pub fn ssh_public_key(line: &str) -> Result<(), String> {
+pub fn ssh_public_key(line: &str) -> Result<(), Broken> {
     let mut fields = line.split_whitespace();
     let (Some(kind), Some(blob)) = (fields.next(), fields.next()) else {
-        return Err("expected `<type> <base64 key> [comment]`, e.g. the content of ~/.ssh/id_ed25519.pub".into());
+        return Err(Broken(
+            "expected `<type> <base64 key> [comment]`, e.g. the content of ~/.ssh/id_ed25519.pub".to_string(),
+        ));
     };
     if !SSH_KEY_TYPES.contains(&kind) {
-        return Err(format!("unknown key type {kind:?} (expected one of {})", SSH_KEY_TYPES.join(", ")));
+        return Err(Broken(format!(
+            "unknown key type {kind:?} (expected one of {})",
+            SSH_KEY_TYPES.join(", ")
+        )));
     }
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(blob)
-        .map_err(|_| "the key data is not valid base64".to_string())?;
+        .map_err(|_| Broken("the key data is not valid base64".to_string()))?;
     let inner = bytes
         .get(..4)
         .map(|l| u32::from_be_bytes([l[0], l[1], l[2], l[3]]) as usize)
         .and_then(|n| bytes.get(4..4 + n));
     match inner {
         Some(name) if name == kind.as_bytes() => Ok(()),
-        _ => Err(format!("the key data does not hold a {kind} key (truncated or pasted wrongly?)")),
+        _ => Err(Broken(format!(
+            "the key data does not hold a {kind} key (truncated or pasted wrongly?)"
+        ))),
     }
 }
 
 /// The pull secret: JSON with an `auths` object.
-pub fn pull_secret(s: &str) -> Result<(), String> {
-    let v: serde_json::Value = serde_json::from_str(s).map_err(|e| format!("is not valid JSON: {e}"))?;
+pub fn pull_secret(s: &str) -> Result<(), Broken> {
+    let v: serde_json::Value = serde_json::from_str(s).map_err(|e| Broken(format!("is not valid JSON: {e}")))?;
     match v.get("auths") {
         Some(serde_json::Value::Object(_)) => Ok(()),
-        Some(_) => Err("`auths` must be a JSON object of registry → credentials".into()),
-        None => Err("auths required".into()),
+        Some(_) => Err(Broken("`auths` must be a JSON object of registry → credentials".to_string())),
+        None => Err(Broken("auths required".to_string())),
     }
 }
 
 /// PEM certificates; returns how many parsed.
-pub fn pem_certificates(s: &str) -> Result<usize, String> {
+pub fn pem_certificates(s: &str) -> Result<usize, Broken> {
     let mut n = 0;
     for pem in x509_parser::pem::Pem::iter_from_buffer(s.as_bytes()) {
-        let pem = pem.map_err(|e| format!("is not valid PEM: {e}"))?;
+        let pem = pem.map_err(|e| Broken(format!("is not valid PEM: {e}")))?;
         if pem.label != "CERTIFICATE" {
-            return Err(format!("holds a {:?} block; only CERTIFICATE blocks belong here", pem.label));
+            return Err(Broken(format!(
+                "holds a {:?} block; only CERTIFICATE blocks belong here",
+                pem.label
+            )));
         }
-        pem.parse_x509().map_err(|e| format!("certificate {} does not parse: {e}", n + 1))?;
+        pem.parse_x509()
+            .map_err(|e| Broken(format!("certificate {} does not parse: {e}", n + 1)))?;
         n += 1;
     }
     if n == 0 {
-        return Err("holds no PEM certificate".into());
+        return Err(Broken("holds no PEM certificate".to_string()));
     }
     Ok(n)
 }
 
 /// `http://host[:port]` or `https://...`, optionally with user info.
-pub fn proxy_url(s: &str) -> Result<(), String> {
+pub fn proxy_url(s: &str) -> Result<(), Broken> {
     let rest = s
         .strip_prefix("http://")
         .or_else(|| s.strip_prefix("https://"))
-        .ok_or_else(|| format!("{s:?} must start with http:// or https://"))?;
+        .ok_or_else(|| Broken(format!("{s:?} must start with http:// or https://")))?;
     let host = rest.split('/').next().unwrap_or("").rsplit('@').next().unwrap_or("");
     if host.is_empty() {
-        return Err(format!("{s:?} has no host"));
+        return Err(Broken(format!("{s:?} has no host")));
     }
     Ok(())
 }

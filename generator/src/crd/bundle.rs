@@ -3,6 +3,7 @@
 //! CRDs it applies first (`/opt/openshift/crds/`), and the config CRs `hardshift mco` gives the
 //! machine-config-operator (`mco/manifests/`, read by the caller: they sit beside the bundle).
 
+use super::CrdError;
 use crate::assets::paths::{AFTER_CVO, ASSET_DIR};
 use crate::bundle::Bundle;
 use crate::ignition::{self, Config};
@@ -11,10 +12,18 @@ use serde_json::Value;
 /// (where it came from, object), in apply order.
 pub type Objects = Vec<(String, Value)>;
 
-fn yaml_objects(place: &str, bytes: &[u8], out: &mut Objects) -> Result<(), String> {
-    let text = std::str::from_utf8(bytes).map_err(|e| format!("{place}: {e}"))?;
+fn yaml_objects(place: &str, bytes: &[u8], out: &mut Objects) -> Result<(), CrdError> {
+    let text = std::str::from_utf8(bytes).map_err(|e| CrdError::Malformed {
+        place: place.to_string(),
+        message: e.to_string(),
+    })?;
     for (i, d) in super::split_documents(text).into_iter().enumerate() {
-        let doc = crate::config::yaml::parse(d).map_err(|e| format!("{place} (document {}) line {}: {}", i + 1, e.pos.line, e.message))?;
+        let doc = crate::config::yaml::parse(d).map_err(|e| CrdError::Yaml {
+            place: place.to_string(),
+            document: i + 1,
+            line: e.pos.line,
+            message: e.message,
+        })?;
         out.push((place.to_string(), doc.value));
     }
     Ok(())
@@ -34,7 +43,7 @@ fn files_under(cfg: &Config, dir: &str) -> Vec<(String, Vec<u8>)> {
 }
 
 /// The CRDs bootkube applies, as (path, document).
-pub fn applied_crds(bootstrap: &Config) -> Result<Objects, String> {
+pub fn applied_crds(bootstrap: &Config) -> Result<Objects, CrdError> {
     let mut out = Vec::new();
     for (p, bytes) in files_under(bootstrap, &format!("{ASSET_DIR}/crds/")) {
         yaml_objects(&p, &bytes, &mut out)?;
@@ -44,7 +53,7 @@ pub fn applied_crds(bootstrap: &Config) -> Result<Objects, String> {
 
 /// Every custom-resource candidate the bundle writes (built-in kinds included: the check skips
 /// them), the Infrastructure and FeatureGate status patches merged into their objects.
-pub fn objects(bootstrap: &Config, mco_manifests: &[(String, Vec<u8>)]) -> Result<Objects, String> {
+pub fn objects(bootstrap: &Config, mco_manifests: &[(String, Vec<u8>)]) -> Result<Objects, CrdError> {
     let mut out = Vec::new();
     for dir in ["manifests", AFTER_CVO] {
         for (p, bytes) in files_under(bootstrap, &format!("{ASSET_DIR}/{dir}/")) {
@@ -63,7 +72,10 @@ pub fn objects(bootstrap: &Config, mco_manifests: &[(String, Vec<u8>)]) -> Resul
         let Some((_, bytes)) = top.iter().find(|(p, _)| *p == status_path) else {
             continue;
         };
-        let patch: Value = serde_json::from_slice(bytes).map_err(|e| format!("{status_path}: {e}"))?;
+        let patch: Value = serde_json::from_slice(bytes).map_err(|e| CrdError::Malformed {
+            place: status_path.clone(),
+            message: e.to_string(),
+        })?;
         match out
             .iter_mut()
             .find(|(_, o)| o["kind"] == kind && o["metadata"]["name"] == "cluster")
@@ -72,7 +84,12 @@ pub fn objects(bootstrap: &Config, mco_manifests: &[(String, Vec<u8>)]) -> Resul
                 obj["status"] = patch["status"].clone();
                 *place = format!("{place} + {status_path}");
             }
-            None => return Err(format!("{status_path} patches a {kind} no manifest creates")),
+            None => {
+                return Err(CrdError::Malformed {
+                    place: status_path,
+                    message: format!("patches a {kind} no manifest creates"),
+                })
+            }
         }
     }
     for (path, bytes) in mco_manifests {
@@ -121,7 +138,7 @@ pub fn checks(
     };
     let objs = match objects(&boot, mco_manifests) {
         Ok(o) => o,
-        Err(e) => return vec![check(String::new(), Status::Fail, e)],
+        Err(e) => return vec![check(String::new(), Status::Fail, e.to_string())],
     };
     let mut out = Vec::new();
     for (place, obj) in &objs {

@@ -111,10 +111,39 @@ pub const MAX_CRD_BYTES: u64 = 4 << 20;
 /// The most files `--crds` reads (the release has about a hundred).
 pub const MAX_CRD_FILES: usize = 5_000;
 
+/// Why a set of CRDs, or the bundle's objects for them, did not load.
+#[derive(Debug, thiserror::Error)]
+pub enum CrdError {
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file of `--crds` over the cap, or not a regular file.
+    #[error("{}: {why} (the API server takes no request over 3 MiB; a CRD file is a regular file of at most {} MiB)", path.display(), MAX_CRD_BYTES >> 20)]
+    File { path: std::path::PathBuf, why: String },
+    #[error("{}: {n} YAML files, more than the {MAX_CRD_FILES} a release's CRDs fill: point --crds at the release's CRD directory", dir.display())]
+    TooMany { dir: std::path::PathBuf, n: usize },
+    #[error("{place} (document {document}) line {line}: {message}")]
+    Yaml {
+        place: String,
+        document: usize,
+        line: usize,
+        message: String,
+    },
+    #[error("{place}: {message}")]
+    Malformed { place: String, message: String },
+    #[error("{file} and {other} both declare {name} for the default feature set")]
+    Duplicate { file: String, other: String, name: String },
+    #[error("{file}: its schema does not compile: {message}")]
+    Schema { file: String, message: String },
+}
+
 impl CrdSet {
     /// Select, from (file name, parsed document) pairs, the CRDs a default cluster applies. Two
     /// files that both apply to one CRD name is an error naming both.
-    pub fn select(docs: Vec<(String, Value)>) -> Result<CrdSet, String> {
+    pub fn select(docs: Vec<(String, Value)>) -> Result<CrdSet, CrdError> {
         let mut crds: Vec<Crd> = Vec::new();
         for (file, doc) in docs {
             if doc["kind"] != "CustomResourceDefinition" || !applies(&doc) {
@@ -122,7 +151,11 @@ impl CrdSet {
             }
             let name = doc["metadata"]["name"].as_str().unwrap_or_default().to_string();
             if let Some(other) = crds.iter().find(|c| c.name == name) {
-                return Err(format!("{file} and {} both declare {name} for the default feature set", other.file));
+                return Err(CrdError::Duplicate {
+                    file,
+                    other: other.file.clone(),
+                    name,
+                });
             }
             let spec = &doc["spec"];
             let mut versions = Vec::new();
@@ -131,7 +164,10 @@ impl CrdSet {
                     continue;
                 }
                 let schema = v["schema"]["openAPIV3Schema"].clone();
-                let validator = schema::validator(&schema).map_err(|e| format!("{file}: {e}"))?;
+                let validator = schema::validator(&schema).map_err(|e| CrdError::Schema {
+                    file: file.clone(),
+                    message: e.to_string(),
+                })?;
                 versions.push(Version {
                     name: v["name"].as_str().unwrap_or_default().to_string(),
                     schema,
@@ -150,34 +186,38 @@ impl CrdSet {
     }
 
     /// Every `*.yaml`/`*.yml` of `dir`, in name order, then [`CrdSet::select`].
-    pub fn load_dir(dir: &Path) -> Result<CrdSet, String> {
+    pub fn load_dir(dir: &Path) -> Result<CrdSet, CrdError> {
         let mut files: Vec<_> = std::fs::read_dir(dir)
-            .map_err(|e| format!("{}: {e}", dir.display()))?
+            .map_err(|source| CrdError::Io {
+                path: dir.to_path_buf(),
+                source,
+            })?
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
             .collect();
         files.sort();
         let mut docs = Vec::new();
         if files.len() > MAX_CRD_FILES {
-            return Err(format!(
-                "{}: {} YAML files, more than the {MAX_CRD_FILES} a release's CRDs fill: point --crds at the release's CRD directory",
-                dir.display(),
-                files.len()
-            ));
+            return Err(CrdError::TooMany {
+                dir: dir.to_path_buf(),
+                n: files.len(),
+            });
         }
         for p in files {
             // Read without blocking on a FIFO, and never more than a CRD can be.
-            let text = crate::config::read_capped(&p, MAX_CRD_BYTES).map_err(|e| {
-                format!(
-                    "{}: {e} (the API server takes no request over 3 MiB; a CRD file is a regular file of at most {} MiB)",
-                    p.display(),
-                    MAX_CRD_BYTES >> 20
-                )
+            let text = crate::config::read_capped(&p, MAX_CRD_BYTES).map_err(|e| CrdError::File {
+                path: p.clone(),
+                why: e.to_string(),
             })?;
             let name = p.file_name().unwrap_or_default().to_string_lossy().to_string();
             for (i, d) in split_documents(&text).into_iter().enumerate() {
                 let doc = crate::config::yaml::parse(d)
-                    .map_err(|e| format!("{name} (document {}) line {}: {}", i + 1, e.pos.line, e.message))?
+                    .map_err(|e| CrdError::Yaml {
+                        place: name.clone(),
+                        document: i + 1,
+                        line: e.pos.line,
+                        message: e.message,
+                    })?
                     .value;
                 docs.push((name.clone(), doc));
             }

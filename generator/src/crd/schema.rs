@@ -76,12 +76,11 @@ pub fn to_json_schema(s: &Value) -> Value {
     Value::Object(out)
 }
 
-pub fn validator(schema: &Value) -> Result<jsonschema::Validator, String> {
+pub fn validator(schema: &Value) -> Result<jsonschema::Validator, jsonschema::ValidationError<'static>> {
     jsonschema::options()
         .with_draft(jsonschema::Draft::Draft4)
         .should_validate_formats(false)
         .build(&to_json_schema(schema))
-        .map_err(|e| format!("its schema does not compile: {e}"))
 }
 
 /// Every string whose schema (through `properties`, `additionalProperties`, `items` and `allOf`)

@@ -3,6 +3,7 @@
 use super::{Config, Contents};
 use base64::Engine;
 use flate2::{write::GzEncoder, Compression};
+use hardshift_bundle::data_url::Undecodable;
 use std::io::Write;
 
 /// Contents as a data URL; gzip-compressed when that saves at least a tenth (and 256 bytes). Files of
@@ -64,7 +65,7 @@ pub fn decode(c: &Contents) -> Option<Vec<u8>> {
 }
 
 /// Decode a data URL (and gzip), or say why not (the bundle crate's reader, over `Contents`).
-pub fn decode_bounded(c: &Contents) -> Result<Vec<u8>, String> {
-    let src = c.source.as_deref().ok_or("no source")?;
+pub fn decode_bounded(c: &Contents) -> Result<Vec<u8>, Undecodable> {
+    let src = c.source.as_deref().ok_or_else(|| Undecodable("no source".into()))?;
     hardshift_bundle::data_url::decode(src, c.compression.as_deref())
 }

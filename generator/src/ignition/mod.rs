@@ -387,7 +387,7 @@ mod tests {
         let mc = r#"{"kind":"MachineConfig","spec":{"config":{"raw":"{\"ignition\":{\"version\":\"3.2.0\"}}"}}}"#;
         assert_eq!(parse_base(mc).unwrap().ignition.version, "3.2.0");
         let ptr = r#"{"ignition":{"version":"3.2.0","config":{"merge":[{"source":"https://api-int:22623/config/master"}]}}}"#;
-        assert!(parse_base(ptr).unwrap_err().contains("pointer"));
+        assert!(parse_base(ptr).unwrap_err().0.contains("pointer"));
     }
 
     #[test]

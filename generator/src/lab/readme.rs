@@ -23,6 +23,15 @@ hardshift.yaml. Every file here follows from the same validated cluster; regener
 {nodes}
 API and api-int: {api} · `*.apps`: {ingress} · helper (DNS, DHCP, HAProxy, HTTP): {helper}
 
+## The quick way: `hardshift lab serve`
+
+On the helper (root): `hardshift lab serve --dir DIR --rhcos RHCOS_DIR` runs DNS, DHCP and TFTP
+(dnsmasq), HAProxy, the HTTP server of the boot files ({base}) and the collector from these very
+files, with nothing copied by hand; `--dry-run` shows what it would run and what is missing. It
+refuses a port another program holds and names it: on KVM, define the libvirt network without its
+own DHCP and DNS (drop `<dhcp>` and set `<dns enable='no'/>` in `libvirt/{name}-network.xml`). The
+steps below are the same work by hand.
+
 ## In this order
 
 1. **Network** (KVM labs): `virsh net-define libvirt/{name}-network.xml && virsh net-start {name} &&

@@ -27,7 +27,7 @@ fn record(req: &Request, agent: Option<&agent::Binary>, fips: bool, from_renders
         let kept = record::kept_agent(&req.dir, sha);
         let agents = record::agents_dir(&req.dir);
         if !kept.is_file() {
-            let fail = |e: std::io::Error| Error::other(format!("{}: {e}", kept.display()));
+            let fail = |e: std::io::Error| Error::io(&kept)(e);
             fsio::private_dir_all(&agents).map_err(fail)?;
             fsio::write_file_atomic(&kept, &b.bytes, 0o755).map_err(fail)?;
         }
@@ -43,5 +43,5 @@ fn record(req: &Request, agent: Option<&agent::Binary>, fips: bool, from_renders
     }
     let path = record::path(&req.dir);
     let json = serde_json::to_vec_pretty(&rec).map_err(Error::other)?;
-    fsio::write_file_atomic(&path, &json, 0o600).map_err(|e| Error::other(format!("{}: {e}", path.display())))
+    fsio::write_file_atomic(&path, &json, 0o600).map_err(Error::io(&path))
 }

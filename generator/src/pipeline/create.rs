@@ -39,7 +39,7 @@ pub fn create(req: &Request, cache: Arc<dyn EncodingCache>, warn: &mut dyn FnMut
     }
     tracing::debug!(ms = t.elapsed().as_millis(), "read the inputs");
     // Inputs are read and checked; from here on the bundle is read and written: one run at a time.
-    let _lock = fsio::lock(&req.dir, "create").map_err(Error::other)?;
+    let _lock = fsio::lock(&req.dir, "create")?;
     let t = std::time::Instant::now();
     let live = Live::read(&req.dir, &inputs.plan);
     tracing::debug!(ms = t.elapsed().as_millis(), "read the live bundle");

@@ -243,7 +243,7 @@ fn read_extras(dir: &Path, bases: &[(Role, PathBuf)]) -> Result<Extras, Error> {
     }
     for (role, file) in bases {
         let text = std::fs::read_to_string(file).map_err(|e| e.to_string());
-        match text.clone().and_then(|t| ignition::parse_base(&t)) {
+        match text.clone().and_then(|t| ignition::parse_base(&t).map_err(String::from)) {
             Ok(cfg) => {
                 extras.bases.insert(*role, cfg);
                 // A rendered MachineConfig (not a bare Ignition config): the node gets what the

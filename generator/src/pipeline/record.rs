@@ -47,11 +47,20 @@ pub fn agents_dir(dir: &Path) -> PathBuf {
     dir.join(STATE_DIR).join(AGENTS)
 }
 
-/// The record, if there is one (Err: it does not read, with where).
-pub fn read(dir: &Path) -> Option<Result<Record, String>> {
+/// A record that does not read as JSON of its shape.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {source}", path.display())]
+pub struct Unreadable {
+    pub path: PathBuf,
+    #[source]
+    pub source: serde_json::Error,
+}
+
+/// The record, if there is one.
+pub fn read(dir: &Path) -> Option<Result<Record, Unreadable>> {
     let p = path(dir);
     let bytes = std::fs::read(&p).ok()?;
-    Some(serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", p.display())))
+    Some(serde_json::from_slice(&bytes).map_err(|source| Unreadable { path: p, source }))
 }
 
 /// The overrides `create` recorded for DIR's bundle (none if it recorded nothing, or if the

@@ -87,9 +87,9 @@ pub fn layout_hashes(assets: &[render::Asset]) -> BTreeMap<String, String> {
 /// how many, and what runs).
 pub fn run(dir: &Path, cluster: &Cluster, opts: &Options, say: &mut dyn FnMut(usize, usize, String)) -> Result<Rendered, Error> {
     // podman takes a volume's host path only absolute: `--dir ocp4` is the same as its full path.
-    let dir = &std::path::absolute(dir).map_err(|e| Error::other(format!("{}: {e}", dir.display())))?;
+    let dir = &std::path::absolute(dir).map_err(Error::io(dir))?;
     let steps = render::steps(cluster).map_err(|e| Error::input(format!("{}: {e}", dir.display())))?;
-    let _lock = fsio::lock(dir, "render").map_err(Error::other)?;
+    let _lock = fsio::lock(dir, "render")?;
     let live = Live::read(dir, &pki::plan(cluster));
     let assets = layout_of(dir, cluster, &live)?;
     let layout = layout_hashes(&assets);
@@ -108,11 +108,11 @@ pub fn run(dir: &Path, cluster: &Cluster, opts: &Options, say: &mut dyn FnMut(us
         .chain([("pull-secret.json".to_string(), 0o600, cluster.pull_secret.clone().into_bytes())])
         .chain(crate::assets::node::registries_conf(cluster).map(|r| ("registries.conf".to_string(), 0o644, r.into_bytes())))
         .collect();
-    fsio::replace_dir(&work, &files, &[]).map_err(|e| Error::other(format!("{}: {e}", work.display())))?;
+    fsio::replace_dir(&work, &files, &[]).map_err(Error::io(&work))?;
     let kept = |m: String| format!("{m}\n    the renders' work is kept in {} (the next run clears it)", work.display());
     let failed = |e: Error| match e {
-        Error::Other(m) => Error::Other(kept(m)),
         Error::Input(m) => Error::Input(kept(m)),
+        other => Error::Other(kept(other.to_string())),
     };
     let mut ran = Vec::new();
     for (i, step) in steps.iter().enumerate() {
@@ -138,7 +138,7 @@ pub fn run(dir: &Path, cluster: &Cluster, opts: &Options, say: &mut dyn FnMut(us
     fsio::write_file_atomic(&work.join(RECORD), &json, 0o644).map_err(Error::other)?;
     let target = dir.join(render::DIR);
     let old = dir.join(format!(".{}.old-{}", render::DIR, std::process::id()));
-    fsio::swap_into(&work, &target, &old).map_err(|e| Error::other(format!("{}: {e}", target.display())))?;
+    fsio::swap_into(&work, &target, &old).map_err(Error::io(&target))?;
     Ok(rendered)
 }
 
@@ -203,7 +203,7 @@ fn open_log(work: &Path, step: &Step) -> Result<(PathBuf, std::fs::File), Error>
         .truncate(true)
         .mode(0o600)
         .open(&log)
-        .map_err(|e| Error::other(format!("{}: {e}", log.display())))?;
+        .map_err(Error::io(&log))?;
     Ok((log, out))
 }
 

@@ -58,9 +58,14 @@ pub fn has_renders(dir: &Path) -> bool {
 }
 
 /// The renders' record from its bytes; the error says where it stops reading (line, column).
-pub fn parse_record(bytes: &[u8]) -> Result<Rendered, String> {
-    serde_json::from_slice(bytes).map_err(|e| format!("not the renders' record as `hardshift render` writes it: {e}"))
+pub fn parse_record(bytes: &[u8]) -> Result<Rendered, NotARecord> {
+    serde_json::from_slice(bytes).map_err(NotARecord)
 }
+
+/// Bytes that are not the renders' record (serde's error says where it stops reading).
+#[derive(Debug, thiserror::Error)]
+#[error("not the renders' record as `hardshift render` writes it: {0}")]
+pub struct NotARecord(#[source] pub serde_json::Error);
 
 impl Renders {
     /// A file under DIR/render/assets.

@@ -67,7 +67,7 @@ impl Request {
             if kept.is_file() {
                 // Trusted only if it still hashes to its name: a foreign binary stored there (with
                 // the configs and sums regenerated) would otherwise rebuild into a perfect match.
-                let bytes = std::fs::read(&kept).map_err(|e| Error::other(format!("{}: {e}", kept.display())))?;
+                let bytes = std::fs::read(&kept).map_err(Error::io(&kept))?;
                 let got = crate::bundle::sha256_hex(&bytes);
                 if &got != sha {
                     return Err(Error::other(format!(

@@ -22,7 +22,7 @@ pub fn mco(dir: &Path, cluster: &Cluster) -> Result<usize, Error> {
             missing.join("\n  ")
         )));
     }
-    let _lock = fsio::lock(dir, "mco").map_err(Error::other)?;
+    let _lock = fsio::lock(dir, "mco")?;
     let specs = pki::plan(cluster);
     let live = Live::read(dir, &specs);
     let files = mco_inputs(dir, cluster, &live, time::OffsetDateTime::now_utc())?;
@@ -77,7 +77,7 @@ pub(super) fn own_pki(
 /// Rewrite DIR/lab/ alone, from the inputs and the live bundle's Ignition configs; how it was
 /// written and the number of lab files.
 pub fn lab(dir: &Path, cluster: &Cluster) -> Result<(fsio::Written, usize), Error> {
-    let _lock = fsio::lock(dir, "lab").map_err(Error::other)?;
+    let _lock = fsio::lock(dir, "lab")?;
     let mut b = fsio::read_bundle(dir).map_err(Error::input)?;
     relab(dir, cluster, &mut b)?;
     let n = b.files.keys().filter(|p| p.starts_with(&format!("{}/", layout::LAB))).count();

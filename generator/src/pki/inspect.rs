@@ -25,14 +25,35 @@ pub struct Facts {
     pub serial_hex: String,
 }
 
-pub fn der_of(pem: &str) -> Result<Vec<u8>, String> {
-    let (_, p) = x509_parser::pem::parse_x509_pem(pem.as_bytes()).map_err(|e| format!("not a PEM certificate: {e}"))?;
+/// Why a certificate (or its key) does not read, or was not signed as claimed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CertError {
+    #[error("not a PEM certificate: {0}")]
+    NotPem(String),
+    #[error("certificate does not parse: {0}")]
+    NotX509(String),
+    #[error("issued by {issuer:?}, not by {expected:?}")]
+    OtherIssuer { issuer: String, expected: String },
+    #[error("signature does not verify with the issuer's key")]
+    BadSignature,
+    #[error("the private key does not load: {0}")]
+    Key(String),
+}
+
+pub fn der_of(pem: &str) -> Result<Vec<u8>, CertError> {
+    let (_, p) = x509_parser::pem::parse_x509_pem(pem.as_bytes()).map_err(|e| CertError::NotPem(e.to_string()))?;
     Ok(p.contents)
 }
 
-pub fn facts(pem: &str) -> Result<Facts, String> {
+fn x509(der: &[u8]) -> Result<X509Certificate<'_>, CertError> {
+    X509Certificate::from_der(der)
+        .map(|(_, c)| c)
+        .map_err(|e| CertError::NotX509(e.to_string()))
+}
+
+pub fn facts(pem: &str) -> Result<Facts, CertError> {
     let der = der_of(pem)?;
-    let (_, cert) = X509Certificate::from_der(&der).map_err(|e| format!("certificate does not parse: {e}"))?;
+    let cert = x509(&der)?;
     let subject = cert.subject();
     let cn: Option<String> = subject.iter_common_name().find_map(|a| a.as_str().ok().map(String::from));
     let orgs: Vec<String> = subject
@@ -152,24 +173,22 @@ pub fn usage_words(server: bool, client: bool) -> &'static str {
 }
 
 /// Did `issuer_pem`'s key sign `cert_pem`, with matching names?
-pub fn signed_by(cert_pem: &str, issuer_pem: &str) -> Result<(), String> {
+pub fn signed_by(cert_pem: &str, issuer_pem: &str) -> Result<(), CertError> {
     let der = der_of(cert_pem)?;
     let ider = der_of(issuer_pem)?;
-    let (_, cert) = X509Certificate::from_der(&der).map_err(|e| e.to_string())?;
-    let (_, issuer) = X509Certificate::from_der(&ider).map_err(|e| e.to_string())?;
+    let (cert, issuer) = (x509(&der)?, x509(&ider)?);
     if cert.issuer().as_raw() != issuer.subject().as_raw() {
-        return Err(format!(
-            "issued by {:?}, not by {:?}",
-            cert.issuer().to_string(),
-            issuer.subject().to_string()
-        ));
+        return Err(CertError::OtherIssuer {
+            issuer: cert.issuer().to_string(),
+            expected: issuer.subject().to_string(),
+        });
     }
     cert.verify_signature(Some(issuer.public_key()))
-        .map_err(|_| "signature does not verify with the issuer's key".to_string())
+        .map_err(|_| CertError::BadSignature)
 }
 
 /// The SubjectPublicKeyInfo DER of a private key, to pair keys with certificates.
-pub fn spki_of_key(key_pem: &str) -> Result<Vec<u8>, String> {
-    let kp = super::keys::load(key_pem).map_err(|e| e.to_string())?;
+pub fn spki_of_key(key_pem: &str) -> Result<Vec<u8>, CertError> {
+    let kp = super::keys::load(key_pem).map_err(|e| CertError::Key(e.to_string()))?;
     Ok(rcgen::PublicKeyData::subject_public_key_info(&kp))
 }

@@ -264,7 +264,7 @@ impl Run<'_> {
 fn load_issuer(ca: Option<&Issued>, id: &str) -> Result<Issuer<'static, KeyPair>, PkiError> {
     let ca = ca.unwrap_or_else(|| panic!("{id} is planned before what it signs"));
     let key = keys::load(&ca.key_pem).map_err(|e| PkiError::Key(e, ca.spec.id()))?;
-    let der = inspect::der_of(&ca.cert_pem).map_err(|e| PkiError::Build(ca.spec.id(), e))?;
+    let der = inspect::der_of(&ca.cert_pem).map_err(|e| PkiError::Build(ca.spec.id(), e.to_string()))?;
     Issuer::from_ca_cert_der(&der.into(), key).map_err(|e| PkiError::Build(ca.spec.id(), e.to_string()))
 }
 
@@ -340,7 +340,7 @@ fn decide(
             outcome: Outcome::Reissued("its certificate was missing".into()),
         }),
         (Some(key), Some(cert), _) => {
-            let facts = inspect::facts(cert).map_err(|e| refuse(spec, e))?;
+            let facts = inspect::facts(cert).map_err(|e| refuse(spec, e.to_string()))?;
             let pairs = inspect::spki_of_key(key).map(|k| k == facts.spki).unwrap_or(false);
             if !pairs {
                 return if is_ca {

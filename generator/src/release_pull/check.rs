@@ -166,11 +166,18 @@ impl Checked {
     }
 }
 
-/// The first mirror's host, when one answers a TCP connect within a second; Err(host) when it
-/// does not (`create --mirror-check` then skips the check, saying so); None without mirrors.
-pub async fn mirror_in_reach(acc: &Access) -> Option<Result<String, String>> {
+/// Whether the first mirror's host answers a TCP connect within a second.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reach {
+    Answers(String),
+    /// `create --mirror-check` then skips the check, saying so.
+    Silent(String),
+}
+
+/// The first mirror's reach; None without mirrors.
+pub async fn mirror_in_reach(acc: &Access) -> Option<Reach> {
     let first = acc.sources.iter().flat_map(|s| s.mirrors.first()).next()?;
     let host = first.split('/').next().unwrap_or("").to_string();
     let answers = mirror::answers(&host, Duration::from_secs(1)).await;
-    Some(if answers { Ok(host) } else { Err(host) })
+    Some(if answers { Reach::Answers(host) } else { Reach::Silent(host) })
 }

@@ -72,7 +72,7 @@ pub async fn pull_into(acc: &Access, progress: &dyn Progress) -> Result<String, 
         .as_ref()
         .ok_or_else(|| Error::input("no release image: set release.image in hardshift.yaml or pass --release-image"))?;
     let cache = acc.dir.join(layout::RELEASE_CACHE);
-    fsio::private_dir_all(&cache).map_err(|e| Error::other(format!("{}: {e}", cache.display())))?;
+    fsio::private_dir_all(&cache).map_err(Error::io(&cache))?;
     let pulled = release::pull(&acc.client, &acc.sources, image, &cache, progress)
         .await
         .map_err(|errs| {

@@ -198,7 +198,7 @@ fn kubeconfigs(c: &Cluster) -> Vec<Kubeconfig> {
 
 /// The config CRs the renders read, by the installer's file names under `manifests/`, found by
 /// group, kind and name among the manifests bootkube applies (`Err` names what is missing).
-pub fn config_crs(c: &Cluster, pki: &Pki) -> Result<Vec<(&'static str, Value)>, String> {
+pub fn config_crs(c: &Cluster, pki: &Pki) -> Result<Vec<(&'static str, Value)>, super::Lacking> {
     let all = crate::assets::manifests::manifests(c, pki, None);
     let find = |group: &str, kind: &str, name: Option<&str>| -> Option<Value> {
         all.iter()
@@ -241,10 +241,10 @@ pub fn config_crs(c: &Cluster, pki: &Pki) -> Result<Vec<(&'static str, Value)>, 
     if missing.is_empty() {
         Ok(out)
     } else {
-        Err(format!(
+        Err(super::Lacking(vec![format!(
             "the cluster's manifests hold no {}: the renders need each",
             missing.join(", ")
-        ))
+        )]))
     }
 }
 
@@ -267,7 +267,7 @@ pub fn image_references(c: &Cluster) -> Value {
 
 /// The whole layout. The FeatureGate goes without its status: the cluster-config-api render
 /// fills it for the release's version, as on the installer's bootstrap node.
-pub fn layout(c: &Cluster, pki: &Pki) -> Result<Vec<Asset>, String> {
+pub fn layout(c: &Cluster, pki: &Pki) -> Result<Vec<Asset>, super::Lacking> {
     let mut out: Vec<Asset> = TLS
         .iter()
         .map(|(name, src)| Asset {

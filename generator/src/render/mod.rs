@@ -10,6 +10,12 @@ pub mod steps;
 pub use assets::{layout, Asset};
 pub use steps::{steps, Copy, Net, Step};
 
+/// What the renders need and the release, the inventory or the cluster's manifests lack, each
+/// named (all at once: a user fixes them in one go).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", .0.join("; "))]
+pub struct Lacking(pub Vec<String>);
+
 #[cfg(test)]
 mod tests;
 

@@ -24,7 +24,9 @@ fn laid_out() -> (crate::cluster::Cluster, pki::Pki, Files) {
 
 #[test]
 fn a_release_that_lacks_what_the_renders_need_is_named_whole() {
-    let e = steps(&example_cluster(Some(release_lacking_render_inputs()))).unwrap_err();
+    let e = steps(&example_cluster(Some(release_lacking_render_inputs())))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("no \"cluster-policy-controller\" image"), "{e}");
     assert!(e.contains("Kubernetes version is unknown"), "{e}");
 }

@@ -44,8 +44,13 @@ pub fn fill(template: &str, values: &[(&str, &dyn Display)]) -> String {
     }
 }
 
+/// A template and its values that do not match (a bug in hardshift: `fill` panics on it).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+struct Unfilled(String);
+
 /// `fill`, or what does not match.
-fn try_fill(template: &str, values: &[(&str, &dyn Display)]) -> Result<String, String> {
+fn try_fill(template: &str, values: &[(&str, &dyn Display)]) -> Result<String, Unfilled> {
     let mut out = String::with_capacity(template.len() + 256);
     let mut used = vec![false; values.len()];
     let mut rest = template;
@@ -54,22 +59,22 @@ fn try_fill(template: &str, values: &[(&str, &dyn Display)]) -> Result<String, S
         let after = &rest[at + 2..];
         let end = after
             .find("@@")
-            .ok_or_else(|| format!("an unclosed @@ at {:?}", after.chars().take(20).collect::<String>()))?;
+            .ok_or_else(|| Unfilled(format!("an unclosed @@ at {:?}", after.chars().take(20).collect::<String>())))?;
         let name = &after[..end];
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            return Err(format!("@@{name}@@ is not a placeholder name"));
+            return Err(Unfilled(format!("@@{name}@@ is not a placeholder name")));
         }
         let i = values
             .iter()
             .position(|(n, _)| *n == name)
-            .ok_or_else(|| format!("no value for @@{name}@@"))?;
+            .ok_or_else(|| Unfilled(format!("no value for @@{name}@@")))?;
         used[i] = true;
         out.push_str(&values[i].1.to_string());
         rest = &after[end + 2..];
     }
     out.push_str(rest);
     match values.iter().zip(&used).find(|(_, u)| !**u) {
-        Some(((name, _), _)) => Err(format!("{name} is given, and the template has no @@{name}@@")),
+        Some(((name, _), _)) => Err(Unfilled(format!("{name} is given, and the template has no @@{name}@@"))),
         None => Ok(out),
     }
 }
@@ -97,13 +102,13 @@ mod tests {
     fn placeholders_are_filled_once_and_must_match_both_ways() {
         let t = "A=@@a@@ ${B} {c} @@a@@\n";
         assert_eq!(fill(t, &[("a", &"x@@a@@")]), "A=x@@a@@ ${B} {c} x@@a@@\n");
-        assert_eq!(try_fill(t, &[]).unwrap_err(), "no value for @@a@@");
+        assert_eq!(try_fill(t, &[]).unwrap_err().0, "no value for @@a@@");
         assert_eq!(
-            try_fill(t, &[("a", &1), ("b", &2)]).unwrap_err(),
+            try_fill(t, &[("a", &1), ("b", &2)]).unwrap_err().0,
             "b is given, and the template has no @@b@@"
         );
-        assert!(try_fill("x @@a", &[]).unwrap_err().contains("unclosed"));
-        assert!(try_fill("@@a b@@", &[]).unwrap_err().contains("not a placeholder name"));
+        assert!(try_fill("x @@a", &[]).unwrap_err().0.contains("unclosed"));
+        assert!(try_fill("@@a b@@", &[]).unwrap_err().0.contains("not a placeholder name"));
         assert_eq!(placeholders(t), ["a"]);
     }
 

@@ -43,7 +43,7 @@ pub(super) fn cert(s: &CertSpec, specs: &[CertSpec], b: &Bundle, now: OffsetDate
     };
     let f = match inspect::facts(&pem) {
         Ok(f) => f,
-        Err(e) => return check(&id, Status::Fail, e),
+        Err(e) => return check(&id, Status::Fail, e.to_string()),
     };
     let mut c = check(&id, Status::Ok, "");
     c.subject = f.cn.clone();

@@ -9,14 +9,20 @@ use crate::assets::parts;
 use crate::bundle::Bundle;
 use crate::cluster::{Cluster, Role};
 use crate::ignition::{decode_bounded, Contents};
+use hardshift_bundle::data_url::Undecodable;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// What the server answered for each pool (`master`, `worker`), or why it did not.
 pub struct Served {
     pub url: String,
-    pub pools: Vec<(String, Result<Vec<u8>, String>)>,
+    pub pools: Vec<(String, Result<Vec<u8>, NoAnswer>)>,
 }
+
+/// Why the server gave no whole config for a pool (an HTTP status, a transport error, the deadline).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct NoAnswer(pub String);
 
 fn pool(role: Role) -> Option<&'static str> {
     match role {
@@ -46,7 +52,7 @@ pub fn checks(c: &Cluster, b: &Bundle, served: &Served) -> Vec<Check> {
         let answer = served.pools.iter().find(|(p, _)| p == name).map(|(_, r)| r);
         let config = match answer {
             None => Err("not asked".to_string()),
-            Some(Err(e)) => Err(e.clone()),
+            Some(Err(e)) => Err(e.0.clone()),
             Some(Ok(bytes)) => serde_json::from_slice::<Value>(bytes)
                 .map_err(|e| format!("not an Ignition config: {e}"))
                 .and_then(|v| match v.is_object() {
@@ -233,11 +239,11 @@ fn entries(v: Option<Value>, key: &str) -> (BTreeMap<String, Value>, usize) {
 /// What differs between a served file and the node's, if anything (contents decoded, mode aside).
 fn file_difference(served: &Value, node: &Value) -> Option<String> {
     let path = served["path"].as_str().unwrap_or_default();
-    let contents = |f: &Value| -> Result<Vec<u8>, String> {
+    let contents = |f: &Value| -> Result<Vec<u8>, Undecodable> {
         match f.get("contents").filter(|c| c.get("source").is_some()) {
             None => Ok(Vec::new()),
             Some(c) => {
-                let c: Contents = serde_json::from_value(c.clone()).map_err(|e| e.to_string())?;
+                let c: Contents = serde_json::from_value(c.clone()).map_err(|e| Undecodable(e.to_string()))?;
                 decode_bounded(&c)
             }
         }

@@ -101,22 +101,24 @@ fn kind(m: &std::fs::Metadata) -> &'static str {
 
 /// A regular file's bytes, opened without blocking (a FIFO put there since it was looked at is
 /// refused, not waited on), at most `max`.
-fn read_regular(path: &Path, max: u64) -> Result<Vec<u8>, String> {
-    use std::io::Read;
+fn read_regular(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::{Error, ErrorKind, Read};
     use std::os::unix::fs::OpenOptionsExt;
     let f = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(nix::libc::O_NONBLOCK | nix::libc::O_NOCTTY)
-        .open(path)
-        .map_err(|e| e.to_string())?;
-    let m = f.metadata().map_err(|e| e.to_string())?;
+        .open(path)?;
+    let m = f.metadata()?;
     if !m.is_file() {
-        return Err(format!("{}, not a file", kind(&m)));
+        return Err(Error::new(ErrorKind::InvalidInput, format!("{}, not a file", kind(&m))));
     }
     if m.len() > max {
-        return Err(format!("{} bytes, more than a bundle's sums ({max})", m.len()));
+        return Err(Error::new(
+            ErrorKind::FileTooLarge,
+            format!("{} bytes, more than a bundle's sums ({max})", m.len()),
+        ));
     }
     let mut bytes = Vec::new();
-    f.take(max).read_to_end(&mut bytes).map_err(|e| e.to_string())?;
+    f.take(max).read_to_end(&mut bytes)?;
     Ok(bytes)
 }

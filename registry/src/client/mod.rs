@@ -6,6 +6,7 @@
 mod handshake;
 
 use crate::auth::Auths;
+pub use crate::error::Error;
 use crate::reference::Reference;
 use futures_util::StreamExt;
 use sha2::{Digest, Sha256};
@@ -28,52 +29,6 @@ fn blob_deadline_base() -> Duration {
         .ok()
         .and_then(|v| v.trim().parse::<u64>().ok());
     Duration::from_secs(secs.unwrap_or(120))
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("{image}: not found in {registry}: {said}")]
-    Missing { image: String, registry: String, said: String },
-    #[error("{registry}: credentials refused (HTTP {status}) for {image}: {said}")]
-    Auth {
-        image: String,
-        registry: String,
-        status: u16,
-        said: String,
-    },
-    #[error("{registry}: TLS: {detail} (is its CA in additionalTrustBundle?)")]
-    Tls { registry: String, detail: String },
-    #[error("{registry}: DNS: {detail}")]
-    Dns { registry: String, detail: String },
-    #[error("{registry}: cannot connect: {detail}")]
-    Connect { registry: String, detail: String },
-    #[error("{registry}: HTTP {status} for {image}: {said}")]
-    Http {
-        image: String,
-        registry: String,
-        status: u16,
-        said: String,
-    },
-    #[error("{image}: the registry sent content whose digest is {got}, not {want}: refused")]
-    Digest { image: String, want: String, got: String },
-    #[error("{0}")]
-    Other(String),
-}
-
-impl Error {
-    /// A short class name for reports: missing, auth, tls, dns, connect, http, digest, other.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Error::Missing { .. } => "missing",
-            Error::Auth { .. } => "auth",
-            Error::Tls { .. } => "tls",
-            Error::Dns { .. } => "dns",
-            Error::Connect { .. } => "connect",
-            Error::Http { .. } => "http",
-            Error::Digest { .. } => "digest",
-            Error::Other(_) => "other",
-        }
-    }
 }
 
 pub struct Client {
@@ -135,7 +90,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 impl Client {
     /// `extra_roots`: PEM certificates trusted beside the system's (install-config's
     /// additionalTrustBundle).
-    pub fn new(auths: Auths, extra_roots: Option<&str>, timeout: Duration) -> Result<Client, String> {
+    pub fn new(auths: Auths, extra_roots: Option<&str>, timeout: Duration) -> Result<Client, Error> {
         let mut roots = rustls::RootCertStore::empty();
         for c in rustls_native_certs::load_native_certs().certs {
             let _ = roots.add(c);
@@ -143,17 +98,17 @@ impl Client {
         if let Some(pem) = extra_roots {
             let mut n = 0;
             for c in rustls_pemfile::certs(&mut pem.as_bytes()) {
-                let c = c.map_err(|e| format!("additionalTrustBundle: {e}"))?;
-                roots.add(c).map_err(|e| format!("additionalTrustBundle: {e}"))?;
+                let c = c.map_err(|e| Error::TrustBundle(e.to_string()))?;
+                roots.add(c).map_err(|e| Error::TrustBundle(e.to_string()))?;
                 n += 1;
             }
             if n == 0 && !pem.trim().is_empty() {
-                return Err("additionalTrustBundle holds no PEM certificate".into());
+                return Err(Error::TrustBundle("holds no PEM certificate".into()));
             }
         }
         let tls = rustls::ClientConfig::builder_with_provider(hardshift_crypto::provider())
             .with_safe_default_protocol_versions()
-            .map_err(|e| e.to_string())?
+            .map_err(|e| Error::Other(format!("TLS: {e}")))?
             .with_root_certificates(roots)
             .with_no_client_auth();
         let http = reqwest::Client::builder()
@@ -165,7 +120,7 @@ impl Client {
             // secret's credentials never travel in the clear.
             .https_only(true)
             .build()
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| Error::Other(format!("HTTP client: {e}")))?;
         Ok(Client {
             http,
             auths,
@@ -329,7 +284,7 @@ impl Client {
             return Err(Self::status_error(r, status, &body));
         }
         let tmp = path.with_extension(format!("part-{}", std::process::id()));
-        let io = |e: std::io::Error| Error::Other(format!("{}: {e}", tmp.display()));
+        let io = |e: std::io::Error| Error::io(&tmp)(e);
         let mut f = tokio::fs::File::create(&tmp).await.map_err(io)?;
         let mut h = Sha256::new();
         let mut n = 0u64;

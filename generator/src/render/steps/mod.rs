@@ -83,7 +83,7 @@ pub const TAGS: &[&str] = &[
 
 /// The renders for `c`, their images from its release. `Err` names what the release lacks (a
 /// tag, its version, its Kubernetes version) or the inventory (a bootstrap node).
-pub fn steps(c: &Cluster) -> Result<Vec<Step>, String> {
+pub fn steps(c: &Cluster) -> Result<Vec<Step>, super::Lacking> {
     let r = &c.release;
     let mut missing = Vec::new();
     let mut tag = |t: &str| match r.tags.get(t) {
@@ -130,7 +130,7 @@ pub fn steps(c: &Cluster) -> Result<Vec<Step>, String> {
         missing.push("the inventory has no bootstrap node (the etcd render takes its name and address)".into());
     }
     if !missing.is_empty() {
-        return Err(missing.join("; "));
+        return Err(super::Lacking(missing));
     }
     let b = bootstrap.expect("checked");
     let net = Net::Bootstrap {
