@@ -94,6 +94,41 @@ pub struct AgentToml {
     /// Kept across reboots (the boots seen, for a reboot loop); not tmpfs.
     #[serde(default = "default_history_dir")]
     pub history_dir: PathBuf,
+    /// The live system's install (the live config only): the agent writes the installation disk
+    /// with coreos-installer, reports each stage, and reboots into the installed system.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live_install: Option<LiveInstall>,
+}
+
+/// What the live system installs, and from where: the node's own config, pinned by its hash.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LiveInstall {
+    /// The whole disk coreos-installer writes (a /dev path, by-id names included).
+    pub disk: String,
+    /// The node's Ignition config, as the helper serves it.
+    pub config_url: String,
+    /// `sha256-HEX` of that config: coreos-installer refuses any other.
+    pub config_hash: String,
+    /// The OS image to write; absent: the live system's own (RHCOS's osmet, offline).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_url: Option<String>,
+    /// The image has no signature coreos-installer can check (`--insecure`): labs only.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub image_unsigned: bool,
+    /// The program (default: coreos-installer on PATH).
+    #[serde(default = "default_installer")]
+    pub installer: PathBuf,
+    /// Reboot once the disk is written (default true).
+    #[serde(default = "default_true")]
+    pub reboot: bool,
+}
+
+fn default_installer() -> PathBuf {
+    PathBuf::from("coreos-installer")
+}
+fn default_true() -> bool {
+    true
 }
 
 /// Another node of the bundle, as the peers probe reaches it.
@@ -227,6 +262,7 @@ impl AgentToml {
             cluster_domain: None,
             peers: vec![],
             history_dir: default_history_dir(),
+            live_install: None,
         }
     }
 

@@ -16,6 +16,8 @@ pub const AGENT_CA_CERT: &str = "agent-pki/agent-ca.crt";
 pub const KUBERNETES_CA_CERT: &str = "pki/kubernetes-ca.crt";
 /// One Ignition config per node: `ignition/<hostname>.ign`.
 pub const IGNITION: &str = "ignition";
+/// Each node's live system's config (`lab.liveAgent`): `live/<hostname>.ign`.
+pub const LIVE: &str = "live";
 pub const ADMIN_KUBECONFIG: &str = "auth/kubeconfig";
 pub const KUBEADMIN_PASSWORD: &str = "auth/kubeadmin-password";
 /// The install's pull secret as install-config gave it (0600): what the collector scrubs from
@@ -54,6 +56,11 @@ pub const CSR_DECISIONS: &str = "collector/csr-decisions.jsonl";
 /// A node's Ignition config.
 pub fn ignition(hostname: &str) -> String {
     format!("{IGNITION}/{hostname}.ign")
+}
+
+/// A node's live config.
+pub fn live(hostname: &str) -> String {
+    format!("{LIVE}/{hostname}.ign")
 }
 
 /// The node whose Ignition config `path` is, if it is one.

@@ -2,6 +2,8 @@
 //! its boot (`hardshift lab serve`), kept in the store beside the reports (table `boot_events`)
 //! and read back by `events`, `status` and `diagnose`.
 
+use hardshift_proto::v1::ComponentState;
+use hardshift_proto::vocab::{install, InstallStage};
 use serde::Serialize;
 use std::fmt;
 
@@ -47,10 +49,15 @@ pub enum Step {
     Mcs,
     /// One of the helper's programs stopped and was started again.
     HelperRestart,
+    /// The live system's agent said its install moved (`detail`: its stage, percentage, disk and
+    /// boot): from the node's own reports, not the helper's.
+    Install,
+    /// The first report of one of the node's boots (`detail`: live or installed, and the boot).
+    Reported,
 }
 
 impl Step {
-    pub const ALL: [Step; 13] = [
+    pub const ALL: [Step; 15] = [
         Step::DhcpDiscover,
         Step::DhcpOffer,
         Step::DhcpRequest,
@@ -64,6 +71,8 @@ impl Step {
         Step::Backend,
         Step::Mcs,
         Step::HelperRestart,
+        Step::Install,
+        Step::Reported,
     ];
 
     pub const fn name(self) -> &'static str {
@@ -81,6 +90,8 @@ impl Step {
             Step::Backend => "backend",
             Step::Mcs => "mcs",
             Step::HelperRestart => "helper-restart",
+            Step::Install => "install",
+            Step::Reported => "reported",
         }
     }
 
@@ -117,10 +128,19 @@ pub fn last_step<'a>(events: &'a [BootEvent], node: &str) -> Option<&'a BootEven
 pub fn timeline(events: &[BootEvent], node: &str) -> String {
     let mine: Vec<&BootEvent> = events.iter().filter(|e| e.node == node && e.step != Step::Backend).collect();
     let start = mine.iter().rposition(|e| e.step == Step::DhcpDiscover).unwrap_or(0);
-    let steps: Vec<String> = mine[start..]
+    let attempt = &mine[start..];
+    // Of a stage's progress events, the newest says it (the percentage written so far).
+    let superseded = |i: usize| {
+        let stage = |e: &BootEvent| (e.step == Step::Install).then(|| Installed::of(&e.detail).stage);
+        attempt
+            .get(i + 1)
+            .is_some_and(|next| stage(next).is_some() && stage(next) == stage(attempt[i]))
+    };
+    let steps: Vec<String> = attempt
         .iter()
-        .filter(|e| !matches!(e.step, Step::DhcpDiscover | Step::DhcpOffer | Step::DhcpRequest))
-        .map(|e| format!("{} {}", step_words(e), crate::boot_stuck::time_of_day(e.at_ms)))
+        .enumerate()
+        .filter(|(i, e)| !matches!(e.step, Step::DhcpDiscover | Step::DhcpOffer | Step::DhcpRequest) && !superseded(*i))
+        .map(|(_, e)| format!("{} {}", step_words(e), crate::boot_stuck::time_of_day(e.at_ms)))
         .collect();
     let skip = steps.len().saturating_sub(MAX_TIMELINE);
     let mut line = steps[skip..].join(" → ");
@@ -152,7 +172,97 @@ fn step_words(e: &BootEvent) -> String {
             let cut = if e.detail.contains("cut short") { " cut short" } else { "" };
             format!("{} {}{size}{cut}", file(path), code.trim_end_matches(':'))
         }
+        Step::Install => {
+            let i = Installed::of(&e.detail);
+            let words = i.stage.map_or("install", |s| s.assisted());
+            match i.percent {
+                Some(p) if i.stage == Some(InstallStage::Writing) => format!("{} {p}%", words.to_ascii_lowercase()),
+                _ => words.to_ascii_lowercase(),
+            }
+        }
+        Step::Reported => match e.detail.starts_with("live") {
+            true => "live agent reported".into(),
+            false => "agent reported".into(),
+        },
         _ => e.step.name().to_string(),
+    }
+}
+
+/// An install event's detail, read back: "STAGE [PCT%] DISK boot BOOT8[: ERROR]".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Installed {
+    pub stage: Option<InstallStage>,
+    pub percent: Option<u8>,
+    pub boot: String,
+}
+
+impl Installed {
+    pub fn of(detail: &str) -> Installed {
+        let head = detail.split(": ").next().unwrap_or_default();
+        let w: Vec<&str> = head.split_whitespace().collect();
+        Installed {
+            stage: w.first().and_then(|s| InstallStage::of(s)),
+            percent: w.get(1).and_then(|p| p.strip_suffix('%')).and_then(|p| p.parse().ok()),
+            boot: w
+                .iter()
+                .position(|x| *x == "boot")
+                .and_then(|i| w.get(i + 1))
+                .map(|b| b.to_string())
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// The first eight characters of a boot id: enough to tell a node's boots apart in a line.
+pub fn short_boot(boot_id: &str) -> String {
+    boot_id.chars().filter(|c| *c != '-').take(8).collect()
+}
+
+/// The install event a live agent's report makes, if its install moved since `last` (the detail
+/// of the node's newest install event): a new stage, a new boot, or ten more percent written.
+pub fn install_event(node: &str, boot_id: &str, c: &ComponentState, at_ms: i64, last: Option<&str>) -> Option<BootEvent> {
+    let get = |k: &str| c.details.get(k).map(String::as_str).unwrap_or_default();
+    let stage = InstallStage::of(get(install::STAGE))?;
+    let percent: Option<u8> = get(install::PERCENT).parse().ok();
+    let boot = short_boot(boot_id);
+    if let Some(l) = last.map(Installed::of) {
+        let decade = |p: Option<u8>| p.map(|p| p / 10);
+        if l.stage == Some(stage) && l.boot == boot && decade(l.percent) == decade(percent) {
+            return None;
+        }
+    }
+    let pct = percent
+        .filter(|_| stage == InstallStage::Writing)
+        .map(|p| format!(" {p}%"))
+        .unwrap_or_default();
+    let error = match get(install::ERROR) {
+        "" => String::new(),
+        e => format!(": {}", e.chars().take(300).collect::<String>()),
+    };
+    Some(BootEvent {
+        at_ms,
+        node: node.to_string(),
+        mac: String::new(),
+        ip: String::new(),
+        step: Step::Install,
+        detail: format!("{}{pct} {} boot {boot}{error}", stage.slug(), get(install::DISK)),
+    })
+}
+
+/// The event of a boot's first report: from its live system (it reports its install) or the
+/// installed one.
+pub fn reported_event(node: &str, boot_id: &str, live: bool, at_ms: i64) -> BootEvent {
+    BootEvent {
+        at_ms,
+        node: node.to_string(),
+        mac: String::new(),
+        ip: String::new(),
+        step: Step::Reported,
+        detail: format!(
+            "{} boot {}",
+            if live { "live system" } else { "installed system" },
+            short_boot(boot_id)
+        ),
     }
 }
 
@@ -191,6 +301,60 @@ mod tests {
             assert_eq!(Step::of(s.name()), Some(s));
         }
         assert_eq!(Step::of("dhcp-acked"), None);
+    }
+
+    #[test]
+    fn a_live_install_is_an_event_at_each_stage_and_ten_percent() {
+        use hardshift_proto::v1::Health;
+        use hardshift_proto::vocab::{self, Component};
+        let comp = |stage: InstallStage, pct: Option<u8>| {
+            let mut d = std::collections::HashMap::new();
+            d.insert(install::STAGE.to_string(), stage.slug().to_string());
+            d.insert(install::DISK.to_string(), "/dev/vda".to_string());
+            if let Some(p) = pct {
+                d.insert(install::PERCENT.to_string(), p.to_string());
+            }
+            vocab::component(Component::LiveInstall, Health::Warning, stage.assisted(), "").with_details(d)
+        };
+        let boot = "1a2b3c4d-5e6f-7081-9203-a4b5c6d7e8f9";
+        let first = install_event("w", boot, &comp(InstallStage::Starting, None), 1, None).unwrap();
+        assert_eq!(first.detail, "starting-installation /dev/vda boot 1a2b3c4d");
+        let w = install_event("w", boot, &comp(InstallStage::Writing, Some(41)), 2, Some(&first.detail)).unwrap();
+        assert_eq!(w.detail, "writing-image-to-disk 41% /dev/vda boot 1a2b3c4d");
+        assert_eq!(
+            install_event("w", boot, &comp(InstallStage::Writing, Some(49)), 3, Some(&w.detail)),
+            None
+        );
+        assert!(install_event("w", boot, &comp(InstallStage::Writing, Some(50)), 3, Some(&w.detail)).is_some());
+        assert!(
+            install_event("w", "ffff", &comp(InstallStage::Writing, Some(41)), 3, Some(&w.detail)).is_some(),
+            "a new boot"
+        );
+        let r = install_event("w", boot, &comp(InstallStage::Rebooting, Some(100)), 4, Some(&w.detail)).unwrap();
+        assert_eq!(Installed::of(&r.detail).stage, Some(InstallStage::Rebooting));
+        let mut failed = comp(InstallStage::Failed, None);
+        failed.details.insert(install::ERROR.into(), "Error: no such disk".into());
+        let f = install_event("w", boot, &failed, 5, None).unwrap();
+        assert_eq!(f.detail, "failed /dev/vda boot 1a2b3c4d: Error: no such disk");
+        assert_eq!(Installed::of(&f.detail).boot, "1a2b3c4d");
+        // On the timeline, a stage's newest progress says it.
+        let events: Vec<BootEvent> = [
+            first,
+            w.clone(),
+            install_event("w", boot, &comp(InstallStage::Writing, Some(73)), 3, Some(&w.detail)).unwrap(),
+            r,
+        ]
+        .into_iter()
+        .map(|mut e| {
+            e.node = "w".into();
+            e
+        })
+        .collect();
+        let line = timeline(&events, "w");
+        assert!(
+            line.contains("writing image to disk 73%") && !line.contains("41%") && line.ends_with("rebooting 00:00:00"),
+            "{line}"
+        );
     }
 
     #[test]

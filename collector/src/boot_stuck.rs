@@ -141,6 +141,49 @@ pub fn why(node: &str, mac: &str, events: &[BootEvent], now_ms: i64) -> Option<S
 
 /// The node never asked the helper for anything: a stranger with its vendor prefix did (its MAC
 /// typed wrong), or nothing did (off, booted from its disk, or on another network).
+/// A node whose live system wrote its disk and rebooted, and which then booted a live system
+/// again (from the network or the ISO) instead of its disk: the firmware's boot order. None once
+/// an installed system reported after it.
+pub fn live_again(node: &str, events: &[BootEvent]) -> Option<Stuck> {
+    use crate::boot::Installed;
+    use hardshift_proto::vocab::InstallStage;
+    let mine: Vec<&BootEvent> = events.iter().filter(|e| e.node == node).collect();
+    let written = mine
+        .iter()
+        .rposition(|e| e.step == Step::Install && Installed::of(&e.detail).stage == Some(InstallStage::Rebooting))?;
+    let rebooted_boot = Installed::of(&mine[written].detail).boot;
+    let after = &mine[written + 1..];
+    // The installed system reported: the boot order worked (whatever came later is another story).
+    if after.iter().any(|e| e.step == Step::Reported && e.detail.starts_with("installed")) {
+        return None;
+    }
+    let boot_of = |e: &BootEvent| -> Option<String> {
+        match e.step {
+            Step::Install => Some(Installed::of(&e.detail).boot),
+            Step::Reported if e.detail.starts_with("live") => e.detail.rsplit(' ').next().map(String::from),
+            _ => None,
+        }
+    };
+    let again = after.iter().find(|e| boot_of(e).is_some_and(|b| b != rebooted_boot))?;
+    let mut evidence = vec![line(mine[written])];
+    // The helper saw it ask for its boot files again, when it did.
+    evidence.extend(
+        after
+            .iter()
+            .filter(|e| matches!(e.step, Step::DhcpAck | Step::TftpSent | Step::Http))
+            .take(4)
+            .map(|e| line(e)),
+    );
+    evidence.push(line(again));
+    Some(Stuck {
+        id: "HS015",
+        title: format!("{node} wrote its disk and rebooted, then booted its live system again instead of the disk"),
+        evidence,
+        fix: "the firmware boots the network (or the ISO) before the installation disk: put the disk first in its boot order (PXE then only for a blank disk), or eject the ISO after the install; the live system installs again at every such boot".into(),
+        within_time: false,
+    })
+}
+
 fn never_asked(node: &str, mac: &str, events: &[BootEvent]) -> Stuck {
     let prefix = vendor_prefix(mac);
     let strangers: Vec<(String, i64, usize)> = crate::boot::unknown_machines(events)
@@ -247,6 +290,33 @@ mod tests {
         let s = why("master-0", M, &v).unwrap();
         assert_eq!(s.id, "HS003");
         assert!(s.title.contains("http GET /pxe/boot.ipxe 200"), "{s:?}");
+    }
+
+    #[test]
+    fn a_live_system_again_after_the_disk_was_written_is_the_boot_order() {
+        let inst = |detail: &str, at| e("worker-0", "", Step::Install, detail, at);
+        let reported = |detail: &str, at| e("worker-0", "", Step::Reported, detail, at);
+        let mut v = dhcp("worker-0");
+        v.push(reported("live system boot aaaa1111", 10));
+        v.push(inst("starting-installation /dev/vda boot aaaa1111", 11));
+        v.push(inst("writing-image-to-disk 50% /dev/vda boot aaaa1111", 12));
+        v.push(inst("rebooting /dev/vda boot aaaa1111", 13));
+        assert_eq!(live_again("worker-0", &v), None, "rebooting, nothing since");
+        let mut again = v.clone();
+        again.extend(dhcp("worker-0").into_iter().map(|mut x| {
+            x.at_ms += 20;
+            x
+        }));
+        again.push(reported("live system boot bbbb2222", 30));
+        let s = live_again("worker-0", &again).unwrap();
+        assert_eq!(s.id, "HS015");
+        assert!(s.evidence[0].contains("rebooting /dev/vda boot aaaa1111"), "{s:?}");
+        assert!(s.evidence.last().unwrap().contains("live system boot bbbb2222"), "{s:?}");
+        assert!(s.evidence.iter().any(|l| l.contains("dhcp-ack")), "the helper's view of it: {s:?}");
+        // The installed system reported: the order worked.
+        v.push(reported("installed system boot cccc3333", 40));
+        assert_eq!(live_again("worker-0", &v), None);
+        assert_eq!(live_again("worker-1", &again), None, "another node's history");
     }
 
     #[test]

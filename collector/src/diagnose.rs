@@ -5,7 +5,7 @@
 
 use crate::phase::Member;
 use hardshift_proto::v1::{ComponentState, Health, HostState, NodeReport};
-use hardshift_proto::vocab::{state, unit, Component};
+use hardshift_proto::vocab::{install, state, unit, Component, InstallStage};
 use serde::Serialize;
 
 /// Clock drift beyond this breaks TLS handshakes and certificate validity windows sooner or later.
@@ -105,6 +105,12 @@ pub const RULES: &[Rule] = &[
     Rule { id: "HS007", about: "a boot file a node asked for was refused or missing (403, 404, TFTP)", severity: Critical, explains: &[], covers: &[], check: without_a_report },
     Rule { id: "HS008", about: "a node's live rootfs download was cut short", severity: Critical, explains: &[], covers: &[], check: without_a_report },
     Rule { id: "HS009", about: "a node fetched its config, and its agent never reported", severity: Critical, explains: &[], covers: &[], check: without_a_report },
+    Rule { id: "HS011", about: "the live system's installation disk is missing or not a disk", severity: Critical, explains: &["HS001", "HS120"], covers: &["Starting installation", "has-min-valid-disks"], check: live_disk },
+    Rule { id: "HS012", about: "coreos-installer failed on the live system", severity: Critical, explains: &["HS001"], covers: &["Writing image to disk", "error"], check: live_failed },
+    Rule { id: "HS013", about: "the image write to disk stopped moving", severity: Critical, explains: &["HS001", "HS016"], covers: &["Writing image to disk timeout"], check: live_stuck },
+    Rule { id: "HS014", about: "the disk was written, and the installed system never reported", severity: Critical, explains: &["HS001"], covers: &["Rebooting timeout", "Waiting for ignition"], check: live_no_return },
+    Rule { id: "HS015", about: "the node booted its live system again after its disk was written (boot order)", severity: Critical, explains: &["HS016"], covers: &["installing-pending-user-action"], check: without_a_report },
+    Rule { id: "HS016", about: "the live system is installing, or rebooting into the installed system", severity: Info, explains: &["HS001"], covers: &["Starting installation", "Writing image to disk", "Rebooting"], check: live_working },
     Rule { id: "HS010", about: "clock skew", severity: Critical, explains: &["HS031", "HS021", "HS030"], covers: &["time-synced-between-host-and-service"], check: clock_skew },
     Rule { id: "HS070", about: "the hostname is not the node's name", severity: Critical, explains: &["HS030"], covers: &["hostname-valid"], check: wrong_hostname },
     Rule { id: "HS071", about: "DNS answers differ from the bundle's zones", severity: Critical, explains: &["HS030", "HS072", "HS044"], covers: &["api-domain-name-resolved-correctly", "api-int-domain-name-resolved-correctly", "apps-domain-name-resolved-correctly"], check: wrong_dns },
@@ -576,6 +582,104 @@ fn in_place_working(s: &Seen) -> Option<Said> {
     )
 }
 
+/// The live system's install: its stage, how long it has not moved, and a detail by key.
+fn live_stage<'a>(s: &'a Seen) -> Option<(&'a ComponentState, InstallStage, i64)> {
+    let c = s.comp(Component::LiveInstall)?;
+    let stage = InstallStage::of(c.details.get(install::STAGE)?)?;
+    let still = c.details.get(install::STILL_S).and_then(|v| v.parse().ok()).unwrap_or(0);
+    Some((c, stage, still))
+}
+
+fn live_evidence(c: &ComponentState) -> Vec<String> {
+    let mut ev = vec![said(c)];
+    if let Some(t) = c.details.get(install::TAIL) {
+        ev.extend(t.lines().map(|l| format!("coreos-installer: {l}")));
+    }
+    ev
+}
+
+/// coreos-installer's failure (or the disk's) in the live system's words.
+fn live_error(c: &ComponentState) -> &str {
+    c.details.get(install::ERROR).map(String::as_str).unwrap_or_default()
+}
+
+/// Writing an image shows progress every second; five minutes without is stuck.
+const WRITE_STILL_S: i64 = 300;
+/// From "rebooting" to the installed system's first report: firmware, Ignition's first boot,
+/// the agent. Ten minutes is long past it.
+const REBOOT_TO_REPORT_MS: i64 = 10 * 60_000;
+
+fn live_disk(s: &Seen) -> Option<Said> {
+    let (c, ..) = live_stage(s).filter(|(c, st, _)| *st == InstallStage::Failed && live_error(c).starts_with("installation disk"))?;
+    said_as(
+        format!("the installation disk is not usable: {}", live_error(c)),
+        live_evidence(c),
+        "name the whole disk the node has (the evidence lists its disks; a stable name from `ls -l /dev/disk/by-id/` on the live system) as the host's rootDeviceHints.deviceName in agent-config.yaml (or hardshift.yaml's lab.installDevice), run `hardshift create` again (keys are kept), and boot the node again",
+    )
+}
+
+fn live_failed(s: &Seen) -> Option<Said> {
+    let (c, ..) = live_stage(s).filter(|(c, st, _)| *st == InstallStage::Failed && !live_error(c).starts_with("installation disk"))?;
+    let e = live_error(c).to_ascii_lowercase();
+    let fix = if e.contains("digest") || e.contains("hash") {
+        "the config the helper serves is not the one create wrote (edited or replaced after create: coreos-installer checks it against the SHA-256 the live config pins): `hardshift verify --dir DIR` names what changed; run `hardshift create` again, restart `lab serve`, boot the node again"
+    } else if e.contains("no space") || e.contains("too small") || e.contains("larger than") {
+        "the installation disk is smaller than the image: give the node a larger disk (or name another in rootDeviceHints.deviceName), then boot it again"
+    } else if e.contains("busy") || e.contains("in use") {
+        "a partition of the installation disk is in use on the live system (mounted, swap, a RAID or LVM member): the evidence names it; wipe the disk's signatures (`wipefs -a`) from the live system, or name another disk"
+    } else if e.contains("download") || e.contains("fetch") || e.contains("404") || e.contains("signature") {
+        "coreos-installer could not fetch what it writes: the node's config from the helper (`lab serve` running, the node's address its reservation), or the image named by lab.installImageURL (and its signature, unless lab.installImageUnsigned)"
+    } else {
+        "the evidence has coreos-installer's last lines; `journalctl -u hardshift-agent` on the live system has all of them"
+    };
+    said_as(format!("coreos-installer failed: {}", live_error(c)), live_evidence(c), fix)
+}
+
+fn live_stuck(s: &Seen) -> Option<Said> {
+    let (c, _, still) = live_stage(s).filter(|(_, st, still)| *st == InstallStage::Writing && *still > WRITE_STILL_S)?;
+    let pct = c.details.get(install::PERCENT).cloned().unwrap_or_default();
+    let disk = c.details.get(install::DISK).cloned().unwrap_or_default();
+    said_as(
+        format!("writing the image to {disk} has not moved for {} min (at {pct}%)", still / 60),
+        live_evidence(c),
+        "a disk that stopped answering (the live system's kernel log: `journalctl -k` on its console; `hardshift diagnose` names I/O errors once it reports them) or an image download that stalled (the helper's HTTP events for the image, the link's speed and drops)",
+    )
+}
+
+fn live_no_return(s: &Seen) -> Option<Said> {
+    live_stage(s).filter(|(_, st, _)| *st == InstallStage::Rebooting)?;
+    (s.seen_ago_ms > REBOOT_TO_REPORT_MS).then_some(())?;
+    let c = s.comp(Component::LiveInstall)?;
+    said_as(
+        format!(
+            "{}'s disk was written and the live system rebooted {} min ago; the installed system never reported",
+            s.node,
+            s.seen_ago_ms / 60_000
+        ),
+        vec![said(c)],
+        "look at its console: the firmware booting another disk (the boot order: the installation disk first after the install), or Ignition failing on the first boot (an Ignition spec the system's Ignition does not read; a file source it cannot fetch), or the agent not reaching the collector (a route to its address and port)",
+    )
+}
+
+fn live_working(s: &Seen) -> Option<Said> {
+    let (c, stage, _) = live_stage(s)?;
+    let title = match stage {
+        InstallStage::Starting | InstallStage::Writing => format!("the live system is installing: {}", c.reason),
+        InstallStage::Rebooting if s.seen_ago_ms <= REBOOT_TO_REPORT_MS => {
+            format!(
+                "the disk is written; rebooting into the installed system ({} s ago)",
+                s.seen_ago_ms / 1000
+            )
+        }
+        _ => return None,
+    };
+    said_as(
+        title,
+        vec![said(c)],
+        "nothing to do yet: `hardshift status` follows each stage; the installed system reports under the same name",
+    )
+}
+
 /// A machine component in a given health: its reason's parts as the evidence.
 fn machine(s: &Seen, c: Component, healths: &[Health]) -> Option<(ComponentState, Vec<String>)> {
     let comp = s.comp(c).filter(|x| healths.contains(&Health::of(x.health)))?.clone();
@@ -892,9 +996,25 @@ pub fn findings(rows: &[crate::store::NodeRow], inventory: &[Member], only: Opti
     let mut out: Vec<Finding> = rows
         .iter()
         .filter(|r| wanted(&r.node))
-        .flat_map(|r| match &r.last {
-            Some(l) => diagnose(&r.node, &r.role, l, now_ms - r.last_seen_ms),
-            None => no_report(&r.node, now_ms - r.last_seen_ms),
+        .flat_map(|r| {
+            let mut f = match &r.last {
+                Some(l) => diagnose(&r.node, &r.role, l, now_ms - r.last_seen_ms),
+                None => no_report(&r.node, now_ms - r.last_seen_ms),
+            };
+            // What only the boot's history shows: a live system again after the disk was written.
+            if let Some(s) = crate::boot_stuck::live_again(&r.node, boots.events) {
+                let again = rule(s.id).finding(
+                    &r.node,
+                    Said {
+                        title: s.title,
+                        evidence: s.evidence,
+                        fix: s.fix,
+                    },
+                );
+                f.retain(|x| !again.explains.contains(&x.id));
+                f.insert(0, again);
+            }
+            f
         })
         .collect();
     out.extend(
@@ -1426,6 +1546,57 @@ mod tests {
         let found = diagnose("m", "master", &r, 0);
         assert_eq!(ids(&found), ["HS104"]);
         assert!(found[0].evidence.iter().any(|e| e.contains("+90.0 s")), "{found:?}");
+    }
+
+    #[test]
+    fn the_live_systems_install_is_named_by_its_stage() {
+        let live = |stage: InstallStage, extra: &[(&str, &str)]| {
+            let mut comp = c("live-install", Health::Warning, stage.assisted(), "r");
+            comp.details.insert(install::STAGE.into(), stage.slug().into());
+            for (k, v) in extra {
+                comp.details.insert(k.to_string(), v.to_string());
+            }
+            report(vec![comp])
+        };
+        let ids_of =
+            |r: &NodeReport, ago: i64| -> Vec<String> { ids(&diagnose("w", "worker", r, ago)).into_iter().map(String::from).collect() };
+        let writing = live(InstallStage::Writing, &[(install::PERCENT, "57"), (install::STILL_S, "20")]);
+        assert_eq!(ids_of(&writing, 1_000), ["HS016"]);
+        assert_eq!(ids_of(&writing, 60_000), ["HS016"], "silent while it writes is not HS001");
+        let stuck = live(InstallStage::Writing, &[(install::PERCENT, "57"), (install::STILL_S, "301")]);
+        let f = diagnose("w", "worker", &stuck, 1_000);
+        assert_eq!(ids(&f), ["HS013"]);
+        assert!(f[0].title.contains("57%"), "{f:?}");
+        let no_disk = live(
+            InstallStage::Failed,
+            &[(
+                install::ERROR,
+                "installation disk /dev/sdz not found; this machine's disks: vda 8.0 GiB",
+            )],
+        );
+        let f = diagnose("w", "worker", &no_disk, 1_000);
+        assert_eq!(ids(&f), ["HS011"]);
+        assert!(f[0].title.contains("vda 8.0 GiB"), "{f:?}");
+        let hash = live(
+            InstallStage::Failed,
+            &[
+                (install::ERROR, "Error: failed to validate Ignition configuration digest"),
+                (
+                    install::TAIL,
+                    "Writing Ignition config\nError: failed to validate Ignition configuration digest",
+                ),
+            ],
+        );
+        let f = diagnose("w", "worker", &hash, 1_000);
+        assert_eq!(ids(&f), ["HS012"]);
+        assert!(f[0].fix.contains("hardshift verify"), "{f:?}");
+        assert!(
+            f[0].evidence.iter().any(|e| e.starts_with("coreos-installer: Writing Ignition")),
+            "{f:?}"
+        );
+        let rebooting = live(InstallStage::Rebooting, &[]);
+        assert_eq!(ids_of(&rebooting, 120_000), ["HS016"]);
+        assert_eq!(ids_of(&rebooting, REBOOT_TO_REPORT_MS + 1), ["HS014"]);
     }
 
     /// docs/hardware.md's coverage tables name every rule's `covers`, and every rule id.

@@ -6,6 +6,7 @@ use crate::metrics::Metrics;
 use crate::now_ms;
 use crate::store::Store;
 use hardshift_proto::v1::NodeReport;
+use hardshift_proto::vocab::Component;
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::{mpsc, oneshot, watch};
@@ -150,6 +151,24 @@ impl Ingest {
     }
 }
 
+/// What a report adds to the node's boot steps, in the same transaction: the first report of a
+/// boot, and each move of a live system's install (its stage, ten more percent written).
+fn boot_steps(tx: &Store, node: &str, boot: &str, r: &NodeReport, first: bool, now: i64) -> Result<(), crate::store::StoreError> {
+    let install = Component::LiveInstall.in_report(&r.components);
+    let mut events = Vec::new();
+    if first {
+        events.push(crate::boot::reported_event(node, boot, install.is_some(), now));
+    }
+    if let Some(c) = install {
+        let last = tx.last_install_detail(node)?;
+        events.extend(crate::boot::install_event(node, boot, c, now, last.as_deref()));
+    }
+    if events.is_empty() {
+        return Ok(());
+    }
+    tx.add_boot_events(&events)
+}
+
 fn write(store: &mut Store, jobs: Vec<Job>, hooks: &Hooks) {
     let now = now_ms();
     // Per job: its answer, and for a report whether it was new (false: a duplicate).
@@ -164,7 +183,11 @@ fn write(store: &mut Store, jobs: Vec<Job>, hooks: &Hooks) {
                     (tx.highest(node, boot)?, None)
                 }
                 Job::Report { node, boot, report, .. } => {
+                    let first = tx.highest(node, boot)? == 0;
                     let new = tx.insert(node, boot, report, now)?;
+                    if new {
+                        boot_steps(tx, node, boot, report, first, now)?;
+                    }
                     (tx.highest(node, boot)?, Some(new))
                 }
                 Job::Prune { before_ms, .. } => (tx.prune(*before_ms)?, None),

@@ -70,6 +70,7 @@ pub fn assemble(
         let (path, file) = ignition_file(n);
         known.insert(path.clone(), n.sha256.clone());
         b.files.insert(path, file);
+        b.files.extend(live_file(n));
     }
     b.files.extend(pki_files(pki));
     for k in kubeconfig::plan(c) {
@@ -127,6 +128,18 @@ pub fn ignition_file(n: &crate::assets::NodeIgnition) -> (String, File) {
             contents: n.body.clone(),
         },
     )
+}
+
+/// A node's live config as a bundle file, if it has one (it holds the node's agent key).
+pub fn live_file(n: &crate::assets::NodeIgnition) -> Option<(String, File)> {
+    let body = n.live.as_ref()?;
+    Some((
+        crate::layout::live(&n.hostname),
+        File {
+            mode: SECRET,
+            contents: body.clone(),
+        },
+    ))
 }
 
 pub fn sha256_hex(data: &[u8]) -> String {

@@ -109,6 +109,12 @@ pub struct LabSettings {
     pub memory_mib: u32,
     pub disk_gib: u32,
     pub http_base_url: String,
+    /// Each node's live system runs hardshift's live config (`live/NODE.ign`): its agent writes
+    /// the disk with coreos-installer and reports each stage. False: `coreos.inst.*` arguments.
+    pub live_agent: bool,
+    /// The image the live agent writes, when not the live system's own.
+    pub install_image_url: Option<String>,
+    pub install_image_unsigned: bool,
 }
 
 /// Single-node OpenShift, bootstrap-in-place: the one master boots a live system that runs the

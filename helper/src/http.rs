@@ -1,9 +1,10 @@
 //! The helper's HTTP server: what the nodes fetch while they boot, from the bundle itself. The
 //! paths are those the bundle's iPXE script, PXELINUX configs and kernel arguments name under
 //! `lab.httpBaseUrl`: `pxe/` (the iPXE script), `rhcos/` (the live kernel, initramfs and rootfs,
-//! from the directory the admin names), `ignition/NODE.ign`, and the agent (`hardshift-agent`).
+//! from the directory the admin names), `ignition/NODE.ign`, `live/NODE.ign` (the live system's
+//! config, with `lab.liveAgent`), and the agent (`hardshift-agent`).
 //!
-//! A node's config holds its keys (the bootstrap's, the cluster's), so it is served only to the
+//! A node's config (and its live config) holds its keys (the bootstrap's, the cluster's), so it is served only to the
 //! address that node's DHCP reservation gives it; any other client gets 403, and the request is
 //! an event naming the address that asked. Every request is an event of the node it belongs to:
 //! its path, status, bytes sent and how long it took, recorded when the answer ends (a download
@@ -72,9 +73,10 @@ impl Site {
         };
         let Some(name) = plain(name) else { return Route::NotFound };
         match dir {
-            "ignition" => match name.strip_suffix(".ign") {
+            // A node's config and its live system's: both hold its keys, each only for the node.
+            "ignition" | "live" => match name.strip_suffix(".ign") {
                 Some(node) if self.nodes.iter().any(|(n, _, _)| n == node) => Route::File {
-                    path: self.dir.join("ignition").join(name),
+                    path: self.dir.join(dir).join(name),
                     only_for: Some(node.to_string()),
                 },
                 _ => Route::NotFound,
@@ -256,6 +258,7 @@ mod tests {
             s.route("/ignition/master-0.ign"),
             file("/b/ignition/master-0.ign", Some("master-0"))
         );
+        assert_eq!(s.route("/live/master-0.ign"), file("/b/live/master-0.ign", Some("master-0")));
         assert_eq!(s.route("/pxe/boot.ipxe"), file("/b/lab/pxe/boot.ipxe", None));
         assert_eq!(
             s.route("/rhcos/rhcos-live-rootfs.x86_64.img"),

@@ -17,6 +17,7 @@ mod host_checks;
 mod in_place;
 mod install;
 mod kernel;
+mod live_install;
 mod machine;
 mod names;
 mod nic;
@@ -418,6 +419,11 @@ async fn run(cfg: config::Config) {
     let state = Arc::new(schedule::State::new(&cfg, &boot_id, now_ms() / 1000 - up as i64, true));
     if let Some(e) = state.boots_error() {
         tracing::warn!("boot history in {}: {e}", cfg.history_dir.display());
+    }
+    if let Some(li) = cfg.live_install.clone() {
+        let s = shared.clone();
+        let drained = move || s.outbox.lock().map(|o| o.is_empty()).unwrap_or(true);
+        live_install::spawn(li, cfg.state_dir.clone(), state.install.clone(), changed.clone(), drained);
     }
     let latest = Arc::new(schedule::Latest::default());
     schedule::spawn_background(shared_cfg.clone(), state.clone(), latest.clone());

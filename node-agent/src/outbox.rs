@@ -60,6 +60,11 @@ impl Outbox {
         self.queue.iter().filter(move |r| r.seq > after)
     }
 
+    /// Whether the collector has stored every report queued.
+    pub fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+
     pub fn last_seq(&self) -> u64 {
         self.next_seq - 1
     }

@@ -69,6 +69,8 @@ pub struct State {
     pub(crate) disk: Guarded,
     /// The CRI probe's pods and containers, for the report's lists.
     pub(crate) workloads: Mutex<(Vec<PodInfo>, Vec<ContainerInfo>)>,
+    /// The live system's install, when the config asks for one.
+    pub(crate) install: Arc<crate::live_install::Install>,
 }
 
 impl State {
@@ -86,6 +88,7 @@ impl State {
             net: Guarded::default(),
             disk: Guarded::default(),
             workloads: Mutex::default(),
+            install: Arc::default(),
         }
     }
 

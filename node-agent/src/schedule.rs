@@ -31,7 +31,8 @@ pub const PROBES: &[Probe] = &[
         components: &[Component::Kubelet],
         cadence: Cadence::Report,
         deadline: NET,
-        enabled: always,
+        // "" turns it off: the live system has no kubelet.
+        enabled: |c| !c.kubelet_healthz.is_empty(),
         run: |x| Box::pin(async move { vec![probes::kubelet_healthz(&x.cfg.kubelet_healthz).await] }),
     },
     // "" turns it off: the bootstrap's standalone kubelet never gets a client certificate.
@@ -55,6 +56,13 @@ pub const PROBES: &[Probe] = &[
         deadline: LOCAL,
         enabled: |c| c.in_place_progress.is_some(),
         run: |x| Box::pin(async move { x.cfg.in_place_progress.as_deref().map(install::in_place).into_iter().collect() }),
+    },
+    Probe {
+        components: &[Component::LiveInstall],
+        cadence: Cadence::Report,
+        deadline: LOCAL,
+        enabled: |c| c.live_install.is_some(),
+        run: |x| Box::pin(async move { x.state.install.component(x.now_s).into_iter().collect() }),
     },
     // etcd's disk, measured at start and hourly (it writes, so never per report; a failure is
     // tried again in a minute).

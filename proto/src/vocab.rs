@@ -84,11 +84,13 @@ pub enum Component {
     DnsWildcard,
     /// The node's address must resolve back (PTR) to its name.
     DnsPtr,
+    /// The live system's install to disk (coreos-installer): its stage and progress.
+    LiveInstall,
 }
 
 impl Component {
     /// In the order the dashboard shows them.
-    pub const ALL: [Component; 25] = [
+    pub const ALL: [Component; 26] = [
         Component::Kubelet,
         Component::Cri,
         Component::Etcd,
@@ -114,6 +116,7 @@ impl Component {
         Component::FileTable,
         Component::DnsWildcard,
         Component::DnsPtr,
+        Component::LiveInstall,
     ];
 
     /// The machine's own components (the hardware, its network and its kernel): the dashboard
@@ -166,6 +169,7 @@ impl Component {
             Component::PathMtu => "path-mtu",
             Component::DnsWildcard => "dns-wildcard",
             Component::DnsPtr => "dns-ptr",
+            Component::LiveInstall => "live-install",
         }
     }
 
@@ -198,6 +202,7 @@ impl Component {
             Component::FileTable => 22,
             Component::DnsWildcard => 23,
             Component::DnsPtr => 24,
+            Component::LiveInstall => 25,
         }
     }
 
@@ -256,6 +261,70 @@ pub mod state {
     pub const EXITED: &str = "exited";
     /// A probe that did not answer within its deadline: its field only, never the report.
     pub const TIMED_OUT: &str = "unknown: timed out";
+}
+
+/// The live system's install to disk, stage by stage (the `live-install` component's `stage`
+/// detail), with the assisted installer's stage names where they mean the same.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum InstallStage {
+    /// The disk checked, coreos-installer started (it fetches the node's config first).
+    Starting,
+    /// coreos-installer writes the image; `percent` says how far.
+    Writing,
+    /// The disk is written with the node's config; the live system reboots into it.
+    Rebooting,
+    /// The disk could not be written (`error` says why); the live system stays up.
+    Failed,
+}
+
+impl InstallStage {
+    pub const ALL: [InstallStage; 4] = [
+        InstallStage::Starting,
+        InstallStage::Writing,
+        InstallStage::Rebooting,
+        InstallStage::Failed,
+    ];
+
+    /// On the wire and in events.
+    pub const fn slug(self) -> &'static str {
+        match self {
+            InstallStage::Starting => "starting-installation",
+            InstallStage::Writing => "writing-image-to-disk",
+            InstallStage::Rebooting => "rebooting",
+            InstallStage::Failed => "failed",
+        }
+    }
+
+    /// The assisted installer's name for the stage (its HostStage).
+    pub const fn assisted(self) -> &'static str {
+        match self {
+            InstallStage::Starting => "Starting installation",
+            InstallStage::Writing => "Writing image to disk",
+            InstallStage::Rebooting => "Rebooting",
+            InstallStage::Failed => "Failed",
+        }
+    }
+
+    pub fn of(slug: &str) -> Option<InstallStage> {
+        InstallStage::ALL.into_iter().find(|s| s.slug() == slug)
+    }
+}
+
+/// The `live-install` component's details, as the agent writes them and the collector reads them.
+pub mod install {
+    /// `InstallStage::slug`.
+    pub const STAGE: &str = "stage";
+    /// 0–100 while writing.
+    pub const PERCENT: &str = "percent";
+    /// The disk as configured, and as it resolved (`/dev/disk/by-id/…` → `/dev/sda`).
+    pub const DISK: &str = "disk";
+    pub const DISK_BYTES: &str = "disk_bytes";
+    /// Seconds since the stage or its percentage last moved.
+    pub const STILL_S: &str = "still_s";
+    /// Why it failed: coreos-installer's error line, or the disk's absence.
+    pub const ERROR: &str = "error";
+    /// coreos-installer's last lines, newline-separated.
+    pub const TAIL: &str = "tail";
 }
 
 /// The kernel's problems, as the agent counts them (keys of the `kernel` component's details)

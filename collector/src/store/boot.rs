@@ -27,6 +27,19 @@ impl Store {
         Ok(())
     }
 
+    /// The detail of `node`'s newest install event (what its live agent last said of its install).
+    pub fn last_install_detail(&self, node: &str) -> Result<Option<String>, StoreError> {
+        use rusqlite::OptionalExtension;
+        Ok(self
+            .db
+            .query_row(
+                "SELECT detail FROM boot_events WHERE node = ?1 AND step = 'install' ORDER BY at_ms DESC, rowid DESC LIMIT 1",
+                params![node],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
     /// Each node's newest boot step (nodes of the inventory only; HAProxy's checks of it
     /// aside): what a node that has not reported got to, for the dashboard's rows.
     pub fn last_boot_steps(&self) -> Result<Vec<BootEvent>, StoreError> {

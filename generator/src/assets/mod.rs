@@ -7,6 +7,7 @@ pub mod control_plane;
 pub mod featuregates;
 pub mod in_place;
 pub mod kubelet;
+pub mod live;
 pub mod manifests;
 pub mod mcs;
 pub mod node;
@@ -58,6 +59,8 @@ pub struct NodeIgnition {
     pub sha256: String,
     pub files: usize,
     pub units: usize,
+    /// The live system's config (`live/NODE.ign`), when the node boots through one.
+    pub live: Option<crate::body::Body>,
     /// Some when merged into an MCO base.
     pub merge: Option<MergeReport>,
 }
@@ -104,14 +107,21 @@ pub fn ignitions_of(c: &Cluster, pki: &Pki, extras: &Extras, which: &(dyn Fn(&cr
                 ignition::build_with(&parts::node_config(&shared, n), base, &encode)
             };
             let body = ignition::to_json_body(&cfg, &pieces);
+            let sha256 = body.sha256_hex();
+            let live = extras
+                .agent
+                .as_ref()
+                .filter(|_| live::wanted(c))
+                .map(|bin| ignition::to_json_body(&live::config(c, n, pki, bin, &sha256, &encode), &pieces));
             NodeIgnition {
                 hostname: n.hostname.clone(),
                 role: n.role,
                 files: cfg.storage.files.len(),
                 units: cfg.systemd.units.len(),
                 size: body.len(),
-                sha256: body.sha256_hex(),
+                sha256,
                 body,
+                live,
                 merge: base.map(|_| report),
             }
         })

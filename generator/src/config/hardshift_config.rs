@@ -99,4 +99,12 @@ pub struct Lab {
     pub http_base_url: Option<String>,
     /// Install disk when a host has no rootDeviceHints.deviceName (default /dev/vda).
     pub install_device: Option<String>,
+    /// Each node boots its live system with hardshift's live config, whose agent writes the disk
+    /// and reports each stage (default true); false: RHCOS's own `coreos.inst.*` arguments.
+    pub live_agent: Option<bool>,
+    /// The OS image the live agent writes (default: the live system's own, RHCOS's osmet).
+    #[serde(rename = "installImageURL")]
+    pub install_image_url: Option<String>,
+    /// That image carries no signature coreos-installer can check (`--insecure`): labs only.
+    pub install_image_unsigned: Option<bool>,
 }

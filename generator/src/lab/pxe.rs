@@ -1,5 +1,6 @@
-//! PXE (per-MAC pxelinux configs) and iPXE: boot the RHCOS live image and install to disk with
-//! the node's Ignition URL and static network.
+//! PXE (per-MAC pxelinux configs) and iPXE: boot the RHCOS live image with the node's static
+//! network, and install to disk: by the live config's agent (`lab.liveAgent`, the default), or
+//! by RHCOS's own `coreos.inst.*` arguments.
 
 use crate::cluster::{Cluster, Node};
 
@@ -25,12 +26,19 @@ pub fn ip_arg(n: &Node) -> String {
 /// Kernel arguments for node `n`.
 pub fn kargs(c: &Cluster, n: &Node, install_dev: &str) -> String {
     let base = &c.lab.http_base_url;
-    if c.single_node() {
-        // A single node runs its bootstrap in the live system, which applies the config itself;
-        // it writes its installation disk later, from there (bootstrap-in-place).
+    // A live system that applies a config itself: a single node's (it runs its bootstrap there
+    // and writes its installation disk later, bootstrap-in-place), or the node's live config,
+    // whose agent writes the disk with the node's config and reports each stage.
+    let live = if c.single_node() {
+        Some(crate::layout::ignition(&n.hostname))
+    } else if c.lab.live_agent {
+        Some(crate::layout::live(&n.hostname))
+    } else {
+        None
+    };
+    if let Some(config) = live {
         return format!(
-            "coreos.live.rootfs_url={base}/{ROOTFS} ignition.firstboot ignition.platform.id=metal ignition.config.url={base}/ignition/{}.ign {} console=tty0 console=ttyS0",
-            n.hostname,
+            "coreos.live.rootfs_url={base}/{ROOTFS} ignition.firstboot ignition.platform.id=metal ignition.config.url={base}/{config} {} console=tty0 console=ttyS0",
             ip_arg(n)
         );
     }

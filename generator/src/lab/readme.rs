@@ -49,7 +49,8 @@ steps below are the same work by hand.
    - dnsmasq: copy `dnsmasq/{name}-dhcp.conf` to `/etc/dnsmasq.d/` (also serves TFTP).
    Put `undionly.kpxe`/`ipxe.efi` in the TFTP root; iPXE then fetches `{base}/pxe/boot.ipxe`. For
    PXELINUX instead, copy `pxe/pxelinux.cfg/` into the TFTP root.
-4. **HTTP** on the helper at `{base}`: serve `ignition/` (this bundle's `ignition/*.ign`), `pxe/boot.ipxe`,
+4. **HTTP** on the helper at `{base}`: serve `ignition/` and `live/` (this bundle's `*.ign`: each only to
+   its node's address, they hold its keys), `pxe/boot.ipxe`,
    the RHCOS live kernel, initramfs and rootfs under `rhcos/`, and, if `create` ran with `--agent-url`,
    the bundle's `http/hardshift-agent` at that URL (Ignition checks its SHA-512).
 5. **The helper's host network**: `scripts/helper-network.sh --dry-run` says what it would change,
@@ -62,16 +63,31 @@ steps below are the same work by hand.
         api = c.api_vip,
         ingress = c.ingress_vip,
         helper = c.helper_ip,
-        last = if c.single_node() { single_node(c) } else { HA_STEPS.into() },
+        last = if c.single_node() {
+            single_node(c)
+        } else {
+            HA_STEPS.replace("@MACHINES@", if c.lab.live_agent { LIVE_MACHINES } else { PLAIN_MACHINES })
+        },
     )
 }
+
+/// Step 7 with the live agent (`lab.liveAgent`, the default).
+const LIVE_MACHINES: &str = "`scripts/virt-install.sh` creates the VMs (PXE, then disk). Each node's live
+   system boots with `live/<node>.ign` (PXE passes it; for the live ISO, embed it:
+   `coreos-installer iso ignition embed -fi live/<node>.ign rhcos-live.iso`): its hardshift-agent
+   reports at once, writes the installation disk with `coreos-installer install` and the node's own
+   config pinned by `--ignition-hash sha256-...`, reports each stage and percentage (`hardshift
+   status`), and reboots into the disk. `scripts/coreos-installer.sh <node>` is the same install by hand.";
+
+/// Step 7 without it (`lab.liveAgent: false`).
+const PLAIN_MACHINES: &str = "`scripts/virt-install.sh` creates the VMs (PXE, then disk). On bare metal, or when
+   booting the live ISO by hand, run `scripts/coreos-installer.sh <node>` on each node: it installs
+   with that node's Ignition URL and `--ignition-hash sha256-...`, so a changed file is refused.";
 
 /// Steps 6–8 of a cluster with a bootstrap host.
 const HA_STEPS: &str = "6. **HAProxy**: as `/etc/haproxy/haproxy.cfg`; check with
    `haproxy -c -f haproxy/haproxy.cfg`. TCP mode, TCP checks only. Stats on :9000/stats.
-7. **Machines**: `scripts/virt-install.sh` creates the VMs (PXE, then disk). On bare metal, or when
-   booting the live ISO by hand, run `scripts/coreos-installer.sh <node>` on each node: it installs
-   with that node's Ignition URL and `--ignition-hash sha256-...`, so a changed file is refused.
+7. **Machines**: @MACHINES@
 8. **The pivot**: only when etcd has its members on the masters, the bootstrap member is gone and
    kube-apiserver runs on the masters (bootkube's \"complete\" is not enough), replace the HAProxy
    config with `haproxy/haproxy-post-pivot.cfg` (`haproxy -c -f` it first), reload HAProxy, and shut

@@ -168,6 +168,7 @@ fn stage_first(req: &Request, c: &Cluster, partial: &pki::Pki, extras: &Extras, 
     // A single node's config holds the bootstrap's parts: it waits for the whole PKI.
     let nodes = assets::ignitions_of(c, partial, extras, &|n| n.role != Role::Bootstrap && !c.single_node());
     let mut files: Vec<_> = nodes.iter().map(bundle::ignition_file).collect();
+    files.extend(nodes.iter().filter_map(bundle::live_file));
     files.extend(bundle::pki_files(partial));
     let mut lab = bundle::Bundle::default();
     bundle::add_lab(&mut lab, c, &bundle::config_hashes(&nodes));

@@ -175,6 +175,22 @@ fn lab(hs: &HardshiftConfig, r: &mut Reporter) {
             );
         }
     }
+    if let Some(u) = &hs.lab.install_image_url {
+        if !(u.starts_with("http://") || u.starts_with("https://")) || u.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            r.error(
+                "lab.installImageURL",
+                format!("{u:?} is not an http:// or https:// URL"),
+                Some("the image coreos-installer writes, e.g. http://192.168.126.1:8080/rhcos/rhcos-metal.x86_64.raw.gz".into()),
+            );
+        }
+    }
+    if hs.lab.install_image_unsigned == Some(true) && hs.lab.install_image_url.is_none() {
+        r.error(
+            "lab.installImageUnsigned",
+            "is set, and lab.installImageURL is not",
+            Some("the live system's own image needs no signature check; remove installImageUnsigned".into()),
+        );
+    }
     if let Some(u) = &hs.lab.http_base_url {
         if let Err(e) = rules::http_base_url(u) {
             r.error(

@@ -157,6 +157,9 @@ fn lab(hs: &HardshiftConfig, helper_ip: &str, single_node: bool) -> LabSettings 
         memory_mib: hs.lab.memory_mib.unwrap_or(16384),
         disk_gib: hs.lab.disk_gib.unwrap_or(if single_node { 120 } else { 100 }),
         http_base_url: hs.lab.http_base_url.clone().unwrap_or_else(|| format!("http://{helper_ip}:8080")),
+        live_agent: hs.lab.live_agent.unwrap_or(true),
+        install_image_url: hs.lab.install_image_url.clone(),
+        install_image_unsigned: hs.lab.install_image_unsigned.unwrap_or(false),
     }
 }
 
