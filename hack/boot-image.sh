@@ -1,9 +1,18 @@
 #!/usr/bin/env bash
 # The machine image tests/boot.rs PXE-boots a bundle's Ignition configs with: Debian 12's kernel, a
 # dracut initramfs with Debian's Ignition (2.14) and NetworkManager, and a root disk with systemd,
-# NetworkManager and sshd. Everything comes from Debian packages; nothing is mounted (no loop device).
+# NetworkManager and sshd. Everything comes from Debian packages, but coreos-installer, which is
+# built from crates.io (cached by version); nothing is mounted (no loop device).
 #
-#   hack/boot-image.sh [CACHE]   prints the image directory: CACHE/<key>/{vmlinuz,initramfs.img,disk.raw,versions.txt}
+#   hack/boot-image.sh [CACHE]   prints the image directory:
+#     CACHE/<key>/{vmlinuz,initramfs.img,disk.raw,metal.raw.zst,versions.txt}
+#
+# disk.raw is the live system's root (the VMs boot it through a throw-away overlay). metal.raw.zst is
+# what the live system's coreos-installer writes, laid out as RHCOS's metal image is: a GPT disk with
+# an ext4 `boot` partition (coreos-installer writes the node's config to its ignition/config.ign) and
+# the `root` partition. On the first boot from it (kernel argument `hardshift.boot_config`), the
+# initramfs copies that config to /usr/lib/ignition/user.ign, where Ignition reads it (RHCOS's
+# coreos-ignition-setup-user does the same).
 #
 # CACHE defaults to ${XDG_CACHE_HOME:-~/.cache}/hardshift/boot-image. <key> hashes this script and the
 # versions apt would install of the packages that make the image, so an image is rebuilt only when one
@@ -19,7 +28,10 @@ PKGS=(systemd systemd-sysv udev dbus network-manager openssh-server sudo iproute
   util-linux e2fsprogs linux-image-amd64 dracut dracut-network ignition curl zstd)
 # Packages the tests and this script run on the host. qemu-utils is not needed (the VMs write to a
 # throw-away overlay: -drive snapshot=on).
-HOST_PKGS=(mmdebstrap qemu-system-x86 ipxe-qemu gdisk e2fsprogs dnsmasq-base openssh-client python3)
+HOST_PKGS=(mmdebstrap qemu-system-x86 ipxe-qemu gdisk e2fsprogs dnsmasq-base openssh-client python3 zstd
+  pkg-config libssl-dev libzstd-dev liblzma-dev)
+# The coreos-installer the live system runs (crates.io; RHCOS's live image carries its own).
+COREOS_INSTALLER_VERSION=0.26.0
 
 log() { echo "boot-image: $*" >&2; }
 
@@ -48,8 +60,26 @@ cache_key() {
     apt-get update -q >&2 || log "apt-get update failed; keying on the lists there are"
   fi
   { sha256sum < "$SELF"
+    echo "coreos-installer $COREOS_INSTALLER_VERSION"
     apt-cache policy "${PKGS[@]}" 2>/dev/null | awk '/^[^ ]/ {p=$1} /Candidate:/ {print p, $2}'
   } | sha256sum | cut -c1-16
+}
+
+# coreos-installer, built once per version into CACHE/tools/coreos-installer-VERSION (cargo, from
+# crates.io, with its own lock file); prints the binary's path.
+coreos_installer() {
+  local dir=$CACHE/tools/coreos-installer-$COREOS_INSTALLER_VERSION tmp
+  if [ ! -x "$dir/bin/coreos-installer" ]; then
+    tmp=$(mktemp -d "$CACHE/.tmp-ci-XXXXXX")
+    log "building coreos-installer $COREOS_INSTALLER_VERSION (minutes, once)"
+    CARGO_TARGET_DIR=$tmp/target cargo install --quiet --locked coreos-installer \
+      --version "$COREOS_INSTALLER_VERSION" --root "$tmp/root" >&2
+    rm -rf "$dir"
+    mkdir -p "$CACHE/tools"
+    mv -T "$tmp/root" "$dir"
+    rm -rf "$tmp"
+  fi
+  echo "$dir/bin/coreos-installer"
 }
 
 # Runs inside mmdebstrap (customize hook): $1 is the new root, with /proc, /sys and /dev mounted.
@@ -73,6 +103,40 @@ EOF
   printf 'SELINUX=disabled\nSELINUXTYPE=default\n' > "$R/etc/selinux/config"
   printf '#!/bin/sh\n# stand-in for Ignition'"'"'s SELinux relabel: no SELinux on this image\nexit 0\n' > "$R/usr/sbin/setfiles"
   chmod 755 "$R/usr/sbin/setfiles"
+  # The installed system's first boot: the config coreos-installer wrote to the boot partition,
+  # for Ignition (its "system" config, /usr/lib/ignition/user.ign).
+  local mod=$R/usr/lib/dracut/modules.d/50hardshift-boot-config
+  mkdir -p "$mod"
+  cat > "$mod/hardshift-boot-config.service" <<'EOF'
+[Unit]
+Description=hardshift: the Ignition config coreos-installer wrote to the boot partition
+DefaultDependencies=no
+ConditionKernelCommandLine=hardshift.boot_config
+ConditionKernelCommandLine=ignition.firstboot
+Requires=dev-disk-by\x2dlabel-boot.device
+After=dev-disk-by\x2dlabel-boot.device
+Before=ignition-fetch-offline.service
+OnFailure=emergency.target
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/bin/sh -c 'mkdir -p /run/hardshift-boot /usr/lib/ignition && mount -o ro /dev/disk/by-label/boot /run/hardshift-boot && { ! [ -f /run/hardshift-boot/ignition/config.ign ] || cp /run/hardshift-boot/ignition/config.ign /usr/lib/ignition/user.ign; }; umount /run/hardshift-boot'
+EOF
+  cat > "$mod/module-setup.sh" <<'EOF'
+#!/bin/bash
+check() { return 0; }
+depends() { echo ignition systemd; }
+install() {
+  inst_simple "$moddir/hardshift-boot-config.service" "$systemdsystemunitdir/hardshift-boot-config.service"
+  mkdir -p "$initdir/$systemdsystemunitdir/ignition-complete.target.wants"
+  ln -sf ../hardshift-boot-config.service "$initdir/$systemdsystemunitdir/ignition-complete.target.wants/"
+  inst_multiple mount umount cp mkdir
+}
+EOF
+  chmod 755 "$mod/module-setup.sh"
+  sed -i 's/add_dracutmodules+=" ignition network-manager "/add_dracutmodules+=" ignition network-manager hardshift-boot-config "/' \
+    "$R/etc/dracut.conf.d/50-ignition.conf"
   chroot "$R" dracut --quiet --force --kver "$kver" /boot/initramfs-ignition.img
   cp "$R/boot/vmlinuz-$kver" "$OUT/vmlinuz"
   cp "$R/boot/initramfs-ignition.img" "$OUT/initramfs.img"
@@ -81,6 +145,7 @@ EOF
   chroot "$R" dpkg-query -W -f '${Package} ${Version}\n' "linux-image-$kver" dracut ignition systemd \
     network-manager openssh-server > "$OUT/versions.txt"
 
+  install -m 755 "$CI_BIN" "$R/usr/local/bin/coreos-installer"
   echo 'LABEL=root / ext4 defaults,errors=remount-ro 0 1' > "$R/etc/fstab"
   echo localhost > "$R/etc/hostname"
   # NetworkManager configures the network, as on RHCOS: the first boot's preset-all must not enable
@@ -157,6 +222,17 @@ build() {  # $1: the directory to fill (empty)
   truncate -s 2048M "$OUT/disk.raw"
   sgdisk -o -n 1:2048:0 -t 1:8300 -c 1:root "$OUT/disk.raw" >/dev/null
   dd if="$OUT/root.ext4" of="$OUT/disk.raw" bs=1M seek=1 conv=notrunc,sparse status=none
+  # The metal image: the same tree, as small as it fits (every byte of it is written at each
+  # install), behind an empty ext4 `boot` partition. Compressed: coreos-installer reads zstd.
+  local metal=$OUT/metal.raw p1 p2 end2
+  truncate -s 1120M "$metal"
+  sgdisk -o -n 1:2048:+64M -t 1:8300 -c 1:boot -n 2:0:0 -t 2:8300 -c 2:root "$metal" >/dev/null
+  p1=$(sgdisk -i 1 "$metal" | awk '/First sector/ {print $3}')
+  p2=$(sgdisk -i 2 "$metal" | awk '/First sector/ {print $3}')
+  end2=$(sgdisk -i 2 "$metal" | awk '/Last sector/ {print $3}')
+  mkfs.ext4 -q -F -L boot -E offset=$((p1 * 512)) "$metal" 64M
+  mkfs.ext4 -q -F -L root -E root_owner=0:0,offset=$((p2 * 512)) -d "$root" "$metal" "$(((end2 - p2 + 1) / 2))K"
+  zstd -q -1 -T0 --rm "$metal"
   rm -rf "$OUT/root.ext4" "$root"
 }
 
@@ -170,13 +246,15 @@ key=$(cache_key)
 final=$CACHE/$key
 exec 9>"$CACHE/.lock"
 flock 9
-if [ ! -f "$final/disk.raw" ]; then
+if [ ! -f "$final/metal.raw.zst" ]; then
   # Holding the lock, any temporary directory is a killed build's: unmount what mmdebstrap left
   # mounted in it (its /proc, /sys, /dev), and never delete across a file system boundary.
   findmnt -rn -o TARGET | grep -F "$CACHE/.tmp-" | sort -r | xargs -r -n1 umount -l || true
   rm -rf --one-file-system "$CACHE"/.tmp-*
   tmp=$(mktemp -d "$CACHE/.tmp-$key-XXXXXX")
   start=$SECONDS
+  CI_BIN=$(coreos_installer)
+  export CI_BIN
   log "building $final (a few minutes)"
   build "$tmp" "$CACHE/debs"
   echo "$key" > "$tmp/key"

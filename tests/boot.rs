@@ -85,9 +85,13 @@ fn image() -> PathBuf {
     PathBuf::from(text(&out.stdout).trim().lines().last().unwrap())
 }
 
-/// The example bundle with the test's own SSH key for core, created with `extra` flags.
+/// The example bundle with the test's own SSH key for core, created with `extra` flags. Its nodes
+/// boot the image with their configs directly (`lab.liveAgent: false`): the live install has its
+/// own test (`the_live_agent_installs_and_names_each_stage`).
 fn bundle(extra: &[&str]) -> (tempfile::TempDir, PathBuf) {
-    bundle_of(example_copy(), extra)
+    let d = example_copy();
+    edit(d.path(), "hardshift.yaml", "lab:\n", "lab:\n  liveAgent: false\n");
+    bundle_of(d, extra)
 }
 
 /// As `bundle`, from the inputs in `d`.
@@ -808,4 +812,127 @@ fn a_single_node_boots_its_live_system_and_reports() {
     let (_, phase) = hs(&["status", "--dir", s]);
     eprintln!("{phase}");
     eprintln!("single node lab: {:.0} s", total.elapsed().as_secs_f64());
+}
+
+/// The live install, on real VMs: each node PXE-boots its live system with its live config
+/// (`live/NODE.ign`); the agent there writes the installation disk with the real coreos-installer
+/// (built by hack/boot-image.sh) from the image's metal image, reporting each stage, and reboots;
+/// the disk's first boot applies the node's config from its boot partition, and its agent reports.
+/// And the faults of that stage, each named by `diagnose` with the stage it stopped at: a disk
+/// that does not exist (master-1, HS011), a config changed after `create` (master-2: coreos-
+/// installer's hash check, HS012), firmware that boots the network again after the install
+/// (worker-1, HS015) and firmware that boots its disk and never the network (master-0, HS005).
+#[test]
+fn the_live_agent_installs_and_names_each_stage() {
+    let total = Instant::now();
+    let image = image();
+    let d = example_copy();
+    let base = "http://192.168.126.1:8080";
+    edit(
+        d.path(),
+        "hardshift.yaml",
+        "lab:\n",
+        &format!("lab:\n  installImageURL: {base}/rhcos/metal.raw.zst\n  installImageUnsigned: true\n"),
+    );
+    edit(
+        d.path(),
+        "agent-config.yaml",
+        "- hostname: master-1\n  role: master\n",
+        "- hostname: master-1\n  role: master\n  rootDeviceHints:\n    deviceName: /dev/disk/by-id/virtio-no-such-disk\n",
+    );
+    let (d, _key) = bundle_of(d, &[]);
+    let dir = d.path();
+    let s = dir.to_str().unwrap();
+    let live: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("live/worker-0.ign")).unwrap()).unwrap();
+    let toml = live["storage"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == "/etc/hardshift/agent.toml")
+        .map(|f| String::from_utf8(contents(f)).unwrap())
+        .unwrap();
+    let written = std::fs::read(dir.join("ignition/worker-0.ign")).unwrap();
+    assert!(
+        toml.contains(&format!("config_hash = \"sha256-{}\"", hex(&Sha256::digest(&written)))),
+        "{toml}"
+    );
+    let faults = ["live-again:worker-1", "disk-first:master-0"];
+    let mut lab = lab(dir, &image, "lv", &[], &faults, true, None);
+    // master-2 is served a config with one byte added after `create`: coreos-installer refuses it
+    // by the hash its live config pins.
+    let mut tampered = std::fs::read(dir.join("ignition/master-2.ign")).unwrap();
+    tampered.push(b'\n');
+    std::fs::write(lab.www.join("ignition/master-2.ign"), &tampered).unwrap();
+    for n in ["worker-0", "worker-1", "master-1", "master-2", "master-0"] {
+        lab.boot(n, None).unwrap();
+    }
+    let t = Instant::now();
+    // worker-0: live system, disk written, rebooted, the installed system's report.
+    let done = lab.wait_until(Duration::from_secs(1500), |lab| {
+        let vm = lab.vm("worker-0");
+        assert!(vm.seen.failed.is_none(), "worker-0 failed to boot\n{}", lab.tails());
+        vm.seen.report.is_some()
+    });
+    assert!(done, "worker-0 did not report from its installed system\n{}", lab.tails());
+    let seen = lab.vm("worker-0").seen.clone();
+    eprintln!("live: worker-0: {seen:?} ({:.0?} after power-on)", t.elapsed());
+    let (l, lr, rb, r) = (
+        seen.lease.unwrap(),
+        seen.live_report.unwrap(),
+        seen.rebooted.unwrap(),
+        seen.report.unwrap(),
+    );
+    assert!(l <= lr && lr <= rb && rb <= r, "{seen:?}");
+    let (ok, table) = hs(&["status", "--dir", s]);
+    assert!(ok, "{table}");
+    eprintln!("live: hardshift status:\n{table}");
+    let line = table
+        .lines()
+        .find(|l| l.starts_with("BOOT worker-0:"))
+        .unwrap_or_else(|| panic!("{table}"));
+    for step in [
+        "boot.ipxe 200",
+        "worker-0.ign 200",
+        "live agent reported",
+        "writing image to disk",
+        "rebooting",
+        "agent reported",
+    ] {
+        assert!(line.contains(step), "{step} not in {line}");
+    }
+    assert!(
+        line.find("live agent reported") < line.rfind("rebooting") && line.rfind("rebooting") < line.rfind(" agent reported"),
+        "{line}"
+    );
+    // Its installed system: the config's own files, from the boot partition through Ignition.
+    let rows = status_rows(dir);
+    let w0 = row(&rows, "worker-0");
+    assert_eq!(w0["reported"], true, "{w0}");
+    assert!(
+        !w0["components"].as_array().unwrap().iter().any(|c| c["name"] == "live-install"),
+        "the installed system's report: {w0}"
+    );
+
+    // The faults, each named by its rule.
+    let named = |node: &str, id: &str, limit: u64, words: &[&str]| {
+        let diag = diagnose_until(s, node, Duration::from_secs(limit), |d| {
+            finding(d, node, id).is_some_and(|f| words.iter().all(|w| f.contains(w)))
+        });
+        eprintln!("live: diagnose {node}:\n{diag}");
+        assert!(
+            finding(&diag, node, id).is_some_and(|f| words.iter().all(|w| f.contains(w))),
+            "{node}: {id} with {words:?}\n{diag}\n{}",
+            lab.tails()
+        );
+    };
+    named(
+        "master-1",
+        "HS011",
+        600,
+        &["/dev/disk/by-id/virtio-no-such-disk", "this machine's disks: vda"],
+    );
+    named("master-2", "HS012", 600, &["digest", "hardshift verify"]);
+    named("worker-1", "HS015", 900, &["booted its live system again", "rebooting"]);
+    named("master-0", "HS005", 60, &["never asked"]);
+    eprintln!("live lab: {:.0} s", total.elapsed().as_secs_f64());
 }

@@ -36,9 +36,15 @@ pub enum Fault {
     /// only (the lab's helper, DNS and collector are on it), as a node whose gateway field was
     /// left empty would.
     NoDefaultRoute(String),
+    /// The node's firmware boots the network before its disk: once its live system has written
+    /// the disk and rebooted, it PXE-boots the live system again.
+    LiveAgain(String),
+    /// The node's firmware boots its disk first and never tries the network (a disk left from an
+    /// earlier install, or the boot order): the helper never hears from it.
+    DiskFirst(String),
 }
 
-pub const NAMES: &str = "dns-wildcard, no-ptr:NODE, mtu:NODE, slow-disk:NODE, no-default-route:NODE";
+pub const NAMES: &str = "dns-wildcard, no-ptr:NODE, mtu:NODE, slow-disk:NODE, no-default-route:NODE, live-again:NODE, disk-first:NODE";
 
 /// Write operations a second of a disk under `slow-disk:NODE`: an fdatasync of etcd's WAL then
 /// takes about 100 ms where etcd needs under 10 ms, while the boot's writes (merged by the page
@@ -70,6 +76,8 @@ impl FromStr for Fault {
             "mtu" => Ok(Fault::Mtu(needs_node(node)?)),
             "slow-disk" => Ok(Fault::SlowDisk(needs_node(node)?)),
             "no-default-route" => Ok(Fault::NoDefaultRoute(needs_node(node)?)),
+            "live-again" => Ok(Fault::LiveAgain(needs_node(node)?)),
+            "disk-first" => Ok(Fault::DiskFirst(needs_node(node)?)),
             _ => Err(anyhow::anyhow!("--fault {s:?}: no such fault (the faults: {NAMES})")),
         }
     }
@@ -84,6 +92,8 @@ impl std::fmt::Display for Fault {
             Fault::Mtu(n) => write!(f, "mtu:{n}"),
             Fault::SlowDisk(n) => write!(f, "slow-disk:{n}"),
             Fault::NoDefaultRoute(n) => write!(f, "no-default-route:{n}"),
+            Fault::LiveAgain(n) => write!(f, "live-again:{n}"),
+            Fault::DiskFirst(n) => write!(f, "disk-first:{n}"),
         }
     }
 }
@@ -93,9 +103,16 @@ impl Fault {
     pub fn node(&self) -> Option<&str> {
         match self {
             Fault::DnsWildcard => None,
-            Fault::NoPtr(n) | Fault::Mtu(n) | Fault::SlowDisk(n) | Fault::NoDefaultRoute(n) => Some(n),
+            Fault::NoPtr(n) | Fault::Mtu(n) | Fault::SlowDisk(n) | Fault::NoDefaultRoute(n) | Fault::LiveAgain(n) | Fault::DiskFirst(n) => {
+                Some(n)
+            }
         }
     }
+}
+
+/// Whether fault `name` (as given on the command line) is set for `node`.
+pub fn has(faults: &[Fault], name: &str, node: &str) -> bool {
+    faults.iter().any(|f| f.to_string() == format!("{name}:{node}"))
 }
 
 /// The MTU the VM of `node` gives its NIC, if a fault sets one (None: QEMU's 1500).
@@ -148,7 +165,7 @@ pub fn apply_dns(dns: &str, faults: &[Fault]) -> anyhow::Result<String> {
                 let helper = helper_net(dns).context("the lab's DNS config has no host-record to take the network from")?;
                 out.push(format!("address=/{domain}/{helper}.{WILDCARD_ANSWER_HOST}"));
             }
-            Fault::Mtu(_) | Fault::SlowDisk(_) | Fault::NoDefaultRoute(_) => {}
+            Fault::Mtu(_) | Fault::SlowDisk(_) | Fault::NoDefaultRoute(_) | Fault::LiveAgain(_) | Fault::DiskFirst(_) => {}
             Fault::NoPtr(node) => {
                 let prefix = format!("host-record={node}.{domain},");
                 let i = out

@@ -14,8 +14,13 @@ pub struct Milestones {
     pub fetched: Option<Duration>,
     /// Ignition finished every stage (ignition-complete.target).
     pub ignition_done: Option<Duration>,
-    /// The collector stored the node's first report.
+    /// The collector stored the node's first report (of its installed system, when it boots a
+    /// live one first).
     pub report: Option<Duration>,
+    /// The collector stored the first report of the node's live system (its agent installing).
+    pub live_report: Option<Duration>,
+    /// The live system rebooted after writing the disk.
+    pub rebooted: Option<Duration>,
     /// dnsmasq saw the machine's MAC and had no reservation for it.
     pub unserved: bool,
     /// The console line that says Ignition (or the boot) failed.

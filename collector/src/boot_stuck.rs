@@ -148,15 +148,6 @@ pub fn live_again(node: &str, events: &[BootEvent]) -> Option<Stuck> {
     use crate::boot::Installed;
     use hardshift_proto::vocab::InstallStage;
     let mine: Vec<&BootEvent> = events.iter().filter(|e| e.node == node).collect();
-    let written = mine
-        .iter()
-        .rposition(|e| e.step == Step::Install && Installed::of(&e.detail).stage == Some(InstallStage::Rebooting))?;
-    let rebooted_boot = Installed::of(&mine[written].detail).boot;
-    let after = &mine[written + 1..];
-    // The installed system reported: the boot order worked (whatever came later is another story).
-    if after.iter().any(|e| e.step == Step::Reported && e.detail.starts_with("installed")) {
-        return None;
-    }
     let boot_of = |e: &BootEvent| -> Option<String> {
         match e.step {
             Step::Install => Some(Installed::of(&e.detail).boot),
@@ -164,7 +155,24 @@ pub fn live_again(node: &str, events: &[BootEvent]) -> Option<Stuck> {
             _ => None,
         }
     };
-    let again = after.iter().find(|e| boot_of(e).is_some_and(|b| b != rebooted_boot))?;
+    // From the newest "rebooting" back: the first followed by another live boot says it, unless
+    // an installed system reported since the newest (the boot order was mended).
+    let rebootings: Vec<usize> = (0..mine.len())
+        .filter(|&i| mine[i].step == Step::Install && Installed::of(&mine[i].detail).stage == Some(InstallStage::Rebooting))
+        .collect();
+    let newest = *rebootings.last()?;
+    if mine[newest + 1..]
+        .iter()
+        .any(|e| e.step == Step::Reported && e.detail.starts_with("installed"))
+    {
+        return None;
+    }
+    let (written, again) = rebootings.iter().rev().find_map(|&w| {
+        let rebooted_boot = Installed::of(&mine[w].detail).boot;
+        let again = mine[w + 1..].iter().find(|e| boot_of(e).is_some_and(|b| b != rebooted_boot))?;
+        Some((w, *again))
+    })?;
+    let after = &mine[written + 1..];
     let mut evidence = vec![line(mine[written])];
     // The helper saw it ask for its boot files again, when it did.
     evidence.extend(
@@ -313,6 +321,9 @@ mod tests {
         assert!(s.evidence[0].contains("rebooting /dev/vda boot aaaa1111"), "{s:?}");
         assert!(s.evidence.last().unwrap().contains("live system boot bbbb2222"), "{s:?}");
         assert!(s.evidence.iter().any(|l| l.contains("dhcp-ack")), "the helper's view of it: {s:?}");
+        // A second install on the live system again, ending in "rebooting": still the boot order.
+        again.push(inst("rebooting /dev/vda boot bbbb2222", 35));
+        assert_eq!(live_again("worker-0", &again).unwrap().id, "HS015");
         // The installed system reported: the order worked.
         v.push(reported("installed system boot cccc3333", 40));
         assert_eq!(live_again("worker-0", &v), None);

@@ -109,7 +109,7 @@ pub const RULES: &[Rule] = &[
     Rule { id: "HS012", about: "coreos-installer failed on the live system", severity: Critical, explains: &["HS001"], covers: &["Writing image to disk", "error"], check: live_failed },
     Rule { id: "HS013", about: "the image write to disk stopped moving", severity: Critical, explains: &["HS001", "HS016"], covers: &["Writing image to disk timeout"], check: live_stuck },
     Rule { id: "HS014", about: "the disk was written, and the installed system never reported", severity: Critical, explains: &["HS001"], covers: &["Rebooting timeout", "Waiting for ignition"], check: live_no_return },
-    Rule { id: "HS015", about: "the node booted its live system again after its disk was written (boot order)", severity: Critical, explains: &["HS016"], covers: &["installing-pending-user-action"], check: without_a_report },
+    Rule { id: "HS015", about: "the node booted its live system again after its disk was written (boot order)", severity: Critical, explains: &["HS016", "HS014"], covers: &["installing-pending-user-action"], check: without_a_report },
     Rule { id: "HS016", about: "the live system is installing, or rebooting into the installed system", severity: Info, explains: &["HS001"], covers: &["Starting installation", "Writing image to disk", "Rebooting"], check: live_working },
     Rule { id: "HS010", about: "clock skew", severity: Critical, explains: &["HS031", "HS021", "HS030"], covers: &["time-synced-between-host-and-service"], check: clock_skew },
     Rule { id: "HS070", about: "the hostname is not the node's name", severity: Critical, explains: &["HS030"], covers: &["hostname-valid"], check: wrong_hostname },

@@ -41,6 +41,11 @@ pub struct Args {
     /// every config; serve DIR/http/ there. For clusters with many nodes.
     #[arg(long)]
     agent_url: Option<String>,
+    /// No live configs (`live/NODE.ign`): the nodes install by RHCOS's own `coreos.inst.*` kernel
+    /// arguments, unwatched until their installed system's agent runs (hardshift.yaml's
+    /// `lab.liveAgent: false` does the same). Recorded: `verify` and a later `create` keep it.
+    #[arg(long)]
+    no_live_agent: bool,
     /// Check, once written, that the mirror holds every image of the release (reaches the
     /// network: create is offline otherwise; `hardshift mirror-check` does the same alone).
     #[arg(long, conflicts_with = "no_mirror_check")]
@@ -109,6 +114,7 @@ impl Args {
             self_contained_nodes: self.self_contained_nodes,
             agent,
             agent_url: self.agent_url.clone(),
+            no_live_agent: self.no_live_agent,
             crypto_fips: Some(hardshift_crypto::module().fips),
             bootstrap: match (self.bootstrap_control_plane, self.bootstrap_from_renders) {
                 (Some(ControlPlane::Renders), _) | (None, true) => Bootstrap::Renders,

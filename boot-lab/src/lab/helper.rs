@@ -65,6 +65,11 @@ pub(super) fn served_bundle(o: &Options, c: &Inventory, machines: &[Machine]) ->
     link(&generation, &state.join("current"))?;
     link(&o.dir.join("lab/haproxy"), &served.join("lab/haproxy"))?;
     link(&o.dir.join("lab/pxe/pxelinux.cfg"), &served.join("lab/pxe/pxelinux.cfg"))?;
+    // The live configs as written (`lab.liveAgent`): each holds its node's installed config's hash.
+    let live = o.dir.join(hardshift_bundle::layout::LIVE);
+    if live.is_dir() {
+        link(&live, &served.join(hardshift_bundle::layout::LIVE))?;
+    }
     for m in machines {
         let src = o.dir.join(format!("ignition/{}.ign", m.name));
         let written = std::fs::read(&src).with_context(|| src.display().to_string())?;
@@ -85,6 +90,8 @@ pub(super) fn served_bundle(o: &Options, c: &Inventory, machines: &[Machine]) ->
     }
     link(&o.image.join("vmlinuz"), &rhcos.join(RHCOS_KERNEL))?;
     link(&o.image.join("initramfs.img"), &rhcos.join(RHCOS_INITRAMFS))?;
+    // What the live agent writes (`lab.installImageURL` names it under rhcos/).
+    link(&o.image.join(METAL_IMAGE), &rhcos.join(METAL_IMAGE))?;
     write(&rhcos.join("rhcos-live-rootfs.x86_64.img"), b"")?;
     Ok((served, rhcos))
 }
@@ -92,6 +99,8 @@ pub(super) fn served_bundle(o: &Options, c: &Inventory, machines: &[Machine]) ->
 /// RHCOS's live kernel and initramfs as the bundle's boot scripts name them under `rhcos/`.
 const RHCOS_KERNEL: &str = "rhcos-live-kernel-x86_64";
 const RHCOS_INITRAMFS: &str = "rhcos-live-initramfs.x86_64.img";
+/// The test image's metal image (hack/boot-image.sh), served as `rhcos/metal.raw.zst`.
+pub const METAL_IMAGE: &str = "metal.raw.zst";
 
 /// The generated DHCP and DNS configs with the lab's faults applied, less any name the caller
 /// drops from DNS (`lab serve` sets their TFTP root).

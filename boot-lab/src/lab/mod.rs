@@ -22,7 +22,7 @@ use crate::netns::{run, Netns};
 use crate::watch::{self, Milestones};
 use hardshift_bundle::Inventory;
 use helper::{helper_addresses, served_bundle};
-use qemu::vm_command;
+use qemu::{vm_command, Disks};
 use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::time::{Duration, Instant};
@@ -43,6 +43,28 @@ pub struct Vm {
     stuck_since: Option<Instant>,
     /// Powered off: it was stuck (`HALT_AFTER`).
     pub halted: bool,
+    /// How it boots now: the image (the node's config applied to it), its live system, or its
+    /// installed disk.
+    pub stage: VmStage,
+    /// Its installation disk (a file of the work directory), when it boots a live system.
+    target: Option<PathBuf>,
+    /// The installed system's kernel arguments (the node's `ip=` from the bundle's boot script).
+    installed_append: String,
+    tap: String,
+    /// Its firmware boots the network before the disk (`live-again:NODE`): after the install, the
+    /// live system again.
+    net_first: bool,
+}
+
+/// What a VM boots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VmStage {
+    /// The image, with the node's config (`lab.liveAgent: false`).
+    Image,
+    /// The live system, whose agent writes the installation disk; the count of live boots.
+    Live(u32),
+    /// The installation disk, as written.
+    Installed,
 }
 
 impl Vm {
@@ -227,12 +249,31 @@ impl Lab {
         })
     }
 
-    /// Power on `name`'s VM, with the inventory's MAC unless `mac` is given.
+    /// Power on `name`'s VM, with the inventory's MAC unless `mac` is given. A node whose boot
+    /// script boots a live config (`live/NODE.ign`) boots its live system with a blank
+    /// installation disk; `disk-first:NODE` boots that disk instead (firmware that tries the disk
+    /// first: it never asks the network).
     pub fn boot(&mut self, name: &str, mac: Option<&str>) -> anyhow::Result<()> {
         let m = self.machine(name)?.clone();
         let mac = mac.unwrap_or(&m.mac).to_ascii_lowercase();
         let tap = format!("tap{}", self.vms.len());
         let br = format!("{}-br", self.net.prefix);
+        let ipxe = read_lossy(&self.www.join("lab/pxe/boot.ipxe"));
+        let live = ipxe.contains(&format!("/live/{name}.ign"));
+        let target = live.then(|| self.work.join(format!("{name}.disk")));
+        if let Some(t) = &target {
+            // A blank disk: the firmware finds nothing to boot on it and tries the network.
+            let _ = std::fs::remove_file(t);
+            let f = std::fs::File::create(t).with_context(|| t.display().to_string())?;
+            f.set_len(TARGET_BYTES).with_context(|| t.display().to_string())?;
+        }
+        let installed_append = installed_append(&ipxe, name);
+        let disk_first = crate::fault::has(&self.faults, "disk-first", name);
+        let stage = match (live, disk_first) {
+            (false, _) => VmStage::Image,
+            (true, false) => VmStage::Live(1),
+            (true, true) => VmStage::Installed,
+        };
         for args in [
             vec!["-n", &br, "tuntap", "add", &tap, "mode", "tap"],
             vec!["-n", &br, "link", "set", &tap, "master", "br0"],
@@ -246,29 +287,92 @@ impl Lab {
         let console = self.work.join(format!("{name}.console"));
         let _ = std::fs::remove_file(&console);
         let earlier_boot = self.store().and_then(|st| st.boot_of(name).ok().flatten());
-        let mtu = crate::fault::nic_mtu(&self.faults, name);
-        let iops = crate::fault::disk_write_iops(&self.faults, name);
-        let mut cmd = vm_command(&br, &self.image, self.accel, &tap, name, &mac, (mtu, iops), &console);
-        if self.net.die_with_parent {
-            crate::netns::die_with_parent(&mut cmd);
-        }
-        let child = cmd.spawn().context("qemu-system-x86_64")?;
-        self.vms.push(Vm {
+        let mut vm = Vm {
             name: name.to_string(),
             mac,
             started: Instant::now(),
             seen: Milestones::default(),
             console,
             earlier_boot,
-            child,
+            child: std::process::Command::new("true").spawn().context("true")?,
             stuck_since: None,
             halted: false,
-        });
+            stage,
+            target,
+            installed_append,
+            tap,
+            net_first: crate::fault::has(&self.faults, "live-again", name),
+        };
+        let _ = vm.child.wait();
+        vm.child = self.launch(&vm)?;
+        self.vms.push(vm);
         Ok(())
+    }
+
+    /// `vm`'s QEMU, for the stage it is at.
+    fn launch(&self, vm: &Vm) -> anyhow::Result<Child> {
+        let br = format!("{}-br", self.net.prefix);
+        let mtu = crate::fault::nic_mtu(&self.faults, &vm.name);
+        let iops = crate::fault::disk_write_iops(&self.faults, &vm.name);
+        let disks = match (vm.stage, &vm.target) {
+            (VmStage::Live(_), Some(target)) => Disks::Live { target },
+            (VmStage::Installed, Some(target)) => Disks::Installed {
+                target,
+                append: &vm.installed_append,
+            },
+            _ => Disks::Image,
+        };
+        let mut cmd = vm_command(
+            &br,
+            &self.image,
+            self.accel,
+            &vm.tap,
+            &vm.name,
+            &vm.mac,
+            (mtu, iops),
+            &vm.console,
+            disks,
+        );
+        if self.net.die_with_parent {
+            crate::netns::die_with_parent(&mut cmd);
+        }
+        cmd.spawn().context("qemu-system-x86_64")
+    }
+
+    /// A live system that rebooted (its QEMU ended, `-no-reboot`) boots again as its firmware
+    /// would: its written disk, or (`live-again:NODE`) the network once more.
+    fn after_reboot(&mut self, i: usize) {
+        let vm = &mut self.vms[i];
+        let VmStage::Live(n) = vm.stage else { return };
+        if vm.halted || !matches!(vm.child.try_wait(), Ok(Some(_))) {
+            return;
+        }
+        vm.seen.rebooted.get_or_insert(vm.started.elapsed());
+        // Each boot's reports are its own: the installed system's first report is a new boot's.
+        vm.stage = if vm.net_first && n < 2 {
+            VmStage::Live(n + 1)
+        } else {
+            VmStage::Installed
+        };
+        if vm.net_first && n >= 2 {
+            // The firmware would PXE again and again; twice shows it.
+            vm.halted = true;
+            return;
+        }
+        match self.launch(&self.vms[i]) {
+            Ok(child) => self.vms[i].child = child,
+            Err(e) => {
+                eprintln!("boot-lab: {}: {e:#}", self.vms[i].name);
+                self.vms[i].halted = true;
+            }
+        }
     }
 
     /// Read the lab's logs and the collector's store; note the first time each step is seen.
     pub fn poll(&mut self) {
+        for i in 0..self.vms.len() {
+            self.after_reboot(i);
+        }
         let store = self.store();
         let events = store.as_ref().and_then(|st| st.boot_events(None).ok()).unwrap_or_default();
         for vm in &mut self.vms {
@@ -292,8 +396,16 @@ impl Lab {
             // A report of this boot stored (the agent's hello alone names the boot).
             let boot = store.as_ref().and_then(|st| st.boot_of(&vm.name).ok().flatten());
             let stored = |b: &String| store.as_ref().is_some_and(|st| st.seqs(&vm.name, b).is_ok_and(|q| !q.is_empty()));
-            if s.report.is_none() && boot.as_ref().is_some_and(|b| Some(b) != vm.earlier_boot.as_ref() && stored(b)) {
-                s.report = Some(at);
+            let new_boot = boot.as_ref().is_some_and(|b| Some(b) != vm.earlier_boot.as_ref() && stored(b));
+            match vm.stage {
+                // The live system's agent: its report is not the installed system's.
+                VmStage::Live(_) if new_boot => {
+                    s.live_report.get_or_insert(at);
+                    vm.earlier_boot = boot.clone();
+                }
+                VmStage::Live(_) => {}
+                _ if new_boot && s.report.is_none() => s.report = Some(at),
+                _ => {}
             }
             if (s.failed.is_some() || (s.unserved && s.lease.is_none())) && !vm.halted {
                 let since = *vm.stuck_since.get_or_insert_with(Instant::now);
@@ -419,6 +531,32 @@ impl Lab {
     pub fn exec(&self, program: &str, args: &[&str]) -> (bool, String) {
         self.net.exec(HELPER_HOST, program, args)
     }
+}
+
+/// The size of a VM's installation disk (sparse): the metal image's 1.1 GiB and room.
+const TARGET_BYTES: u64 = 3 << 30;
+
+/// The installed system's kernel arguments, as the firmware's boot of the disk would give them:
+/// the disk's root, Ignition's first boot with the config coreos-installer wrote to the boot
+/// partition (`hardshift.boot_config`: the image's initramfs reads it there), and the node's
+/// static network from the bundle's boot script (`ip=`, `nameserver=`).
+pub fn installed_append(ipxe: &str, name: &str) -> String {
+    let live = format!("/live/{name}.ign");
+    let net: Vec<&str> = ipxe
+        .lines()
+        .find(|l| l.starts_with("kernel ") && l.contains(&live))
+        .map(|l| {
+            l.split_whitespace()
+                .filter(|w| w.starts_with("ip=") || w.starts_with("nameserver="))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut a = vec![
+        "root=LABEL=root rw rd.neednet=1 ignition.firstboot ignition.platform.id=metal hardshift.boot_config",
+        "console=ttyS0 systemd.journald.forward_to_console=1 systemd.journald.max_level_console=err",
+    ];
+    a.extend(net);
+    a.join(" ")
 }
 
 /// The bundle's inventory, as `create` wrote it.

@@ -5,10 +5,25 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A VM booting from its NIC (the iPXE ROM), on a tap of the lab bridge. q35 with the NIC behind a
-/// PCIe root port, as libvirt lays it out: the guest names it enp1s0, the name the bundle's
-/// keyfile and `ip=` use. The disk is the image, written through a throw-away overlay. `faults`:
-/// the NIC's MTU and the disk's write operations a second, when a fault sets them.
+/// How a VM boots, and from which disks.
+pub(super) enum Disks<'a> {
+    /// From its NIC, the image's root as its disk (through a throw-away overlay): the node's
+    /// config applied to the image directly (`lab.liveAgent: false`).
+    Image,
+    /// From its NIC into the live system (the image's root, through an overlay, as the second
+    /// disk), with `target` as its first disk (`/dev/vda`, the bundle's default installation
+    /// disk): the live agent writes it. The reboot ends QEMU (`-no-reboot`): the lab then boots
+    /// the VM as its firmware would.
+    Live { target: &'a Path },
+    /// From `target` once written, as firmware booting the disk does: the image's kernel and
+    /// initramfs with `append` (QEMU loads them; the root, the boot partition and the config on it
+    /// are the disk's).
+    Installed { target: &'a Path, append: &'a str },
+}
+
+/// A VM on a tap of the lab bridge. q35 with the NIC behind a PCIe root port, as libvirt lays it
+/// out: the guest names it enp1s0, the name the bundle's keyfile and `ip=` use. `faults`: the
+/// NIC's MTU and the root disk's write operations a second, when a fault sets them.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn vm_command(
     br: &str,
@@ -19,27 +34,56 @@ pub(super) fn vm_command(
     mac: &str,
     faults: (Option<u32>, Option<u32>),
     console: &Path,
+    disks: Disks,
 ) -> Command {
     let (mtu, iops) = faults;
     let cpu = if accel == "kvm" { "host" } else { "max" };
     let accel = if accel == "kvm" { "kvm" } else { "tcg,tb-size=256" };
-    let mut disk = format!("if=none,id=d0,format=raw,snapshot=on,file={}", image.join("disk.raw").display());
+    let overlay = format!("if=none,id=d0,format=raw,snapshot=on,file={}", image.join("disk.raw").display());
+    let writable = |t: &Path| format!("if=none,id=t0,format=raw,cache=unsafe,file={}", t.display());
     // QEMU's block throttling: a steady rate, no burst (a burst would let a short probe through).
-    if let Some(n) = iops {
-        disk.push_str(&format!(",throttling.iops-write={n}"));
-    }
+    let throttled = |mut d: String| {
+        if let Some(n) = iops {
+            d.push_str(&format!(",throttling.iops-write={n}"));
+        }
+        d
+    };
     // host_mtu: the virtio NIC tells the guest its MTU (VIRTIO_NET_F_MTU), which the driver sets.
     let mtu = mtu.map(|m| format!(",host_mtu={m}")).unwrap_or_default();
     let mut c = Command::new("ip");
+    // The console appends: a VM's live boot and its installed boot in one file, in order.
     c.args(["netns", "exec", br, "qemu-system-x86_64", "-nodefaults", "-name", name])
         .args(["-machine", "q35", "-accel", accel, "-cpu", cpu, "-m", "512", "-smp", "1"])
-        .args(["-display", "none", "-serial", &format!("file:{}", console.display())])
+        .args([
+            "-display",
+            "none",
+            "-chardev",
+            &format!("file,id=con,path={},append=on", console.display()),
+        ])
+        .args(["-serial", "chardev:con"])
         .args(["-device", "pcie-root-port,id=rp1,bus=pcie.0,chassis=1"])
         .args(["-netdev", &format!("tap,id=n0,ifname={tap},script=no,downscript=no")])
-        .args(["-device", &format!("virtio-net-pci,bus=rp1,netdev=n0,mac={mac},bootindex=1{mtu}")])
-        .args(["-drive", &disk, "-device", "virtio-blk-pci,drive=d0", "-device", "virtio-rng-pci"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
+        .args(["-device", "virtio-rng-pci"]);
+    let nic = |boot: &str| format!("virtio-net-pci,bus=rp1,netdev=n0,mac={mac}{boot}{mtu}");
+    match disks {
+        Disks::Image => {
+            c.args(["-device", &nic(",bootindex=1")])
+                .args(["-drive", &throttled(overlay), "-device", "virtio-blk-pci,drive=d0"]);
+        }
+        Disks::Live { target } => {
+            c.args(["-device", &nic(",bootindex=1"), "-no-reboot"])
+                .args(["-drive", &writable(target), "-device", "virtio-blk-pci,drive=t0"])
+                .args(["-drive", &overlay, "-device", "virtio-blk-pci,drive=d0"]);
+        }
+        Disks::Installed { target, append } => {
+            c.args(["-device", &nic(""), "-no-reboot"])
+                .args(["-kernel", &image.join("vmlinuz").display().to_string()])
+                .args(["-initrd", &image.join("initramfs.img").display().to_string()])
+                .args(["-append", append])
+                .args(["-drive", &throttled(writable(target)), "-device", "virtio-blk-pci,drive=t0"]);
+        }
+    }
+    c.stdout(Stdio::null()).stderr(Stdio::null());
     c
 }
 

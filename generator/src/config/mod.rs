@@ -44,6 +44,9 @@ pub struct Overrides {
     pub crypto_fips: Option<bool>,
     /// `--release-image`: wins over hardshift.yaml `release.image`.
     pub release_image: Option<String>,
+    /// `--no-live-agent`: RHCOS's own `coreos.inst.*` arguments, whatever hardshift.yaml's
+    /// `lab.liveAgent` says.
+    pub no_live_agent: bool,
 }
 
 /// The most a YAML input may hold: install-config.yaml travels whole in the

@@ -72,6 +72,7 @@ pub fn read(req: &Request, cache: Arc<dyn EncodingCache>) -> Result<Inputs, Erro
         key_algorithm: req.key_algorithm,
         release_image: req.release_image.clone(),
         crypto_fips: req.crypto_fips,
+        no_live_agent: req.no_live_agent,
     };
     let agent = match &req.agent {
         Some(path) => {

@@ -18,6 +18,9 @@ pub struct Record {
     pub self_contained_nodes: bool,
     pub no_agent: bool,
     pub agent_url: Option<String>,
+    /// `--no-live-agent`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_live_agent: bool,
     pub agent_sha256: Option<String>,
     /// The crypto module that made the bundle's new keys (`hardshift_crypto::Module::name`).
     #[serde(default)]
@@ -75,6 +78,8 @@ pub struct Recorded {
     pub crypto_fips: bool,
     /// The bundle was made with `fips: true`.
     pub fips: bool,
+    /// `--no-live-agent`.
+    pub no_live_agent: bool,
 }
 
 pub fn recorded(dir: &Path) -> Recorded {
@@ -86,6 +91,7 @@ pub fn recorded(dir: &Path) -> Recorded {
         crypto_module: rec.crypto_module,
         crypto_fips: rec.crypto_fips,
         fips: rec.fips,
+        no_live_agent: rec.no_live_agent,
     }
 }
 
@@ -96,6 +102,7 @@ impl Recorded {
             release_image: release_image.or_else(|| self.release_image.clone()),
             key_algorithm: self.key_algorithm,
             crypto_fips: None,
+            no_live_agent: self.no_live_agent,
         }
     }
 }

@@ -25,6 +25,8 @@ pub struct Request {
     pub agent: Option<PathBuf>,
     /// Have Ignition fetch the agent from this URL instead of embedding it.
     pub agent_url: Option<String>,
+    /// No live configs: RHCOS's `coreos.inst.*` arguments install the nodes.
+    pub no_live_agent: bool,
     /// Whose control plane the bootstrap runs.
     pub bootstrap: Bootstrap,
     /// Some(whether the crypto module is FIPS) when this run may make keys (`create`); None when
@@ -104,6 +106,7 @@ impl Record {
             self_contained_nodes: req.self_contained_nodes,
             no_agent: agent_sha256.is_none(),
             agent_url: req.agent_url.clone(),
+            no_live_agent: req.no_live_agent,
             agent_sha256,
             crypto_module: Some(hardshift_crypto::module().name().to_string()),
             crypto_fips: hardshift_crypto::module().fips,
@@ -129,6 +132,7 @@ impl Record {
             self_contained_nodes: self.self_contained_nodes,
             agent: if self.no_agent { None } else { beside_executable() },
             agent_url: self.agent_url.clone(),
+            no_live_agent: self.no_live_agent,
             // A rebuild writes nothing: it may check a FIPS bundle from any build.
             crypto_fips: None,
             // What was chosen, not Auto: a rebuild of a native bundle stays native when renders
@@ -220,6 +224,7 @@ mod record_round_trip {
             self_contained_nodes: true,
             agent: None,
             agent_url: Some("http://h/a".into()),
+            no_live_agent: true,
             crypto_fips: Some(false),
             bootstrap: Bootstrap::Auto,
         };
@@ -233,6 +238,7 @@ mod record_round_trip {
         assert_eq!(again.mco_base, req.mco_base);
         assert_eq!(again.agent_url, req.agent_url);
         assert!(again.self_contained_nodes);
+        assert!(again.no_live_agent);
         assert_eq!(again.bootstrap, Bootstrap::Renders);
         let native = Record::of(&req, None, false, false).request(Path::new("/b"));
         assert_eq!(native.bootstrap, Bootstrap::Native);

@@ -27,6 +27,7 @@ pub fn access(dir: &Path, release_image: Option<&str>) -> Result<Access, Error> 
         release_image: release_image.map(String::from),
         key_algorithm: None,
         crypto_fips: None,
+        no_live_agent: false,
     };
     let a = config::registry_access(dir, &overrides).map_err(Error::input)?;
     let auths = Auths::from_pull_secret(&a.pull_secret).map_err(Error::input)?;

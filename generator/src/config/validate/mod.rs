@@ -52,7 +52,9 @@ pub(super) fn validate(
     if !out.is_empty() {
         return None;
     }
-    cluster(ic_doc, ic, hs, nets, settings, nodes, release)
+    let mut c = cluster(ic_doc, ic, hs, nets, settings, nodes, release)?;
+    c.lab.live_agent &= !overrides.no_live_agent;
+    Some(c)
 }
 
 /// FIPS is never ignored: a cluster cannot be switched to FIPS after it is installed, and its
