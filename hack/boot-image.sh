@@ -111,17 +111,17 @@ EOF
 [Unit]
 Description=hardshift: the Ignition config coreos-installer wrote to the boot partition
 DefaultDependencies=no
+# Conditions only (no Requires= on the device: that job would be queued, and waited for, on every
+# boot of the image, the live system's too); the script waits for the partition itself.
 ConditionKernelCommandLine=hardshift.boot_config
 ConditionKernelCommandLine=ignition.firstboot
-Requires=dev-disk-by\x2dlabel-boot.device
-After=dev-disk-by\x2dlabel-boot.device
 Before=ignition-fetch-offline.service
 OnFailure=emergency.target
 
 [Service]
 Type=oneshot
 RemainAfterExit=yes
-ExecStart=/bin/sh -c 'mkdir -p /run/hardshift-boot /usr/lib/ignition && mount -o ro /dev/disk/by-label/boot /run/hardshift-boot && { ! [ -f /run/hardshift-boot/ignition/config.ign ] || cp /run/hardshift-boot/ignition/config.ign /usr/lib/ignition/user.ign; }; umount /run/hardshift-boot'
+ExecStart=/bin/sh -c 'i=0; until [ -e /dev/disk/by-label/boot ]; do i=$((i+1)); [ $i -le 90 ] || exit 1; sleep 1; done; mkdir -p /run/hardshift-boot /usr/lib/ignition && mount -o ro /dev/disk/by-label/boot /run/hardshift-boot && { ! [ -f /run/hardshift-boot/ignition/config.ign ] || cp /run/hardshift-boot/ignition/config.ign /usr/lib/ignition/user.ign; }; umount /run/hardshift-boot'
 EOF
   cat > "$mod/module-setup.sh" <<'EOF'
 #!/bin/bash
@@ -131,7 +131,7 @@ install() {
   inst_simple "$moddir/hardshift-boot-config.service" "$systemdsystemunitdir/hardshift-boot-config.service"
   mkdir -p "$initdir/$systemdsystemunitdir/ignition-complete.target.wants"
   ln -sf ../hardshift-boot-config.service "$initdir/$systemdsystemunitdir/ignition-complete.target.wants/"
-  inst_multiple mount umount cp mkdir
+  inst_multiple mount umount cp mkdir sleep
 }
 EOF
   chmod 755 "$mod/module-setup.sh"
