@@ -898,7 +898,9 @@ fn the_live_agent_installs_and_names_each_stage() {
         "boot.ipxe 200",
         "worker-0.ign 200",
         "live agent reported",
-        "writing image to disk",
+        "starting installation",
+        "metal.raw.zst 200",
+        "writing image to disk 100%",
         "rebooting",
         "agent reported",
     ] {

@@ -22,6 +22,12 @@ fn lab(d: &Path, f: &str) -> String {
     d.join("lab").join(f).to_string_lossy().to_string()
 }
 
+/// An Ignition `contents`' bytes (a data URL, maybe gzip-compressed).
+fn decoded(c: &serde_json::Value) -> Vec<u8> {
+    let c: hardshift_generator::ignition::Contents = serde_json::from_value(c.clone()).unwrap();
+    hardshift_generator::ignition::decode(&c).unwrap()
+}
+
 fn bundle() -> tempfile::TempDir {
     let d = example_copy();
     create(d.path(), &["--key-algorithm", "ecdsa-p256"]);
@@ -359,21 +365,43 @@ fn install_commands_pin_each_ignition_by_its_sha256() {
             ],
             "{host}: {block}"
         );
-        // PXE: a config per MAC with the node's static ip= and its ignition URL.
+        // PXE: a config per MAC with the node's static ip= and its live config, whose agent
+        // installs the node's config pinned by the same hash.
         let pxe = std::fs::read_to_string(lab(d.path(), &format!("pxe/pxelinux.cfg/01-{}", mac.replace(':', "-")))).unwrap();
         assert!(
             pxe.contains(&format!("ip={ip}::192.168.126.1:255.255.255.0:{host}:enp1s0:none")),
             "{pxe}"
         );
         assert!(
-            pxe.contains(&format!("coreos.inst.ignition_url=http://192.168.126.1:8080/ignition/{host}.ign")),
+            pxe.contains(&format!("ignition.config.url=http://192.168.126.1:8080/live/{host}.ign")),
             "{pxe}"
         );
+        assert!(pxe.contains("coreos.live.rootfs_url=") && !pxe.contains("coreos.inst."), "{pxe}");
+        let live: serde_json::Value = serde_json::from_slice(&std::fs::read(d.path().join(format!("live/{host}.ign"))).unwrap()).unwrap();
+        let toml = live["storage"]["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["path"] == "/etc/hardshift/agent.toml")
+            .map(|f| decoded(&f["contents"]))
+            .unwrap();
+        let toml = String::from_utf8(toml).unwrap();
         assert!(
-            pxe.contains("coreos.live.rootfs_url=") && pxe.contains("coreos.inst.install_dev=/dev/vda"),
-            "{pxe}"
+            toml.contains(&format!("config_hash = \"{hash}\"")) && toml.contains(&format!("config_url = \"{url}\"")),
+            "{toml}"
         );
+        assert!(toml.contains("disk = \"/dev/vda\""), "{toml}");
     }
+    // Without the live agent: RHCOS's own arguments install the node.
+    let plain = example_copy();
+    create(plain.path(), &["--key-algorithm", "ecdsa-p256", "--no-live-agent"]);
+    let pxe = std::fs::read_to_string(lab(plain.path(), "pxe/pxelinux.cfg/01-52-54-00-00-00-6e")).unwrap();
+    assert!(
+        pxe.contains("coreos.inst.ignition_url=http://192.168.126.1:8080/ignition/worker-0.ign")
+            && pxe.contains("coreos.inst.install_dev=/dev/vda"),
+        "{pxe}"
+    );
+    assert!(!plain.path().join("live").exists());
     let virt = std::fs::read_to_string(lab(d.path(), "scripts/virt-install.sh")).unwrap();
     assert!(
         virt.contains("--vcpus 4 --memory 16384 --disk size=100") && virt.contains("mac=52:54:00:00:00:65"),

@@ -127,8 +127,7 @@ pub fn last_step<'a>(events: &'a [BootEvent], node: &str) -> Option<&'a BootEven
 /// `MAX_TIMELINE` steps, the newest kept.
 pub fn timeline(events: &[BootEvent], node: &str) -> String {
     let mine: Vec<&BootEvent> = events.iter().filter(|e| e.node == node && e.step != Step::Backend).collect();
-    let start = mine.iter().rposition(|e| e.step == Step::DhcpDiscover).unwrap_or(0);
-    let attempt = &mine[start..];
+    let attempt = &mine[attempt_start(&mine)..];
     // Of a stage's progress events, the newest says it (the percentage written so far).
     let superseded = |i: usize| {
         let stage = |e: &BootEvent| (e.step == Step::Install).then(|| Installed::of(&e.detail).stage);
@@ -151,7 +150,18 @@ pub fn timeline(events: &[BootEvent], node: &str) -> String {
 }
 
 /// The steps a timeline line holds, at most.
-pub const MAX_TIMELINE: usize = 10;
+pub const MAX_TIMELINE: usize = 16;
+
+/// Where a node's latest boot attempt starts in its events (oldest first): the DHCP discover
+/// before its firmware's last request for a boot file (TFTP, or the iPXE script), so a live
+/// system's own DHCP later in the same boot does not cut it; else its last discover; else 0.
+pub fn attempt_start(mine: &[&BootEvent]) -> usize {
+    let firmware = mine
+        .iter()
+        .rposition(|e| matches!(e.step, Step::TftpSent | Step::TftpMissing) || (e.step == Step::Http && e.detail.contains(" /pxe/")));
+    let before = firmware.map_or(mine.len(), |f| f + 1);
+    mine[..before].iter().rposition(|e| e.step == Step::DhcpDiscover).unwrap_or(0)
+}
 
 /// A step in a few words: the file's name (not its path), the status and size of a download.
 fn step_words(e: &BootEvent) -> String {

@@ -72,8 +72,7 @@ pub fn why(node: &str, mac: &str, events: &[BootEvent], now_ms: i64) -> Option<S
         return Some(never_asked(node, mac, events));
     }
     // The latest attempt: from its last DHCP discover on (a node retries a whole boot).
-    let start = mine.iter().rposition(|e| e.step == Step::DhcpDiscover).unwrap_or(0);
-    let attempt = &mine[start..];
+    let attempt = &mine[crate::boot::attempt_start(&mine)..];
     let evidence = |filter: &dyn Fn(&BootEvent) -> bool| -> Vec<String> { attempt.iter().filter(|e| filter(e)).map(|e| line(e)).collect() };
     let config = format!("/ignition/{node}.ign 200");
     let got_config = attempt

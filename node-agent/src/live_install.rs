@@ -34,6 +34,10 @@ pub struct Progress {
     pub moved_s: i64,
     pub error: String,
     pub tail: VecDeque<String>,
+    /// coreos-installer's first `Error:` line and the causes under it (`Caused by:` and the
+    /// indented lines), as it prints anyhow's report: the reason, which its last line ("Error:
+    /// install failed") does not say.
+    pub reported: Vec<String>,
 }
 
 impl Progress {
@@ -46,6 +50,7 @@ impl Progress {
             moved_s: now_s,
             error: String::new(),
             tail: VecDeque::new(),
+            reported: Vec::new(),
         }
     }
 
@@ -58,10 +63,16 @@ impl Progress {
     }
 
     /// One line coreos-installer printed: kept in the tail; a progress line moves the percentage.
-    pub fn line(&mut self, line: &str, now_s: i64) {
-        let line = line.trim();
+    pub fn line(&mut self, raw: &str, now_s: i64) {
+        let line = raw.trim();
         if line.is_empty() {
             return;
+        }
+        let caused = raw.starts_with(char::is_whitespace) || line == "Caused by:";
+        if ((self.reported.is_empty() && line.starts_with("Error:")) || (!self.reported.is_empty() && caused && self.reported.len() < 8))
+            && line != "Caused by:"
+        {
+            self.reported.push(line.chars().take(LINE_MAX).collect());
         }
         if let Some(p) = percent_of(line) {
             self.moved(InstallStage::Writing, Some(p), now_s);
@@ -79,7 +90,10 @@ impl Progress {
 
     /// Failed with `error` (coreos-installer's own `Error:` line when it printed one).
     pub fn failed(&mut self, error: String, now_s: i64) {
-        self.error = self.tail.iter().rev().find(|l| l.starts_with("Error:")).cloned().unwrap_or(error);
+        self.error = match self.reported.is_empty() {
+            true => error,
+            false => self.reported.join(": "),
+        };
         self.moved(InstallStage::Failed, self.percent, now_s);
     }
 
@@ -380,15 +394,33 @@ mod tests {
         assert_eq!(p.stage, InstallStage::Writing);
         assert_eq!(p.percent, Some(98));
         assert_eq!(p.tail.len(), 2, "{:?}", p.tail);
-        p.line("Error: failed to validate Ignition configuration digest", 60);
-        p.line("", 61);
+        // anyhow's report, then coreos-installer's own last word.
+        for l in [
+            "",
+            "Error: writing Ignition configuration",
+            "",
+            "Caused by:",
+            "    0: failed to validate Ignition configuration digest",
+            "    1: uncompressed digest mismatch: expected sha256 ab, found cd",
+            "",
+            "Resetting partition table",
+            "Error: install failed",
+        ] {
+            p.line(l, 60);
+        }
         p.failed("coreos-installer exited with exit status: 1".into(), 62);
-        assert_eq!(p.error, "Error: failed to validate Ignition configuration digest");
+        assert_eq!(
+            p.error,
+            "Error: writing Ignition configuration: 0: failed to validate Ignition configuration digest: 1: uncompressed digest mismatch: expected sha256 ab, found cd"
+        );
         let c = p.component(100);
         assert_eq!(c.health, Health::Failing as i32);
         assert_eq!(c.details[install::STAGE], "failed");
         assert_eq!(c.details[install::STILL_S], "38");
-        assert!(c.details[install::TAIL].contains("Read disk 49.0 MiB"), "{c:?}");
+        assert!(c.details[install::TAIL].contains("Error: install failed"), "{c:?}");
+        let mut plain = Progress::new("/dev/vda", 0);
+        plain.failed("coreos-installer: No such file or directory".into(), 1);
+        assert_eq!(plain.error, "coreos-installer: No such file or directory");
     }
 
     #[test]

@@ -265,7 +265,9 @@ pub const PROBES: &[Probe] = &[
         components: &[Component::InstallDisk],
         cadence: Cadence::Round,
         deadline: LOCAL,
-        enabled: always,
+        // The live system runs from memory and another disk: its install reports the disk it
+        // writes (`live-install`).
+        enabled: |c| c.live_install.is_none(),
         run: |x| {
             Box::pin(async move {
                 let d = x.state.disk.run(LOCAL, machine::install_disk).await;

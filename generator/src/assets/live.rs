@@ -62,6 +62,8 @@ pub fn config(c: &Cluster, n: &Node, pki: &Pki, bin: &Binary, config_sha256: &st
     for f in files.iter_mut().filter(|f| f.path == agent::CONFIG) {
         *f = NodeFile::new(agent::CONFIG, PUBLIC, toml.clone());
     }
+    // The live system names itself as the node (its reports, its console, `hostname-valid`).
+    files.push(NodeFile::new("/etc/hostname", PUBLIC, format!("{}\n", n.hostname)));
     let live = NodeConfig {
         files,
         directories: vec![(agent::DROPINS.to_string(), 0o755)],
