@@ -31,7 +31,12 @@ wait until each reports. Needs root.
                      at a 9000-byte MTU, the lab's bridge at 1500), slow-disk:NODE (the
                      node's disk takes 25 writes a second: etcd's fdatasync too slow),
                      no-default-route:NODE (the node's gateway left out of its ip= argument
-                     and its NetworkManager keyfile: it reaches its own subnet only)
+                     and its NetworkManager keyfile: it reaches its own subnet only),
+                     live-again:NODE (after its live system writes the disk, the firmware
+                     boots the network again), disk-first:NODE (the firmware boots the disk
+                     and never the network). A bundle with live configs (the default) boots
+                     each node's live system with a blank disk; its agent writes the disk and
+                     the VM then boots it
   --hold S|forever   keep the lab and its VMs up S seconds after the first reports (forever:
                      until Ctrl-C): what the machines' probes find a round later (DNS, PTR,
                      routes, peers) reaches the collector only while the lab runs

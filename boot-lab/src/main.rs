@@ -223,18 +223,21 @@ fn watch(lab: &mut Lab, nodes: &[String], timeout: u64) -> (bool, progress::Bars
     (all, bars)
 }
 
-/// When each node got its lease, fetched and applied its config, and first reported.
+/// When each node got its lease, its live system reported (the live install), it rebooted into
+/// the written disk, it fetched and applied its config, and first reported.
 fn print_table(lab: &Lab) {
     println!(
-        "{:<14} {:>8} {:>8} {:>9} {:>8}  LAST SEEN",
-        "NODE", "LEASE", "FETCHED", "IGNITION", "REPORT"
+        "{:<14} {:>8} {:>8} {:>8} {:>8} {:>9} {:>8}  LAST SEEN",
+        "NODE", "LEASE", "LIVE", "REBOOTED", "FETCHED", "IGNITION", "REPORT"
     );
     for vm in &lab.vms {
         let s = &vm.seen;
         println!(
-            "{:<14} {:>8} {:>8} {:>9} {:>8}  {}",
+            "{:<14} {:>8} {:>8} {:>8} {:>8} {:>9} {:>8}  {}",
             vm.name,
             secs(s.lease),
+            secs(s.live_report),
+            secs(s.rebooted),
             secs(s.fetched),
             secs(s.ignition_done),
             secs(s.report),

@@ -72,7 +72,8 @@ pub fn read(req: &Request, cache: Arc<dyn EncodingCache>) -> Result<Inputs, Erro
         key_algorithm: req.key_algorithm,
         release_image: req.release_image.clone(),
         crypto_fips: req.crypto_fips,
-        no_live_agent: req.no_live_agent,
+        // The live configs carry the agent: without one, the nodes install the plain way.
+        no_live_agent: req.no_live_agent || req.agent.is_none(),
     };
     let agent = match &req.agent {
         Some(path) => {

@@ -7,6 +7,7 @@ use super::live::Live;
 use crate::cluster::Cluster;
 use crate::pki::{self, keys::SystemKeys};
 use crate::{bundle, fsio, layout, mco};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Write DIR/mco/ (the MCO's inputs and render.sh) for `cluster`, keeping what render.sh already
@@ -104,7 +105,49 @@ pub fn relab(dir: &Path, cluster: &Cluster, b: &mut bundle::Bundle) -> Result<()
         let host = layout::node_of_ignition(p)?;
         Some((host, &f.contents))
     }));
+    relive(dir, cluster, b, &hashes)?;
     bundle::add_lab(b, cluster, &hashes);
     bundle::reseal(b);
+    Ok(())
+}
+
+/// The live configs, for `cluster`'s lab: each one's agent config made again (the helper's URL,
+/// the disk and the image it names are the lab's), the rest of it as `create` wrote it; gone when
+/// the lab no longer boots through them. A node with the agent and no live config is refused:
+/// only `create` has what one is made of.
+fn relive(dir: &Path, cluster: &Cluster, b: &mut bundle::Bundle, hashes: &BTreeMap<String, String>) -> Result<(), Error> {
+    use crate::assets::{agent, live};
+    for n in &cluster.nodes {
+        let path = layout::live(&n.hostname);
+        if !live::wanted(cluster) {
+            b.files.remove(&path);
+            continue;
+        }
+        let Some(f) = b.files.get_mut(&path) else {
+            let config = b.files.get(&layout::ignition(&n.hostname)).map(|f| f.contents.to_vec()).unwrap_or_default();
+            let has_agent = config.windows(agent::BINARY.len()).any(|w| w == agent::BINARY.as_bytes());
+            if has_agent {
+                return Err(Error::input(format!(
+                    "the bundle has no live config for {}: the lab now boots through live configs (lab.liveAgent), which only `create` makes; run `hardshift create --dir {}` (keys are kept)",
+                    n.hostname,
+                    dir.display()
+                )));
+            }
+            continue;
+        };
+        let sha = hashes.get(&n.hostname).cloned().unwrap_or_default();
+        let toml = hardshift_agent_config::to_toml(&live::settings(cluster, n, &sha)).expect("agent config serializes");
+        let mut cfg: serde_json::Value = serde_json::from_slice(&f.contents.to_vec())
+            .map_err(|e| Error::input(format!("{}: {e}", dir.join(&path).display())))?;
+        let entry = cfg["storage"]["files"]
+            .as_array_mut()
+            .and_then(|files| files.iter_mut().find(|x| x["path"] == agent::CONFIG))
+            .ok_or_else(|| Error::input(format!("{}: no {} in it", dir.join(&path).display(), agent::CONFIG)))?;
+        entry["contents"] = serde_json::to_value(crate::ignition::encode(toml.as_bytes())).expect("contents serialize");
+        // Compact, key order kept (serde_json's preserve_order): the bytes a fresh build writes.
+        let mut bytes = serde_json::to_vec(&cfg).expect("a config serializes");
+        bytes.push(b'\n');
+        f.contents = bytes.into();
+    }
     Ok(())
 }
