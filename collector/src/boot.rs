@@ -165,7 +165,11 @@ pub fn attempt_start(mine: &[&BootEvent]) -> usize {
 
 /// A step in a few words: the file's name (not its path), the status and size of a download.
 fn step_words(e: &BootEvent) -> String {
-    let file = |p: &str| p.rsplit('/').next().unwrap_or(p).to_string();
+    // The file's name; a live config keeps its directory (the node's config has the same name).
+    let file = |p: &str| match p.strip_prefix("/live/") {
+        Some(name) => format!("live/{name}"),
+        None => p.rsplit('/').next().unwrap_or(p).to_string(),
+    };
     match e.step {
         Step::TftpSent => format!("tftp {}", file(&e.detail)),
         Step::TftpMissing => format!("tftp {} missing", file(&e.detail)),

@@ -124,7 +124,11 @@ fn relive(dir: &Path, cluster: &Cluster, b: &mut bundle::Bundle, hashes: &BTreeM
             continue;
         }
         let Some(f) = b.files.get_mut(&path) else {
-            let config = b.files.get(&layout::ignition(&n.hostname)).map(|f| f.contents.to_vec()).unwrap_or_default();
+            let config = b
+                .files
+                .get(&layout::ignition(&n.hostname))
+                .map(|f| f.contents.to_vec())
+                .unwrap_or_default();
             let has_agent = config.windows(agent::BINARY.len()).any(|w| w == agent::BINARY.as_bytes());
             if has_agent {
                 return Err(Error::input(format!(
@@ -137,8 +141,8 @@ fn relive(dir: &Path, cluster: &Cluster, b: &mut bundle::Bundle, hashes: &BTreeM
         };
         let sha = hashes.get(&n.hostname).cloned().unwrap_or_default();
         let toml = hardshift_agent_config::to_toml(&live::settings(cluster, n, &sha)).expect("agent config serializes");
-        let mut cfg: serde_json::Value = serde_json::from_slice(&f.contents.to_vec())
-            .map_err(|e| Error::input(format!("{}: {e}", dir.join(&path).display())))?;
+        let mut cfg: serde_json::Value =
+            serde_json::from_slice(&f.contents.to_vec()).map_err(|e| Error::input(format!("{}: {e}", dir.join(&path).display())))?;
         let entry = cfg["storage"]["files"]
             .as_array_mut()
             .and_then(|files| files.iter_mut().find(|x| x["path"] == agent::CONFIG))
