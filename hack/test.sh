@@ -13,7 +13,9 @@ took() { timings+=("$1 $((SECONDS - phase_start)) s"); echo "test.sh: $1 took $(
 # packages then install while fmt and clippy run, which need none of them (minutes of CI's hour).
 hack/setup.sh || exit 1
 setup_log=$(mktemp)
-hack/setup.sh --tests >"$setup_log" 2>&1 &
+# The boot tests' machine image (coreos-installer built from crates.io, the Debian image: minutes)
+# is made here too, beside the lint; tests/boot.rs finds it cached, or says why it did not build.
+( hack/setup.sh --tests && { hack/boot-image.sh >/dev/null || echo "test.sh: the boot image did not build: tests/boot.rs says why"; } ) >"$setup_log" 2>&1 &
 setup_pid=$!
 took "set-up (build)"
 # rustfmt and clippy come with the machine's rustup toolchain; say so loudly if one is missing.

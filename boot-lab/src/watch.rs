@@ -37,8 +37,8 @@ impl Milestones {
         if let Some(line) = &self.failed {
             return format!("Ignition failed: {line}");
         }
-        if self.rebooted.is_some() && self.ignition_done.is_none() {
-            return "the live system wrote the disk and rebooted; the installed system's Ignition has not finished".into();
+        if self.rebooted.is_some() {
+            return "the live system wrote the disk and rebooted; no report from the installed system yet".into();
         }
         if self.live_report.is_some() && self.rebooted.is_none() {
             return "its live system's agent reports: installing (`hardshift status`)".into();
