@@ -85,7 +85,12 @@ fn changing_a_master_ip_reissues_only_the_leaves_that_name_it() {
         all.contains("lab/haproxy/haproxy.cfg") && all.contains("lab/bind/db.ocp4.example.com"),
         "{all:?}"
     );
-    let outside_lab: BTreeSet<String> = all.into_iter().filter(|p| !p.starts_with("lab/")).collect();
+    // Each live config pins its node's config by its hash: they follow with the lab.
+    assert!(all.contains("live/worker-0.ign"), "{all:?}");
+    let outside_lab: BTreeSet<String> = all
+        .into_iter()
+        .filter(|p| !p.starts_with("lab/") && !p.starts_with("live/"))
+        .collect();
     assert_eq!(outside_lab, want, "{stdout}");
     assert!(
         stdout.contains("re-issued pki/etcd-peer-master-1: SANs changed (added: [192.168.126.104], removed: [192.168.126.102])"),

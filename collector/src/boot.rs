@@ -98,6 +98,11 @@ impl Step {
     pub fn of(name: &str) -> Option<Step> {
         Step::ALL.into_iter().find(|s| s.name() == name)
     }
+
+    /// Whether the helper saw it (not the node's own reports: `Install`, `Reported`).
+    pub const fn from_helper(self) -> bool {
+        !matches!(self, Step::Install | Step::Reported)
+    }
 }
 
 impl fmt::Display for Step {
@@ -127,6 +132,11 @@ pub fn last_step<'a>(events: &'a [BootEvent], node: &str) -> Option<&'a BootEven
 /// `MAX_TIMELINE` steps, the newest kept.
 pub fn timeline(events: &[BootEvent], node: &str) -> String {
     let mine: Vec<&BootEvent> = events.iter().filter(|e| e.node == node && e.step != Step::Backend).collect();
+    // A first report alone is no boot to tell (the helper saw nothing of it, the node installed
+    // nothing): no line.
+    if mine.iter().all(|e| e.step == Step::Reported) {
+        return String::new();
+    }
     let attempt = &mine[attempt_start(&mine)..];
     // Of a stage's progress events, the newest says it (the percentage written so far).
     let superseded = |i: usize| {

@@ -64,7 +64,8 @@ fn refused(e: &BootEvent) -> bool {
 /// The verdict for `node` (its inventory MAC `mac`) from every boot event the helper stored, at
 /// `now_ms`. None when the helper saw nothing at all: it did not run, and `HS003` says what it can.
 pub fn why(node: &str, mac: &str, events: &[BootEvent], now_ms: i64) -> Option<Stuck> {
-    if events.is_empty() {
+    // Without the helper's own events (no `lab serve`), only the reports speak: nothing to say.
+    if !events.iter().any(|e| e.step.from_helper()) {
         return None;
     }
     let mine: Vec<&BootEvent> = events.iter().filter(|e| e.node == node).collect();
@@ -218,7 +219,7 @@ fn never_asked(node: &str, mac: &str, events: &[BootEvent]) -> Stuck {
         title: format!("{node} never asked the helper for an address"),
         evidence: vec![format!(
             "the helper saw {} boot steps of other machines, none from {node}'s MAC {mac}",
-            events.len()
+            events.iter().filter(|e| e.step.from_helper()).count()
         )],
         fix: "power it on (`hardshift bmc` or its console); its firmware must try the network first (PXE) on the lab's network, where the helper's DHCP answers".into(),
     }
@@ -253,6 +254,12 @@ mod tests {
     fn each_stop_is_named_by_its_own_rule() {
         let why = |node: &str, mac: &str, events: &[BootEvent]| super::why(node, mac, events, 100);
         assert_eq!(why("master-0", M, &[]), None, "no helper: HS003 says what it can");
+        let reports_only = [e("worker-0", "", Step::Reported, "installed system boot aaaa1111", 1)];
+        assert_eq!(
+            why("master-0", M, &reports_only),
+            None,
+            "the nodes' own reports are not the helper's"
+        );
         let stranger = vec![e("", "52:54:00:00:00:99", Step::DhcpNoAddress, "no address available", 9)];
         let s = why("master-0", M, &stranger).unwrap();
         assert_eq!(s.id, "HS004");
