@@ -15,6 +15,16 @@ use std::time::{Duration, Instant};
 const MASTER0_MAC: &str = "52:54:00:00:00:65";
 const MASTER0_IP: &str = "192.168.126.101";
 
+/// busybox's DHCP client on the lab's node namespace (`tries` requests, `timeout` s apart, no
+/// script): (whether it got an address, what it said).
+fn udhcpc(net: &Netns, tries: &str, timeout: &str) -> (bool, String) {
+    net.exec(
+        "node",
+        "busybox",
+        &["udhcpc", "-i", "eth0", "-n", "-q", "-t", tries, "-T", timeout, "-s", "/bin/true"],
+    )
+}
+
 fn inventory_mac(dir: &Path, node: &str) -> String {
     let inv: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("inventory.json")).unwrap()).unwrap();
     inv["nodes"].as_array().unwrap().iter().find(|n| n["name"] == node).unwrap()["mac"]
@@ -146,20 +156,7 @@ fn the_helper_serves_a_boot_and_every_step_is_an_event() {
     // master-0's MAC: DHCP gives it its reserved address.
     let (ok, said) = node(&["ip", "link", "set", "eth0", "address", MASTER0_MAC]);
     assert!(ok, "{said}");
-    let (ok, said) = node(&[
-        "busybox",
-        "udhcpc",
-        "-i",
-        "eth0",
-        "-n",
-        "-q",
-        "-t",
-        "5",
-        "-T",
-        "2",
-        "-s",
-        "/bin/true",
-    ]);
+    let (ok, said) = udhcpc(&net, "5", "2");
     assert!(ok && said.contains(MASTER0_IP), "{said}");
     node(&["ip", "addr", "add", &format!("{MASTER0_IP}/24"), "dev", "eth0"]);
     // TFTP: the BIOS iPXE binary, and a file that is not there.
@@ -211,20 +208,7 @@ fn the_helper_serves_a_boot_and_every_step_is_an_event() {
     // A machine the inventory does not know: no address, and recorded.
     node(&["ip", "addr", "flush", "dev", "eth0"]);
     node(&["ip", "link", "set", "eth0", "address", "52:54:00:00:00:99"]);
-    let (ok, _) = node(&[
-        "busybox",
-        "udhcpc",
-        "-i",
-        "eth0",
-        "-n",
-        "-q",
-        "-t",
-        "2",
-        "-T",
-        "1",
-        "-s",
-        "/bin/true",
-    ]);
+    let (ok, _) = udhcpc(&net, "2", "1");
     assert!(!ok, "an unknown MAC got an address");
 
     // Every step is in the store: wait for the last one, then stop.
@@ -414,20 +398,7 @@ fn boot_events_outlive_a_collector_killed_mid_boot() {
     let url = |p: &str| format!("http://192.168.126.1:8080/{p}");
     node(&["ip", "link", "set", "eth0", "address", MASTER0_MAC]);
     let dhcp = || {
-        let (ok, said) = node(&[
-            "busybox",
-            "udhcpc",
-            "-i",
-            "eth0",
-            "-n",
-            "-q",
-            "-t",
-            "5",
-            "-T",
-            "2",
-            "-s",
-            "/bin/true",
-        ]);
+        let (ok, said) = udhcpc(&net, "5", "2");
         assert!(ok && said.contains(MASTER0_IP), "{said}");
     };
     dhcp();

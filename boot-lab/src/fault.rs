@@ -110,11 +110,6 @@ impl Fault {
     }
 }
 
-/// Whether fault `name` (as given on the command line) is set for `node`.
-pub fn has(faults: &[Fault], name: &str, node: &str) -> bool {
-    faults.iter().any(|f| f.to_string() == format!("{name}:{node}"))
-}
-
 /// The MTU the VM of `node` gives its NIC, if a fault sets one (None: QEMU's 1500).
 pub fn nic_mtu(faults: &[Fault], node: &str) -> Option<u32> {
     faults.iter().any(|f| *f == Fault::Mtu(node.to_string())).then_some(JUMBO)

@@ -268,7 +268,7 @@ impl Lab {
             f.set_len(TARGET_BYTES).with_context(|| t.display().to_string())?;
         }
         let installed_append = installed_append(&ipxe, name);
-        let disk_first = crate::fault::has(&self.faults, "disk-first", name);
+        let disk_first = self.faults.contains(&crate::fault::Fault::DiskFirst(name.to_string()));
         let stage = match (live, disk_first) {
             (false, _) => VmStage::Image,
             (true, false) => VmStage::Live(1),
@@ -301,7 +301,7 @@ impl Lab {
             target,
             installed_append,
             tap,
-            net_first: crate::fault::has(&self.faults, "live-again", name),
+            net_first: self.faults.contains(&crate::fault::Fault::LiveAgain(name.to_string())),
         };
         let _ = vm.child.wait();
         vm.child = self.launch(&vm)?;
